@@ -1,0 +1,779 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops.c - the libfuse low-level operations table and its handlers.
+ *
+ * The adapter and nothing else: each handler decodes the request, makes
+ * one store call and sends exactly one reply (forget sends none).  Errors
+ * arrive as negative errnos and leave as positive ones.  Inode numbers are
+ * the store's object ids; FUSE_ROOT_ID is the store's root (both are 1).
+ *
+ * Caching: all changes to the filesystem pass through the kernel, so entry
+ * and attribute timeouts can be long and open files keep their page cache.
+ * The kernel checks permissions itself (default_permissions is always on).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <fuse_lowlevel.h>
+
+#include "../src/log.h"
+#include "../src/store.h"
+#include "ops.h"
+
+#define OBJFS_ATTR_TIMEOUT	10.0
+#define OBJFS_ENTRY_TIMEOUT	10.0
+#define OBJFS_MAX_WRITE		(1u << 20)
+
+_Static_assert(OBJFS_ROOT_INO == FUSE_ROOT_ID, "root inode numbers differ");
+
+struct objfs_fuse {
+	struct fuse_session *se;
+	struct objfs_store *store;
+	int mounted;
+	int debug;
+};
+
+static struct objfs_store *
+req_store(fuse_req_t req)
+{
+	return ((struct objfs_fuse *)fuse_req_userdata(req))->store;
+}
+
+static void
+attr_to_stat(const struct objfs_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_rdev = a->rdev;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
+	st->st_atim.tv_sec = a->atime_sec;
+	st->st_atim.tv_nsec = a->atime_nsec;
+	st->st_mtim.tv_sec = a->mtime_sec;
+	st->st_mtim.tv_nsec = a->mtime_nsec;
+	st->st_ctim.tv_sec = a->ctime_sec;
+	st->st_ctim.tv_nsec = a->ctime_nsec;
+}
+
+static void
+reply_entry(fuse_req_t req, int rc, const struct objfs_attr *a)
+{
+	struct fuse_entry_param e;
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = a->ino;
+	e.attr_timeout = OBJFS_ATTR_TIMEOUT;
+	e.entry_timeout = OBJFS_ENTRY_TIMEOUT;
+	attr_to_stat(a, &e.attr);
+	fuse_reply_entry(req, &e);
+}
+
+static struct objfs_cred
+req_cred(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct objfs_cred cr = { (uint32_t)ctx->uid, (uint32_t)ctx->gid };
+
+	return cr;
+}
+
+static void
+objfs_ll_init(void *userdata, struct fuse_conn_info *conn)
+{
+	conn->max_write = OBJFS_MAX_WRITE;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* The kernel clears setuid/setgid on write, truncate and chown. */
+	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	/* Measured: write-through is as fast for large files, and writeback
+	 * adds a getxattr round trip per write. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	objfs_log(OBJFS_LOG_INFO, "kernel FUSE %u.%u, max_write %u, "
+		"max_readahead %u", conn->proto_major, conn->proto_minor,
+		conn->max_write, conn->max_readahead);
+}
+
+static void
+objfs_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct objfs_attr a;
+	int rc = objfs_store_lookup(req_store(req), parent, name, &a);
+
+	if (rc == -ENOENT) {
+		/* A negative entry: the kernel caches the absence. */
+		struct fuse_entry_param e;
+
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = OBJFS_ENTRY_TIMEOUT;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	reply_entry(req, rc, &a);
+}
+
+static void
+objfs_ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	objfs_store_forget(req_store(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void
+objfs_ll_forget_multi(fuse_req_t req, size_t count,
+		struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		objfs_store_forget(req_store(req), forgets[i].ino,
+				forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void
+objfs_ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct objfs_attr a;
+	struct stat st;
+	int rc = objfs_store_getattr(req_store(req), ino, &a);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	attr_to_stat(&a, &st);
+	fuse_reply_attr(req, &st, OBJFS_ATTR_TIMEOUT);
+}
+
+static void
+objfs_ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		int to_set, struct fuse_file_info *fi)
+{
+	struct objfs_setattr sa;
+	struct objfs_attr a;
+	struct stat st;
+	int rc;
+
+	memset(&sa, 0, sizeof(sa));
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		sa.valid |= OBJFS_SET_MODE;
+		sa.mode = attr->st_mode;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		sa.valid |= OBJFS_SET_UID;
+		sa.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		sa.valid |= OBJFS_SET_GID;
+		sa.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		sa.valid |= OBJFS_SET_SIZE;
+		sa.size = (uint64_t)attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		sa.valid |= OBJFS_SET_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.valid |= OBJFS_SET_ATIME;
+		sa.atime_sec = attr->st_atim.tv_sec;
+		sa.atime_nsec = (uint32_t)attr->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		sa.valid |= OBJFS_SET_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.valid |= OBJFS_SET_MTIME;
+		sa.mtime_sec = attr->st_mtim.tv_sec;
+		sa.mtime_nsec = (uint32_t)attr->st_mtim.tv_nsec;
+	}
+#ifdef FUSE_SET_ATTR_CTIME
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		sa.valid |= OBJFS_SET_CTIME;
+		sa.ctime_sec = attr->st_ctim.tv_sec;
+		sa.ctime_nsec = (uint32_t)attr->st_ctim.tv_nsec;
+	}
+#endif
+	rc = objfs_store_setattr(req_store(req), ino, &sa, &a);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	attr_to_stat(&a, &st);
+	fuse_reply_attr(req, &st, OBJFS_ATTR_TIMEOUT);
+}
+
+static void
+objfs_ll_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[4097];
+	size_t len;
+	int rc = objfs_store_readlink(req_store(req), ino, buf, sizeof(buf) - 1,
+			&len);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	buf[len < sizeof(buf) - 1 ? len : sizeof(buf) - 1] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void
+objfs_ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		mode_t mode, dev_t rdev)
+{
+	struct objfs_cred cr = req_cred(req);
+	struct objfs_attr a;
+	int rc = objfs_store_mknod(req_store(req), parent, name, mode, rdev,
+			&cr, &a);
+
+	reply_entry(req, rc, &a);
+}
+
+static void
+objfs_ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		mode_t mode)
+{
+	struct objfs_cred cr = req_cred(req);
+	struct objfs_attr a;
+	int rc = objfs_store_mkdir(req_store(req), parent, name, mode, &cr, &a);
+
+	reply_entry(req, rc, &a);
+}
+
+static void
+objfs_ll_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		const char *name)
+{
+	struct objfs_cred cr = req_cred(req);
+	struct objfs_attr a;
+	int rc = objfs_store_symlink(req_store(req), parent, name, link, &cr,
+			&a);
+
+	reply_entry(req, rc, &a);
+}
+
+static void
+objfs_ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		const char *newname)
+{
+	struct objfs_attr a;
+	int rc = objfs_store_link(req_store(req), ino, newparent, newname, &a);
+
+	reply_entry(req, rc, &a);
+}
+
+static void
+objfs_ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -objfs_store_unlink(req_store(req), parent, name));
+}
+
+static void
+objfs_ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -objfs_store_rmdir(req_store(req), parent, name));
+}
+
+static void
+objfs_ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	fuse_reply_err(req, -objfs_store_rename(req_store(req), parent, name,
+			newparent, newname, flags));
+}
+
+static void
+objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc = objfs_store_open_file(req_store(req), ino, fi->flags);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* Only the kernel changes file contents, so its cache stays valid. */
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void
+objfs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		mode_t mode, struct fuse_file_info *fi)
+{
+	struct objfs_cred cr = req_cred(req);
+	struct fuse_entry_param e;
+	struct objfs_attr a;
+	int rc = objfs_store_create(req_store(req), parent, name, mode,
+			fi->flags, &cr, &a);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = a.ino;
+	e.attr_timeout = OBJFS_ATTR_TIMEOUT;
+	e.entry_timeout = OBJFS_ENTRY_TIMEOUT;
+	attr_to_stat(&a, &e.attr);
+	fi->keep_cache = 1;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		/* The caller was interrupted: undo its open and lookup. */
+		objfs_store_release(req_store(req), a.ino);
+		objfs_store_forget(req_store(req), a.ino, 1);
+	}
+}
+
+static void
+objfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	size_t n = 0;
+	char *buf = malloc(size ? size : 1);
+	int rc;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = objfs_store_read(req_store(req), ino, (uint64_t)off, buf, size,
+			&n);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, buf, n);
+	free(buf);
+}
+
+static void
+objfs_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		off_t off, struct fuse_file_info *fi)
+{
+	size_t n = 0;
+	int rc;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	rc = objfs_store_write(req_store(req), ino, (uint64_t)off, buf, size,
+			&n);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, n);
+}
+
+static void
+objfs_ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/* Bytes are in the arena already; close() has nothing to wait for. */
+	fuse_reply_err(req, 0);
+}
+
+static void
+objfs_ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, -objfs_store_release(req_store(req), ino));
+}
+
+static void
+objfs_ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, -objfs_store_fsync(req_store(req), ino, datasync));
+}
+
+static void
+objfs_ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct objfs_attr a;
+	int rc = objfs_store_getattr(req_store(req), ino, &a);
+
+	if (rc == 0 && !S_ISDIR(a.mode))
+		rc = -ENOTDIR;
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->cache_readdir = 0;
+	fuse_reply_open(req, fi);
+}
+
+struct dirbuf {
+	fuse_req_t req;
+	char *buf;
+	size_t size;
+	size_t len;
+	int plus;
+};
+
+static int
+dirbuf_add(void *arg, const char *name, const struct objfs_attr *a,
+		uint64_t next_off)
+{
+	struct dirbuf *d = arg;
+	size_t n;
+
+	if (d->plus) {
+		struct fuse_entry_param e;
+		int dots = strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+
+		memset(&e, 0, sizeof(e));
+		attr_to_stat(a, &e.attr);
+		if (!dots) {
+			e.ino = a->ino;
+			e.attr_timeout = OBJFS_ATTR_TIMEOUT;
+			e.entry_timeout = OBJFS_ENTRY_TIMEOUT;
+		}
+		n = fuse_add_direntry_plus(d->req, d->buf + d->len,
+				d->size - d->len, name, &e, (off_t)next_off);
+	} else {
+		struct stat st;
+
+		memset(&st, 0, sizeof(st));
+		st.st_ino = a->ino;
+		st.st_mode = a->mode;
+		n = fuse_add_direntry(d->req, d->buf + d->len, d->size - d->len,
+				name, &st, (off_t)next_off);
+	}
+	if (n > d->size - d->len)
+		return 1;
+	d->len += n;
+	return 0;
+}
+
+static void
+do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
+{
+	struct dirbuf d = { req, malloc(size ? size : 1), size, 0, plus };
+	int rc;
+
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = objfs_store_readdir(req_store(req), ino, (uint64_t)off, plus,
+			dirbuf_add, &d);
+	if (rc < 0 && d.len == 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, d.buf, d.len);
+	free(d.buf);
+}
+
+static void
+objfs_ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, 0);
+}
+
+static void
+objfs_ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, 1);
+}
+
+static void
+objfs_ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+static void
+objfs_ll_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		struct fuse_file_info *fi)
+{
+	/* Namespace changes are committed as they happen; make them durable. */
+	fuse_reply_err(req, -objfs_store_fsync(req_store(req), ino, datasync));
+}
+
+static void
+objfs_ll_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct objfs_statfs s;
+	struct statvfs sv;
+	int rc = objfs_store_statfs(req_store(req), &s);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = s.bsize;
+	sv.f_frsize = s.bsize;
+	sv.f_blocks = s.blocks;
+	sv.f_bfree = s.bfree;
+	sv.f_bavail = s.bavail;
+	sv.f_files = s.files;
+	sv.f_ffree = s.ffree;
+	sv.f_favail = s.ffree;
+	sv.f_namemax = s.namemax;
+	fuse_reply_statfs(req, &sv);
+}
+
+static void
+objfs_ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		const char *value, size_t size, int flags)
+{
+	fuse_reply_err(req, -objfs_store_setxattr(req_store(req), ino, name,
+			value, size, flags));
+}
+
+static void
+objfs_ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		size_t size)
+{
+	char *buf = NULL;
+	size_t len;
+	int rc;
+
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	rc = objfs_store_getxattr(req_store(req), ino, name, buf, size, &len);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, len);
+	else
+		fuse_reply_buf(req, buf, len);
+	free(buf);
+}
+
+static void
+objfs_ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *buf = NULL;
+	size_t len;
+	int rc;
+
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	rc = objfs_store_listxattr(req_store(req), ino, buf, size, &len);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, len);
+	else
+		fuse_reply_buf(req, buf, len);
+	free(buf);
+}
+
+static void
+objfs_ll_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, -objfs_store_removexattr(req_store(req), ino, name));
+}
+
+static void
+objfs_ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+		off_t length, struct fuse_file_info *fi)
+{
+	if (offset < 0 || length <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, -objfs_store_fallocate(req_store(req), ino, mode,
+			(uint64_t)offset, (uint64_t)length));
+}
+
+static void
+objfs_ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		struct fuse_file_info *fi)
+{
+	uint64_t out;
+	int rc;
+
+	if (off < 0) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	rc = objfs_store_lseek(req_store(req), ino, (uint64_t)off, whence, &out);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_lseek(req, (off_t)out);
+}
+
+static const struct fuse_lowlevel_ops objfs_ll_ops = {
+	.init = objfs_ll_init,
+	.lookup = objfs_ll_lookup,
+	.forget = objfs_ll_forget,
+	.forget_multi = objfs_ll_forget_multi,
+	.getattr = objfs_ll_getattr,
+	.setattr = objfs_ll_setattr,
+	.readlink = objfs_ll_readlink,
+	.mknod = objfs_ll_mknod,
+	.mkdir = objfs_ll_mkdir,
+	.symlink = objfs_ll_symlink,
+	.link = objfs_ll_link,
+	.unlink = objfs_ll_unlink,
+	.rmdir = objfs_ll_rmdir,
+	.rename = objfs_ll_rename,
+	.open = objfs_ll_open,
+	.create = objfs_ll_create,
+	.read = objfs_ll_read,
+	.write = objfs_ll_write,
+	.flush = objfs_ll_flush,
+	.release = objfs_ll_release,
+	.fsync = objfs_ll_fsync,
+	.opendir = objfs_ll_opendir,
+	.readdir = objfs_ll_readdir,
+	.readdirplus = objfs_ll_readdirplus,
+	.releasedir = objfs_ll_releasedir,
+	.fsyncdir = objfs_ll_fsyncdir,
+	.statfs = objfs_ll_statfs,
+	.setxattr = objfs_ll_setxattr,
+	.getxattr = objfs_ll_getxattr,
+	.listxattr = objfs_ll_listxattr,
+	.removexattr = objfs_ll_removexattr,
+	.fallocate = objfs_ll_fallocate,
+	.lseek = objfs_ll_lseek,
+};
+
+static void
+fuse_log_to_objfs(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n && line[n - 1] == '\n')
+		line[--n] = '\0';
+	objfs_log((int)level, "%s", line);
+}
+
+int
+objfs_fuse_new(const char *mount_opts, const char *fsname, int debug,
+		struct objfs_fuse **out)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct objfs_fuse *f;
+	char *opts;
+	size_t n;
+	int rc = -ENOMEM;
+
+	fuse_set_log_func(fuse_log_to_objfs);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->debug = debug;
+	n = strlen(mount_opts) + strlen(fsname) + 128;
+	opts = malloc(n);
+	if (!opts)
+		goto err_free;
+	/* default_permissions: the kernel checks modes and owners. */
+	snprintf(opts, n, "default_permissions,subtype=objfs,fsname=%s%s%s",
+			fsname, *mount_opts ? "," : "", mount_opts);
+	if (fuse_opt_add_arg(&args, "objfs") < 0 ||
+	    fuse_opt_add_arg(&args, "-o") < 0 ||
+	    fuse_opt_add_arg(&args, opts) < 0 ||
+	    (debug && fuse_opt_add_arg(&args, "-d") < 0))
+		goto err_args;
+	f->se = fuse_session_new(&args, &objfs_ll_ops, sizeof(objfs_ll_ops), f);
+	if (!f->se) {
+		rc = -EINVAL;
+		goto err_args;
+	}
+	fuse_opt_free_args(&args);
+	free(opts);
+	*out = f;
+	return 0;
+
+err_args:
+	fuse_opt_free_args(&args);
+	free(opts);
+err_free:
+	free(f);
+	return rc;
+}
+
+int
+objfs_fuse_mount(struct objfs_fuse *f, struct objfs_store *store,
+		const char *mountpoint)
+{
+	f->store = store;
+	if (fuse_set_signal_handlers(f->se) != 0)
+		return -EIO;
+	if (fuse_session_mount(f->se, mountpoint) != 0)
+		return -EIO;
+	f->mounted = 1;
+	return 0;
+}
+
+int
+objfs_fuse_daemonize(struct objfs_fuse *f, int foreground)
+{
+	return fuse_daemonize(foreground) == 0 ? 0 : -1;
+}
+
+int
+objfs_fuse_loop(struct objfs_fuse *f, unsigned max_threads)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	int rc;
+
+	if (!cfg)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, max_threads);
+	fuse_loop_cfg_set_idle_threads(cfg, max_threads / 2 ? max_threads / 2 : 1);
+	rc = fuse_session_loop_mt(f->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
+void
+objfs_fuse_destroy(struct objfs_fuse *f)
+{
+	if (!f)
+		return;
+	if (f->mounted) {
+		fuse_remove_signal_handlers(f->se);
+		fuse_session_unmount(f->se);
+	}
+	fuse_session_destroy(f->se);
+	free(f);
+}
+
+void
+objfs_fuse_print_help(void)
+{
+	fuse_lowlevel_help();
+}
+
+const char *
+objfs_fuse_version(void)
+{
+	return fuse_pkgversion();
+}

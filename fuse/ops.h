@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops.h - the FUSE adapter's interface to main.c.  Nothing here mentions a
+ * libfuse type, so main.c needs no fuse header.
+ *
+ * Sequence: objfs_fuse_new() (validates the mount options, before anything
+ * is opened), objfs_fuse_mount(), objfs_fuse_daemonize(), objfs_fuse_loop()
+ * (returns on unmount or SIGINT/SIGTERM/SIGHUP), objfs_fuse_destroy()
+ * (unmounts).  One session per process; not thread-safe itself.
+ */
+#ifndef OBJFS_FUSE_OPS_H
+#define OBJFS_FUSE_OPS_H
+
+struct objfs_fuse;
+struct objfs_store;
+
+/*
+ * @mount_opts: comma-separated options for libfuse and the kernel (may be
+ * empty); @fsname: the source shown in /proc/mounts.  Returns 0, -EINVAL
+ * (libfuse has printed which option it refused) or -ENOMEM.
+ */
+int objfs_fuse_new(const char *mount_opts, const char *fsname, int debug,
+		struct objfs_fuse **out);
+/* Attach @store and mount at @mountpoint.  0 or a negative errno. */
+int objfs_fuse_mount(struct objfs_fuse *f, struct objfs_store *store,
+		const char *mountpoint);
+/* Detach from the terminal unless @foreground.  0 or -1. */
+int objfs_fuse_daemonize(struct objfs_fuse *f, int foreground);
+/* Serve requests with up to @max_threads threads until unmounted. */
+int objfs_fuse_loop(struct objfs_fuse *f, unsigned max_threads);
+/* Unmount (if mounted) and free the session. */
+void objfs_fuse_destroy(struct objfs_fuse *f);
+/* Print libfuse's own option help to stdout. */
+void objfs_fuse_print_help(void);
+/* libfuse's version string. */
+const char *objfs_fuse_version(void);
+
+#endif

@@ -1,0 +1,7 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Generate ./configure from configure.ac and Makefile.am.
+set -e
+cd "$(dirname "$0")/.."
+mkdir -p m4 build-aux
+autoreconf -fi

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arena.h - the shared-memory arena that holds file bytes.
+ *
+ * One memfd of fixed capacity, mapped MAP_SHARED once and never grown.
+ * Blocks are named by their byte offset from the start of the mapping,
+ * never by pointer, so a block means the same thing to any process that
+ * maps the arena.  Blocks are powers of two from OBJFS_ARENA_MIN_BLOCK up
+ * to the chunk size: whole chunks for the body of a file, small blocks for
+ * the tails of small files.  Freed blocks go back to the allocator, not to
+ * the kernel, so memory the arena has touched once stays mapped and fast.
+ *
+ * All functions are thread-safe (one mutex inside the arena).
+ */
+#ifndef OBJFS_ARENA_H
+#define OBJFS_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define OBJFS_ARENA_MIN_BLOCK	4096u
+#define OBJFS_ARENA_MAGIC	0x414e4552414a424fULL	/* "OBJAREN A" */
+#define OBJFS_ARENA_VERSION	1u
+
+struct objfs_arena;
+
+struct objfs_arena_stats {
+	uint64_t capacity;	/* bytes blocks can be carved from */
+	uint64_t used;		/* bytes in allocated blocks */
+	uint64_t largest_free;	/* largest block that can be allocated now */
+};
+
+/*
+ * Create an arena of @capacity bytes (rounded down to a multiple of
+ * @chunk_size) carved into blocks of at most @chunk_size, a power of two
+ * from 2 * OBJFS_ARENA_MIN_BLOCK up to 2 GiB.  The arena holds at least
+ * two chunks.
+ * Returns 0, -EINVAL (sizes), -ENOMEM, or the errno of memfd/mmap.
+ */
+int objfs_arena_create(uint64_t capacity, uint32_t chunk_size,
+		struct objfs_arena **out);
+void objfs_arena_destroy(struct objfs_arena *a);
+
+/*
+ * Allocate a block of at least @size bytes (1 <= size <= chunk size).
+ * Writes the block's offset and its real size.  The block's content is
+ * undefined.  Returns 0 or -ENOSPC when no block that large is free.
+ */
+int objfs_arena_alloc(struct objfs_arena *a, size_t size, uint64_t *off_out,
+		uint32_t *cap_out);
+
+/* Return a block obtained from objfs_arena_alloc().  @cap is its size. */
+void objfs_arena_free(struct objfs_arena *a, uint64_t off, uint32_t cap);
+
+/* Address of the byte at @off in this process's mapping. */
+void *objfs_arena_ptr(struct objfs_arena *a, uint64_t off);
+
+/* The block size a request of @size bytes is rounded up to. */
+uint32_t objfs_arena_block_size(const struct objfs_arena *a, size_t size);
+
+void objfs_arena_get_stats(struct objfs_arena *a,
+		struct objfs_arena_stats *st);
+
+/* Fault every page of the arena in now (MADV_POPULATE_WRITE). */
+int objfs_arena_prefault(struct objfs_arena *a);
+
+/* The memfd, for splicing replies straight from the arena. */
+int objfs_arena_fd(const struct objfs_arena *a);
+
+#endif

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chunk.h - the chunk map of one object.
+ *
+ * An object's bytes are a sequence of fixed-size chunks; the map holds one
+ * entry per chunk up to the last one that was ever given bytes.  A chunk
+ * is in one of these states:
+ *
+ *	hole		neither resident nor on disk: reads as zeros
+ *	resident dirty	in the arena, newer than any disk copy
+ *	resident clean	in the arena and identical to its disk copy
+ *			(evicting it costs nothing)
+ *	on disk		only in the backing file
+ *
+ * A resident chunk's block may be smaller than a chunk (the tail of a small
+ * file); bytes past the block, and past the disk copy's length, read as
+ * zeros.  Block bytes past end of file are kept zero, so growing a file
+ * never exposes old bytes.
+ *
+ * Not thread-safe: the owner (the inode) holds its lock around every call.
+ */
+#ifndef OBJFS_CHUNK_H
+#define OBJFS_CHUNK_H
+
+#include <stdint.h>
+
+#include "arena.h"
+
+#define OBJFS_CHUNK_DIRTY	0x1u	/* arena copy differs from the disk */
+#define OBJFS_CHUNK_ONDISK	0x2u	/* a disk copy and its record exist */
+#define OBJFS_CHUNK_RECDIRTY	0x4u	/* record in memory not in the index */
+
+enum objfs_chunk_state {
+	OBJFS_CHUNK_HOLE,
+	OBJFS_CHUNK_RESIDENT_DIRTY,
+	OBJFS_CHUNK_RESIDENT_CLEAN,
+	OBJFS_CHUNK_SPILLED,
+};
+
+struct objfs_chunk {
+	uint64_t off;		/* arena offset; valid when cap != 0 */
+	uint64_t csum;		/* checksum of the disk copy (ONDISK) */
+	uint32_t cap;		/* arena block size, 0 = not resident */
+	uint32_t disk_len;	/* bytes in the disk copy (ONDISK) */
+	uint32_t flags;
+	uint32_t pad;
+};
+
+struct objfs_chunkmap {
+	struct objfs_chunk *v;
+	uint64_t n;		/* entries in use */
+	uint64_t alloc;		/* entries allocated */
+};
+
+void objfs_chunkmap_init(struct objfs_chunkmap *m);
+/* Free every resident block and the map itself. */
+void objfs_chunkmap_fini(struct objfs_chunkmap *m, struct objfs_arena *a);
+
+/* Make entries [0, n) exist (new ones are holes).  0 or -ENOMEM. */
+int objfs_chunkmap_ensure(struct objfs_chunkmap *m, uint64_t n);
+
+/* Entry @idx, or NULL when @idx is past the map (a hole). */
+struct objfs_chunk *objfs_chunkmap_get(struct objfs_chunkmap *m, uint64_t idx);
+
+enum objfs_chunk_state objfs_chunk_state(const struct objfs_chunk *c);
+
+/* Free the block of @c, if any; the chunk keeps its disk state. */
+void objfs_chunk_drop(struct objfs_chunk *c, struct objfs_arena *a);
+
+/* Free blocks of entries >= @first and shorten the map to @first. */
+void objfs_chunkmap_cut(struct objfs_chunkmap *m, struct objfs_arena *a,
+		uint64_t first);
+
+/* Bytes resident in the arena and bytes with a disk copy. */
+void objfs_chunkmap_usage(const struct objfs_chunkmap *m, uint64_t *resident,
+		uint64_t *ondisk);
+
+#endif

@@ -1,0 +1,668 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * data.c - the bytes of regular files: reads, writes, truncation, holes,
+ * and writing chunks out to the backing directory.
+ *
+ * Every function here is called with the inode's lock held (store_int.h)
+ * and touches only that inode, the arena (which locks itself), the
+ * backing file and the index.
+ *
+ * Writing out (objfs_data_flush) keeps this order so that a daemon killed
+ * at any instant leaves an index whose every chunk record matches the
+ * bytes in the backing file:
+ *	1. delete the records of chunks whose disk copy is about to be
+ *	   overwritten (commit);
+ *	2. pwrite the chunks;
+ *	3. (fsync only) fdatasync the backing file;
+ *	4. put the new records and the attributes (commit).
+ * A chunk caught between 1 and 4 reads as zeros after a crash; never as
+ * bytes that fail their checksum.  Truncation deletes records before it
+ * gives the backing file's space back, for the same reason.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "csum.h"
+#include "log.h"
+#include "store_int.h"
+
+static const unsigned char zeros[65536];
+
+static uint64_t
+min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int
+chunk_record(void *arg, uint64_t idx, uint64_t csum, uint32_t len)
+{
+	struct objfs_inode *ip = arg;
+	struct objfs_chunk *c;
+	int rc = objfs_chunkmap_ensure(&ip->chunks, idx + 1);
+
+	if (rc < 0)
+		return rc;
+	c = objfs_chunkmap_get(&ip->chunks, idx);
+	c->flags = OBJFS_CHUNK_ONDISK;
+	c->csum = csum;
+	c->disk_len = len;
+	return 0;
+}
+
+int
+objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_meta_txn *t;
+	int rc = objfs_meta_begin(s->meta, 0, &t);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_chunk_list(t, ip->ino, chunk_record, ip);
+	objfs_meta_abort(t);
+	if (rc < 0)
+		objfs_chunkmap_fini(&ip->chunks, s->arena);
+	return rc;
+}
+
+static int
+backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create)
+{
+	int fd;
+
+	if (ip->bfd >= 0)
+		return ip->bfd;
+	fd = objfs_backing_file(s->backing, ip->ino, create);
+	if (fd >= 0)
+		ip->bfd = fd;
+	return fd;
+}
+
+/* Bytes of chunk @idx that lie inside the file. */
+static uint32_t
+extent_in_file(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx)
+{
+	uint64_t start = idx << s->chunk_shift;
+
+	if (ip->attr.size <= start)
+		return 0;
+	return (uint32_t)min64(s->chunk_size, ip->attr.size - start);
+}
+
+/* Read the disk copy of @c into @buf (disk_len bytes), verifying it. */
+static int
+read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, void *buf)
+{
+	int fd = backing_fd(s, ip, 0);
+	int rc;
+
+	if (fd < 0) {
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": backing file: %s",
+			ip->ino, strerror(-fd));
+		return -EIO;
+	}
+	rc = objfs_spill_read(fd, ip->ino, idx, s->chunk_size, buf,
+			c->disk_len, c->csum);
+	if (rc == -EBADMSG) {
+		atomic_fetch_add(&s->csum_failures, 1);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+/*
+ * Bring the disk copy of chunk @idx into a new block of at least
+ * @min_cap bytes.  -ENOSPC when the arena has no such block.
+ */
+static int
+restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint32_t min_cap)
+{
+	uint32_t want = extent_in_file(s, ip, idx), cap;
+	unsigned char *p;
+	uint64_t off;
+	int rc;
+
+	if (want < c->disk_len)
+		want = c->disk_len;
+	if (want < min_cap)
+		want = min_cap;
+	rc = objfs_arena_alloc(s->arena, want ? want : 1, &off, &cap);
+	if (rc < 0)
+		return rc;
+	p = objfs_arena_ptr(s->arena, off);
+	rc = read_disk_copy(s, ip, idx, c, p);
+	if (rc < 0) {
+		objfs_arena_free(s->arena, off, cap);
+		return rc;
+	}
+	memset(p + c->disk_len, 0, cap - c->disk_len);
+	c->off = off;
+	c->cap = cap;
+	c->flags &= ~OBJFS_CHUNK_DIRTY;
+	atomic_fetch_add(&s->restored_chunks, 1);
+	atomic_fetch_add(&s->restored_bytes, c->disk_len);
+	return 0;
+}
+
+/* Copy bytes [co, co+n) of a chunk whose valid bytes are src[0..have). */
+static void
+copy_out(unsigned char *dst, const unsigned char *src, uint32_t have,
+		uint32_t co, uint32_t n)
+{
+	uint32_t k = 0;
+
+	if (co < have) {
+		k = have - co < n ? have - co : n;
+		memcpy(dst, src + co, k);
+	}
+	memset(dst + k, 0, n - k);
+}
+
+int
+objfs_data_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
+		void *buf, size_t len, size_t *n_out)
+{
+	struct objfs_arena_stats st;
+	unsigned char *dst = buf, *bounce;
+	size_t done = 0;
+	int rc;
+
+	if (off >= ip->attr.size) {
+		*n_out = 0;
+		return 0;
+	}
+	len = (size_t)min64(len, ip->attr.size - off);
+	while (done < len) {
+		uint64_t pos = off + done, idx = pos >> s->chunk_shift;
+		uint32_t co = (uint32_t)(pos & (s->chunk_size - 1));
+		uint32_t n = (uint32_t)min64(len - done, s->chunk_size - co);
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, idx);
+
+		switch (c ? objfs_chunk_state(c) : OBJFS_CHUNK_HOLE) {
+		case OBJFS_CHUNK_HOLE:
+			memset(dst + done, 0, n);
+			break;
+		case OBJFS_CHUNK_SPILLED:
+			/* Restore unless that would eat into what writers
+			 * need; then serve this read from the disk copy. */
+			objfs_arena_get_stats(s->arena, &st);
+			rc = -ENOSPC;
+			if (st.used < s->restore_limit)
+				rc = restore(s, ip, idx, c, 0);
+			if (rc == 0)
+				goto resident;
+			if (rc != -ENOSPC)
+				return rc;
+			bounce = malloc(c->disk_len ? c->disk_len : 1);
+			if (!bounce)
+				return -ENOMEM;
+			rc = read_disk_copy(s, ip, idx, c, bounce);
+			if (rc == 0)
+				copy_out(dst + done, bounce, c->disk_len, co, n);
+			free(bounce);
+			if (rc < 0)
+				return rc;
+			atomic_fetch_add(&s->direct_reads, 1);
+			break;
+		case OBJFS_CHUNK_RESIDENT_CLEAN:
+		case OBJFS_CHUNK_RESIDENT_DIRTY:
+resident:
+			copy_out(dst + done, objfs_arena_ptr(s->arena, c->off),
+					c->cap, co, n);
+			break;
+		}
+		done += n;
+	}
+	*n_out = done;
+	return 0;
+}
+
+/* Make the block of @c at least @need bytes, keeping its content. */
+static int
+grow(struct objfs_store *s, struct objfs_chunk *c, uint32_t need)
+{
+	uint64_t off;
+	uint32_t cap;
+	unsigned char *p;
+	int rc;
+
+	rc = objfs_arena_alloc(s->arena, need, &off, &cap);
+	if (rc < 0)
+		return rc;
+	p = objfs_arena_ptr(s->arena, off);
+	memcpy(p, objfs_arena_ptr(s->arena, c->off), c->cap);
+	memset(p + c->cap, 0, cap - c->cap);
+	objfs_arena_free(s->arena, c->off, c->cap);
+	c->off = off;
+	c->cap = cap;
+	return 0;
+}
+
+/*
+ * Make chunk @idx resident with a block covering [0, need), zero-filled
+ * where it had no bytes.  The caller marks it dirty.
+ */
+static int
+make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint32_t need)
+{
+	unsigned char *p;
+	int rc;
+
+	if (c->cap)
+		return c->cap >= need ? 0 : grow(s, c, need);
+	if (c->flags & OBJFS_CHUNK_ONDISK)
+		return restore(s, ip, idx, c, need);
+	rc = objfs_arena_alloc(s->arena, need, &c->off, &c->cap);
+	if (rc < 0)
+		return rc;
+	p = objfs_arena_ptr(s->arena, c->off);
+	memset(p, 0, c->cap);
+	return 0;
+}
+
+int
+objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
+		const void *buf, size_t len, size_t *n_out)
+{
+	const unsigned char *src = buf;
+	size_t done = 0;
+	int rc = 0;
+
+	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	while (done < len) {
+		uint64_t pos = off + done, idx = pos >> s->chunk_shift;
+		uint32_t co = (uint32_t)(pos & (s->chunk_size - 1));
+		uint32_t n = (uint32_t)min64(len - done, s->chunk_size - co);
+		struct objfs_chunk *c;
+		unsigned char *p;
+
+		rc = objfs_chunkmap_ensure(&ip->chunks, idx + 1);
+		if (rc < 0)
+			break;
+		c = objfs_chunkmap_get(&ip->chunks, idx);
+		rc = make_resident(s, ip, idx, c, co + n);
+		if (rc < 0)
+			break;
+		p = objfs_arena_ptr(s->arena, c->off);
+		memcpy(p + co, src + done, n);
+		c->flags |= OBJFS_CHUNK_DIRTY;
+		done += n;
+	}
+	if (off + done > ip->attr.size)
+		ip->attr.size = off + done;
+	if (done == 0 && rc < 0)
+		return rc;
+	*n_out = done;
+	return 0;
+}
+
+static int
+commit_or_abort(struct objfs_meta_txn *t, int rc)
+{
+	if (rc < 0) {
+		objfs_meta_abort(t);
+		return rc;
+	}
+	return objfs_meta_commit(t);
+}
+
+int
+objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t size)
+{
+	uint64_t keep = (size + s->chunk_size - 1) >> s->chunk_shift;
+	uint32_t tail = (uint32_t)(size & (s->chunk_size - 1));
+	struct objfs_chunk *c = NULL;
+	struct objfs_meta_txn *t;
+	int rc, ondisk = 0;
+
+	if (size > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	if (size >= ip->attr.size) {
+		ip->attr.size = size;
+		ip->attr_dirty = 1;
+		return 0;
+	}
+	for (uint64_t i = keep; i < ip->chunks.n; i++)
+		ondisk |= !!(ip->chunks.v[i].flags & OBJFS_CHUNK_ONDISK);
+	if (tail)
+		c = objfs_chunkmap_get(&ip->chunks, keep - 1);
+	if (ondisk || (c && (c->flags & OBJFS_CHUNK_ONDISK) &&
+			c->disk_len > tail)) {
+		rc = objfs_meta_begin(s->meta, 1, &t);
+		if (rc < 0)
+			return rc;
+		rc = objfs_meta_chunk_del_from(t, ip->ino, keep);
+		if (rc == 0 && c && (c->flags & OBJFS_CHUNK_ONDISK) &&
+		    c->disk_len > tail) {
+			/* The disk copy shrinks to its first @tail bytes: a
+			 * new checksum over bytes that stay where they are. */
+			uint64_t csum;
+
+			if (c->flags & OBJFS_CHUNK_DIRTY) {
+				/* Stale copy: flush rewrites it; drop now. */
+				rc = objfs_meta_chunk_del(t, ip->ino, keep - 1);
+				c->flags &= ~OBJFS_CHUNK_ONDISK;
+			} else if (c->cap) {
+				csum = objfs_csum64(objfs_arena_ptr(s->arena,
+						c->off), tail);
+				rc = objfs_meta_chunk_put(t, ip->ino, keep - 1,
+						csum, tail);
+				if (rc == 0) {
+					c->csum = csum;
+					c->disk_len = tail;
+				}
+			} else {
+				unsigned char *b = malloc(c->disk_len);
+
+				rc = b ? read_disk_copy(s, ip, keep - 1, c, b)
+					: -ENOMEM;
+				if (rc == 0) {
+					csum = objfs_csum64(b, tail);
+					rc = objfs_meta_chunk_put(t, ip->ino,
+							keep - 1, csum, tail);
+				}
+				free(b);
+				if (rc == 0) {
+					c->csum = csum;
+					c->disk_len = tail;
+				}
+			}
+		}
+		rc = commit_or_abort(t, rc);
+		if (rc < 0)
+			return rc;
+	}
+	if (c && c->cap > tail)
+		memset((unsigned char *)objfs_arena_ptr(s->arena, c->off) + tail,
+				0, c->cap - tail);
+	objfs_chunkmap_cut(&ip->chunks, s->arena, keep);
+	if (backing_fd(s, ip, 0) >= 0 && ftruncate(ip->bfd, (off_t)size) < 0)
+		objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64
+			": cannot shrink backing file: %m", ip->ino);
+	ip->attr.size = size;
+	ip->attr_dirty = 1;
+	return 0;
+}
+
+int
+objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip, int sync)
+{
+	struct objfs_meta_txn *t;
+	uint64_t first_done = UINT64_MAX, end_done = 0;
+	int rc = 0, stale = 0, any = 0, fd;
+
+	for (uint64_t i = 0; i < ip->chunks.n; i++) {
+		struct objfs_chunk *c = &ip->chunks.v[i];
+
+		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY)) {
+			any = 1;
+			stale |= !!(c->flags & OBJFS_CHUNK_ONDISK);
+		}
+	}
+	if (!any && !ip->attr_dirty)
+		return 0;
+	if (stale) {
+		rc = objfs_meta_begin(s->meta, 1, &t);
+		if (rc < 0)
+			return rc;
+		for (uint64_t i = 0; rc == 0 && i < ip->chunks.n; i++) {
+			struct objfs_chunk *c = &ip->chunks.v[i];
+
+			if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY) &&
+			    (c->flags & OBJFS_CHUNK_ONDISK))
+				rc = objfs_meta_chunk_del(t, ip->ino, i);
+		}
+		rc = commit_or_abort(t, rc);
+		if (rc < 0)
+			return rc;
+		for (uint64_t i = 0; i < ip->chunks.n; i++) {
+			struct objfs_chunk *c = &ip->chunks.v[i];
+
+			if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY))
+				c->flags &= ~OBJFS_CHUNK_ONDISK;
+		}
+	}
+	if (any) {
+		fd = backing_fd(s, ip, 1);
+		if (fd < 0)
+			return fd;
+		for (uint64_t i = 0; i < ip->chunks.n; i++) {
+			struct objfs_chunk *c = &ip->chunks.v[i];
+			uint32_t len;
+
+			if (!c->cap || !(c->flags & OBJFS_CHUNK_DIRTY))
+				continue;
+			len = (uint32_t)min64(c->cap, extent_in_file(s, ip, i));
+			rc = objfs_spill_write(fd, i, s->chunk_size,
+					objfs_arena_ptr(s->arena, c->off), len,
+					&c->csum);
+			if (rc < 0)
+				break;
+			c->disk_len = len;
+			c->flags |= OBJFS_CHUNK_RECDIRTY;
+			if (first_done == UINT64_MAX)
+				first_done = i;
+			end_done = i + 1;
+		}
+		if (rc == 0 && ftruncate(fd, (off_t)ip->attr.size) < 0)
+			rc = -errno;
+		if (rc == 0 && sync && fdatasync(fd) < 0)
+			rc = -errno;
+		if (rc < 0)
+			objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64
+				": writing to the backing directory: %s",
+				ip->ino, strerror(-rc));
+	}
+	/* Record what did reach the disk, even after an error. */
+	{
+		int r = objfs_meta_begin(s->meta, 1, &t);
+
+		if (r < 0)
+			return rc ? rc : r;
+		for (uint64_t i = first_done; r == 0 && i < end_done; i++) {
+			struct objfs_chunk *c = &ip->chunks.v[i];
+
+			if (c->flags & OBJFS_CHUNK_RECDIRTY)
+				r = objfs_meta_chunk_put(t, ip->ino, i, c->csum,
+						c->disk_len);
+		}
+		if (r == 0)
+			r = objfs_meta_inode_put(t, &ip->attr);
+		r = commit_or_abort(t, r);
+		if (r < 0)
+			return rc ? rc : r;
+	}
+	for (uint64_t i = first_done; i < end_done; i++) {
+		struct objfs_chunk *c = &ip->chunks.v[i];
+
+		if (c->flags & OBJFS_CHUNK_RECDIRTY) {
+			c->flags &= ~(OBJFS_CHUNK_RECDIRTY | OBJFS_CHUNK_DIRTY);
+			c->flags |= OBJFS_CHUNK_ONDISK;
+			atomic_fetch_add(&s->written_out_chunks, 1);
+			atomic_fetch_add(&s->written_out_bytes, c->disk_len);
+		}
+	}
+	if (rc == 0)
+		ip->attr_dirty = 0;
+	return rc;
+}
+
+/* Zero [off, off+len) inside the file: whole chunks become holes. */
+static int
+zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
+		uint64_t len)
+{
+	struct objfs_meta_txn *t = NULL;
+	uint64_t end = off + len;
+	uint64_t whole_lo = (off + s->chunk_size - 1) & ~(uint64_t)(s->chunk_size - 1);
+	uint64_t whole_hi = end & ~(uint64_t)(s->chunk_size - 1);
+	size_t n;
+	int rc = 0;
+
+	while (off < end) {
+		uint64_t idx = off >> s->chunk_shift;
+		uint64_t cs = idx << s->chunk_shift;
+		uint64_t ce = cs + s->chunk_size;
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, idx);
+
+		if (!c || objfs_chunk_state(c) == OBJFS_CHUNK_HOLE) {
+			off = ce;
+			continue;
+		}
+		if (off == cs && end >= ce) {
+			if (c->flags & OBJFS_CHUNK_ONDISK) {
+				if (!t && (rc = objfs_meta_begin(s->meta, 1,
+							&t)) < 0)
+					return rc;
+				rc = objfs_meta_chunk_del(t, ip->ino, idx);
+				if (rc < 0)
+					break;
+			}
+			objfs_chunk_drop(c, s->arena);
+			c->flags = 0;
+			off = ce;
+			continue;
+		}
+		n = (size_t)min64(min64(end, ce) - off, sizeof(zeros));
+		rc = objfs_data_write(s, ip, off, zeros, n, &n);
+		if (rc < 0)
+			break;
+		off += n;
+	}
+	if (t)
+		rc = commit_or_abort(t, rc);
+	/* Whole chunks in the range have no record any more: give their
+	 * disk space back.  Partial chunks keep theirs until rewritten. */
+	if (rc == 0 && whole_hi > whole_lo && backing_fd(s, ip, 0) >= 0)
+		(void)fallocate(ip->bfd, FALLOC_FL_PUNCH_HOLE |
+				FALLOC_FL_KEEP_SIZE, (off_t)whole_lo,
+				(off_t)(whole_hi - whole_lo));
+	return rc;
+}
+
+int
+objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip, int mode,
+		uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len, size = ip->attr.size, pos;
+	int rc;
+
+	if (len == 0 || end < off || end > (uint64_t)INT64_MAX)
+		return -EINVAL;
+	switch (mode) {
+	case 0:
+	case FALLOC_FL_KEEP_SIZE:
+		/* Reserve arena blocks for the holes in the range. */
+		for (pos = off; pos < end; ) {
+			uint64_t idx = pos >> s->chunk_shift;
+			uint64_t ce = (idx + 1) << s->chunk_shift;
+			uint32_t need = (uint32_t)(min64(end, ce) -
+					(idx << s->chunk_shift));
+			struct objfs_chunk *c;
+
+			rc = objfs_chunkmap_ensure(&ip->chunks, idx + 1);
+			if (rc < 0)
+				return rc;
+			c = objfs_chunkmap_get(&ip->chunks, idx);
+			if (!(c->flags & OBJFS_CHUNK_ONDISK) || c->cap) {
+				rc = make_resident(s, ip, idx, c, need);
+				if (rc < 0)
+					return rc;
+				c->flags |= OBJFS_CHUNK_DIRTY;
+			}
+			pos = ce;
+		}
+		if (mode == 0 && end > size)
+			ip->attr.size = end;
+		return 0;
+	case FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE:
+		if (off >= size)
+			return 0;
+		return zero_range(s, ip, off, min64(end, size) - off);
+	case FALLOC_FL_ZERO_RANGE:
+	case FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE:
+		if (off < size) {
+			rc = zero_range(s, ip, off, min64(end, size) - off);
+			if (rc < 0)
+				return rc;
+		}
+		if (!(mode & FALLOC_FL_KEEP_SIZE) && end > ip->attr.size)
+			ip->attr.size = end;
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+int
+objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
+		int whence, uint64_t *out)
+{
+	uint64_t size = ip->attr.size, idx;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	if (off >= size)
+		return -ENXIO;
+	for (idx = off >> s->chunk_shift; idx < ip->chunks.n; idx++) {
+		int hole = objfs_chunk_state(&ip->chunks.v[idx]) ==
+			OBJFS_CHUNK_HOLE;
+
+		if (hole == (whence == SEEK_HOLE))
+			break;
+	}
+	if (idx << s->chunk_shift >= size) {
+		if (whence == SEEK_DATA)
+			return -ENXIO;
+		*out = size;
+		return 0;
+	}
+	*out = idx << s->chunk_shift > off ? idx << s->chunk_shift : off;
+	return 0;
+}
+
+void
+objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip)
+{
+	objfs_chunkmap_fini(&ip->chunks, s->arena);
+	if (ip->bfd >= 0)
+		close(ip->bfd);
+	ip->bfd = -1;
+}
+
+int
+objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_meta_txn *t;
+	uint64_t n;
+	int rc;
+
+	objfs_data_unload(s, ip);
+	rc = objfs_meta_begin(s->meta, 1, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_inode_del(t, ip->ino);
+	if (rc == -ENOENT)
+		rc = 0;
+	if (rc == 0)
+		rc = objfs_meta_orphan_del(t, ip->ino);
+	if (rc == 0 && objfs_meta_super_get(t, "inodes", &n) == 0 && n > 0)
+		rc = objfs_meta_super_put(t, "inodes", n - 1);
+	rc = commit_or_abort(t, rc);
+	if (rc < 0)
+		return rc;
+	return objfs_backing_remove(s->backing, ip->ino);
+}

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - objfs [options] [SOURCE] MOUNTPOINT
+ *
+ * Parses the command line, refuses wrong or impossible options before
+ * anything is mounted (one line on stderr, exit status 2), opens the store,
+ * mounts, serves, and on unmount or SIGTERM writes every object out before
+ * it exits.  The only src/ file that includes fuse/ops.h.
+ *
+ * Exit status: 0 after a clean unmount, 1 when the mount or the final
+ * write-out failed, 2 when the command line was refused.
+ */
+#include <config.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "../fuse/ops.h"
+#include "log.h"
+#include "store.h"
+
+#define MIN_ARENA	(16ull << 20)
+#define MIN_CHUNK	(8u << 10)
+#define MAX_CHUNK	(256u << 20)
+
+struct opts {
+	const char *mountpoint;
+	const char *source;
+	char *data_dir;
+	uint64_t arena;
+	uint32_t chunk;
+	int foreground;
+	int debug;
+	int prefault;
+	unsigned max_threads;
+	char *passthrough;	/* options for libfuse and the kernel */
+	size_t passlen;
+};
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+refuse(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("objfs: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: objfs [options] [SOURCE] MOUNTPOINT\n"
+"\n"
+"Mount an object store: files live in a shared-memory arena, metadata in an\n"
+"LMDB index, and everything is written to the data directory at unmount.\n"
+"\n"
+"general options:\n"
+"    -h, --help             print this help and exit\n"
+"    -V, --version          print the version and exit\n"
+"    -f                     stay in the foreground (log to stderr)\n"
+"    -d                     trace every request (implies -f)\n"
+"    -o OPT[,OPT...]        mount options, below\n"
+"\n"
+"objfs options:\n"
+"    -o arena=SIZE          arena capacity (K, M, G, T suffixes; default:\n"
+"                           half the available memory, at most the size\n"
+"                           of /dev/shm)\n"
+"    -o data=DIR            data directory: index and backing files\n"
+"                           (default: $XDG_DATA_HOME/objfs, or\n"
+"                           ~/.local/share/objfs)\n"
+"    -o chunk=SIZE          chunk size, a power of two from 8K to 256M\n"
+"                           (default 1M; fixed when DIR is created)\n"
+"    -o prefault            fault the whole arena in at mount\n"
+"    -o threads=N           at most N request threads (default 16)\n"
+"\n"
+"FUSE options (passed on): allow_other, ro, noatime, nosuid, nodev, ...\n"
+"    -o allow_other         let other users in (the kernel checks modes)\n"
+"\n"
+"Unmount with 'fusermount3 -u MOUNTPOINT' or 'umount MOUNTPOINT'.\n");
+}
+
+/* Parse SIZE with an optional K/M/G/T suffix (powers of 1024). */
+static int
+parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case '\0':
+		break;
+	case 'K':
+		shift = 10;
+		break;
+	case 'M':
+		shift = 20;
+		break;
+	case 'G':
+		shift = 30;
+		break;
+	case 'T':
+		shift = 40;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end) {
+		end++;
+		if (strcasecmp(end, "") != 0 && strcasecmp(end, "B") != 0 &&
+		    strcasecmp(end, "iB") != 0)
+			return -EINVAL;
+	}
+	if (v == 0 || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static void
+pass_on(struct opts *o, const char *opt)
+{
+	size_t n = strlen(opt);
+	char *p = realloc(o->passthrough, o->passlen + n + 2);
+
+	if (!p)
+		refuse("out of memory");
+	if (o->passlen)
+		p[o->passlen++] = ',';
+	memcpy(p + o->passlen, opt, n + 1);
+	o->passlen += n;
+	o->passthrough = p;
+}
+
+static void
+parse_one_option(struct opts *o, const char *opt)
+{
+	uint64_t v;
+
+	if (strncmp(opt, "arena=", 6) == 0) {
+		if (parse_size(opt + 6, &v) < 0)
+			refuse("arena=%s: not a size (try arena=4G)", opt + 6);
+		o->arena = v;
+	} else if (strncmp(opt, "data=", 5) == 0) {
+		if (!opt[5])
+			refuse("data=: empty directory name");
+		free(o->data_dir);
+		o->data_dir = strdup(opt + 5);
+	} else if (strncmp(opt, "chunk=", 6) == 0) {
+		if (parse_size(opt + 6, &v) < 0 || (v & (v - 1)) != 0 ||
+		    v < MIN_CHUNK || v > MAX_CHUNK)
+			refuse("chunk=%s: must be a power of two from 8K to 256M",
+				opt + 6);
+		o->chunk = (uint32_t)v;
+	} else if (strcmp(opt, "prefault") == 0) {
+		o->prefault = 1;
+	} else if (strncmp(opt, "threads=", 8) == 0) {
+		char *end;
+		long n = strtol(opt + 8, &end, 10);
+
+		if (*end || n < 1 || n > 1024)
+			refuse("threads=%s: must be a number from 1 to 1024",
+				opt + 8);
+		o->max_threads = (unsigned)n;
+	} else if (strcmp(opt, "debug") == 0) {
+		o->debug = 1;
+		o->foreground = 1;
+	} else if (strcmp(opt, "default_permissions") == 0 ||
+		   strncmp(opt, "fsname=", 7) == 0 ||
+		   strncmp(opt, "subtype=", 8) == 0 ||
+		   strcmp(opt, "_netdev") == 0 || strcmp(opt, "nofail") == 0 ||
+		   strcmp(opt, "auto") == 0 || strcmp(opt, "noauto") == 0 ||
+		   strcmp(opt, "user") == 0 || strcmp(opt, "users") == 0) {
+		/* Always on, set by objfs, or meant for mount(8) alone. */
+	} else if (*opt) {
+		pass_on(o, opt);
+	}
+}
+
+static void
+parse_options(struct opts *o, const char *list)
+{
+	char *copy = strdup(list), *p, *save = NULL;
+
+	if (!copy)
+		refuse("out of memory");
+	for (p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save))
+		parse_one_option(o, p);
+	free(copy);
+}
+
+static void
+parse_args(struct opts *o, int argc, char **argv)
+{
+	const char *pos[3];
+	int npos = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			exit(0);
+		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+			printf("objfs %s (libfuse %s)\n", PACKAGE_VERSION,
+				objfs_fuse_version());
+			exit(0);
+		} else if (strcmp(a, "-f") == 0) {
+			o->foreground = 1;
+		} else if (strcmp(a, "-d") == 0) {
+			o->debug = 1;
+			o->foreground = 1;
+		} else if (strcmp(a, "-s") == 0) {
+			o->max_threads = 1;
+		} else if (strcmp(a, "-o") == 0) {
+			if (++i == argc)
+				refuse("-o needs an argument");
+			parse_options(o, argv[i]);
+		} else if (strncmp(a, "-o", 2) == 0) {
+			parse_options(o, a + 2);
+		} else if (a[0] == '-' && a[1]) {
+			refuse("unknown option %s (see objfs --help)", a);
+		} else {
+			if (npos == 2)
+				refuse("too many arguments: %s (see objfs --help)", a);
+			pos[npos++] = a;
+		}
+	}
+	if (npos == 0)
+		refuse("no mountpoint given (usage: objfs [options] MOUNTPOINT)");
+	o->mountpoint = pos[npos - 1];
+	o->source = npos == 2 ? pos[0] : "objfs";
+}
+
+static uint64_t
+meminfo_kb(const char *key)
+{
+	char line[256];
+	size_t klen = strlen(key);
+	unsigned long long v = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+			sscanf(line + klen + 1, "%llu", &v);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+static void
+human(uint64_t v, char *buf, size_t n)
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double d = (double)v;
+	int i = 0;
+
+	while (d >= 1024 && i < 4) {
+		d /= 1024;
+		i++;
+	}
+	snprintf(buf, n, "%.1f %s", d, u[i]);
+}
+
+static void
+choose_arena(struct opts *o)
+{
+	uint64_t avail = meminfo_kb("MemAvailable") * 1024;
+	uint64_t chunk = o->chunk ? o->chunk : OBJFS_DEFAULT_CHUNK;
+	struct statvfs sv;
+	char a[32], b[32];
+
+	if (o->arena) {
+		if (avail && o->arena > avail) {
+			human(o->arena, a, sizeof(a));
+			human(avail, b, sizeof(b));
+			refuse("arena=%s is larger than the available memory (%s)",
+				a, b);
+		}
+		if (o->arena < MIN_ARENA || o->arena < 2 * chunk) {
+			human(o->arena, a, sizeof(a));
+			refuse("arena=%s is too small: at least 16M and two chunks",
+				a);
+		}
+		return;
+	}
+	o->arena = avail / 2;
+	if (statvfs("/dev/shm", &sv) == 0 && sv.f_blocks &&
+	    (uint64_t)sv.f_blocks * sv.f_frsize < o->arena)
+		o->arena = (uint64_t)sv.f_blocks * sv.f_frsize;
+	o->arena -= o->arena % chunk;
+	if (o->arena < MIN_ARENA || o->arena < 2 * chunk)
+		refuse("not enough free memory for an arena (%" PRIu64
+			" MiB available); set one with -o arena=SIZE",
+			avail >> 20);
+}
+
+/* mkdir -p with 0700 for the default data directory's parents. */
+static void
+make_parents(const char *path)
+{
+	char *p = strdup(path);
+
+	if (!p)
+		return;
+	for (char *s = p + 1; *s; s++) {
+		if (*s == '/') {
+			*s = '\0';
+			(void)mkdir(p, 0700);
+			*s = '/';
+		}
+	}
+	free(p);
+}
+
+static void
+choose_data_dir(struct opts *o)
+{
+	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+	char buf[4096];
+
+	if (o->data_dir)
+		return;
+	if (xdg && *xdg == '/')
+		snprintf(buf, sizeof(buf), "%s/objfs", xdg);
+	else if (home && *home == '/')
+		snprintf(buf, sizeof(buf), "%s/.local/share/objfs", home);
+	else
+		refuse("no data directory: set -o data=DIR (HOME is not set)");
+	o->data_dir = strdup(buf);
+	make_parents(o->data_dir);
+}
+
+static void
+check_mountpoint(const struct opts *o)
+{
+	struct stat st;
+
+	if (stat(o->mountpoint, &st) < 0)
+		refuse("mountpoint %s: %s", o->mountpoint, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		refuse("mountpoint %s: not a directory", o->mountpoint);
+}
+
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct objfs_store_config cfg;
+	struct objfs_store *store;
+	struct objfs_fuse *fuse;
+	struct opts o = { .max_threads = 16 };
+	const char *msg;
+	long holder = 0;
+	char a[32];
+	int rc, status = 0;
+
+	parse_args(&o, argc, argv);
+	if (o.debug)
+		objfs_log_max = OBJFS_LOG_DEBUG;
+	check_mountpoint(&o);
+	choose_arena(&o);
+	choose_data_dir(&o);
+	if (objfs_fuse_new(o.passthrough ? o.passthrough : "", o.source,
+			o.debug, &fuse) < 0)
+		refuse("mount options refused (see the line above, and objfs --help)");
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.data_dir = o.data_dir;
+	cfg.arena_size = o.arena;
+	cfg.chunk_size = o.chunk;
+	cfg.prefault = o.prefault;
+	rc = objfs_store_open(&cfg, &store, &msg, &holder);
+	if (rc < 0) {
+		objfs_fuse_destroy(fuse);
+		if (rc == -EBUSY && holder > 0)
+			refuse("%s: %s (pid %ld)", o.data_dir, msg, holder);
+		refuse("%s: %s: %s", o.data_dir, msg ? msg : "cannot open",
+			strerror(-rc));
+	}
+	raise_fd_limit();
+	rc = objfs_fuse_mount(fuse, store, o.mountpoint);
+	if (rc < 0) {
+		objfs_log(OBJFS_LOG_ERR, "cannot mount on %s", o.mountpoint);
+		objfs_store_close(store);
+		objfs_fuse_destroy(fuse);
+		return 1;
+	}
+	human(o.arena, a, sizeof(a));
+	objfs_log(OBJFS_LOG_INFO, "mounted %s: arena %s, chunk %u KiB, data %s",
+		o.mountpoint, a, objfs_store_chunk_size(store) >> 10, o.data_dir);
+	if (objfs_fuse_daemonize(fuse, o.foreground) < 0) {
+		objfs_fuse_destroy(fuse);
+		objfs_store_close(store);
+		return 1;
+	}
+	if (!o.foreground) {
+		objfs_log_use_syslog(1);
+		objfs_store_note_pid(store);
+	}
+	rc = objfs_fuse_loop(fuse, o.max_threads);
+	if (rc != 0)
+		status = 1;
+	objfs_fuse_destroy(fuse);	/* unmount: no request can arrive now */
+	if (objfs_store_close(store) < 0)
+		status = 1;
+	else
+		objfs_log(OBJFS_LOG_INFO, "unmounted %s; all data written to %s",
+			o.mountpoint, o.data_dir);
+	free(o.data_dir);
+	free(o.passthrough);
+	return status;
+}

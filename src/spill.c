@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spill.c - backing-directory I/O (see spill.h).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "csum.h"
+#include "log.h"
+#include "spill.h"
+
+struct objfs_backing {
+	int dirfd;
+};
+
+int
+objfs_backing_open(const char *path, struct objfs_backing **out)
+{
+	struct objfs_backing *b;
+	int rc;
+
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	b = malloc(sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (b->dirfd < 0) {
+		rc = -errno;
+		free(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+void
+objfs_backing_close(struct objfs_backing *b)
+{
+	if (!b)
+		return;
+	close(b->dirfd);
+	free(b);
+}
+
+static void
+file_name(char name[17], uint64_t ino)
+{
+	snprintf(name, 17, "%016" PRIx64, ino);
+}
+
+int
+objfs_backing_file(struct objfs_backing *b, uint64_t ino, int create)
+{
+	char name[17];
+	int fd;
+
+	file_name(name, ino);
+	fd = openat(b->dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC |
+			(create ? O_CREAT : 0), 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+int
+objfs_backing_remove(struct objfs_backing *b, uint64_t ino)
+{
+	char name[17];
+
+	file_name(name, ino);
+	if (unlinkat(b->dirfd, name, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int
+objfs_backing_sync_dir(struct objfs_backing *b)
+{
+	return fsync(b->dirfd) < 0 ? -errno : 0;
+}
+
+int
+objfs_backing_free(struct objfs_backing *b, uint64_t *total, uint64_t *avail)
+{
+	struct statvfs sv;
+
+	if (fstatvfs(b->dirfd, &sv) < 0)
+		return -errno;
+	*total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	*avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	return 0;
+}
+
+int
+objfs_spill_write(int fd, uint64_t idx, uint32_t chunk_size, const void *buf,
+		uint32_t len, uint64_t *csum_out)
+{
+	off_t pos = (off_t)(idx * chunk_size);
+	const char *p = buf;
+	uint32_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = pwrite(fd, p + done, len - done, pos + done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;	/* a zero-length write sets no errno */
+		done += (uint32_t)n;
+	}
+	*csum_out = objfs_csum64(buf, len);
+	return 0;
+}
+
+int
+objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint32_t chunk_size,
+		void *buf, uint32_t len, uint64_t csum)
+{
+	off_t pos = (off_t)(idx * chunk_size);
+	char *p = buf;
+	uint32_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = pread(fd, p + done, len - done, pos + done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			objfs_log(OBJFS_LOG_ERR,
+				"inode %" PRIu64 " chunk %" PRIu64 ": read: %m",
+				ino, idx);
+			return -EIO;
+		}
+		if (n == 0) {
+			objfs_log(OBJFS_LOG_ERR,
+				"inode %" PRIu64 " chunk %" PRIu64
+				": backing file is short (%u of %u bytes)",
+				ino, idx, done, len);
+			return -EIO;
+		}
+		done += (uint32_t)n;
+	}
+	if (objfs_csum64(buf, len) != csum) {
+		objfs_log(OBJFS_LOG_ERR,
+			"inode %" PRIu64 " chunk %" PRIu64
+			": checksum mismatch in backing file, refusing to return it",
+			ino, idx);
+		return -EBADMSG;
+	}
+	return 0;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spill.h - the backing directory: one file per object, chunk i at offset
+ * i * chunk size, so a fully written-out object is a plain file holding
+ * exactly its bytes.
+ *
+ * File names are the object's inode number in 16 hex digits, never a name
+ * a user chose, and every file is opened relative to the directory's fd
+ * with O_NOFOLLOW.  Thread-safe: the struct is immutable after open and
+ * each call is positional I/O on a caller-owned fd.
+ */
+#ifndef OBJFS_SPILL_H
+#define OBJFS_SPILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct objfs_backing;
+
+/* Open the backing directory @path (created 0700 if missing). */
+int objfs_backing_open(const char *path, struct objfs_backing **out);
+void objfs_backing_close(struct objfs_backing *b);
+
+/* Open (with @create, creating) the file of object @ino.  Returns an fd
+ * or -errno; -ENOENT when absent and !@create. */
+int objfs_backing_file(struct objfs_backing *b, uint64_t ino, int create);
+/* Remove the file of object @ino; absent is not an error. */
+int objfs_backing_remove(struct objfs_backing *b, uint64_t ino);
+/* Make directory entries durable (fsync of the directory). */
+int objfs_backing_sync_dir(struct objfs_backing *b);
+/* Bytes free for unprivileged writers on the backing filesystem. */
+int objfs_backing_free(struct objfs_backing *b, uint64_t *total,
+		uint64_t *avail);
+
+/*
+ * Write @len bytes of chunk @idx from @buf to @fd, and compute their
+ * checksum into @csum_out.  Returns 0, -ENOSPC, -EIO (short write) or
+ * another -errno; on failure the file's bytes for that chunk are undefined
+ * (the caller must not have a record pointing at them).
+ */
+int objfs_spill_write(int fd, uint64_t idx, uint32_t chunk_size,
+		const void *buf, uint32_t len, uint64_t *csum_out);
+
+/*
+ * Read the @len-byte disk copy of chunk @idx into @buf and check it against
+ * @csum.  A short or unreadable file is -EIO and a checksum mismatch is
+ * -EBADMSG, each logged with @ino and @idx; @buf is then undefined.
+ */
+int objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint32_t chunk_size,
+		void *buf, uint32_t len, uint64_t csum);
+
+#endif

@@ -1,0 +1,1788 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store.c - the object store facade: data directory, inode table and
+ * namespace operations.  File bytes are data.c's.
+ *
+ * Data directory layout (all 0700/0600, opened relative to its fd):
+ *	lock		flock()ed by the daemon serving it; holds its pid
+ *	index/		the LMDB environment (meta/)
+ *	backing/	one file per object that has bytes on disk (spill.c)
+ *
+ * In-memory inodes: an inode is in the table while the kernel holds a
+ * lookup on it, while it is open, while a request uses it (refs), or while
+ * it has bytes in the arena.  Its attributes are written through to the
+ * index by every namespace and setattr operation; size and times changed
+ * by writes are written on release, fsync, eviction and unmount.
+ *
+ * An unlinked inode is put on the index's orphan list in the same
+ * transaction that removes its last name; it is destroyed when its last
+ * lookup and open go, or, after a crash, at the next mount.
+ *
+ * Locking: see store_int.h.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "store_int.h"
+#include "../meta/meta_keys.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE	(1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE		(1 << 1)
+#endif
+
+#define SUPER_INODES		"inodes"
+#define FIRST_COOKIE		3	/* 1 and 2 are "." and ".." */
+#define MAX_INODES		(1ull << 40)
+
+void
+objfs_time_now(int64_t *sec, uint32_t *nsec)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*sec = ts.tv_sec;
+	*nsec = (uint32_t)ts.tv_nsec;
+}
+
+static void
+touch_mc(struct objfs_attr *a)
+{
+	objfs_time_now(&a->mtime_sec, &a->mtime_nsec);
+	a->ctime_sec = a->mtime_sec;
+	a->ctime_nsec = a->mtime_nsec;
+}
+
+static void
+touch_c(struct objfs_attr *a)
+{
+	objfs_time_now(&a->ctime_sec, &a->ctime_nsec);
+}
+
+/* ---- inode table ---------------------------------------------------- */
+
+static size_t
+bucket(const struct objfs_store *s, uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 20) &
+		(s->nbuckets - 1);
+}
+
+static struct objfs_inode *
+find_locked(struct objfs_store *s, uint64_t ino)
+{
+	struct objfs_inode *ip = s->table[bucket(s, ino)];
+
+	while (ip && ip->ino != ino)
+		ip = ip->hnext;
+	return ip;
+}
+
+static void
+table_grow_locked(struct objfs_store *s)
+{
+	size_t n = s->nbuckets * 2, old = s->nbuckets;
+	struct objfs_inode **t = calloc(n, sizeof(*t)), **o = s->table;
+
+	if (!t)
+		return;		/* longer chains, still correct */
+	s->table = t;
+	s->nbuckets = n;
+	for (size_t i = 0; i < old; i++) {
+		while (o[i]) {
+			struct objfs_inode *ip = o[i];
+			size_t b = bucket(s, ip->ino);
+
+			o[i] = ip->hnext;
+			ip->hnext = t[b];
+			t[b] = ip;
+		}
+	}
+	free(o);
+}
+
+static void
+table_remove_locked(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_inode **pp = &s->table[bucket(s, ip->ino)];
+
+	while (*pp != ip)
+		pp = &(*pp)->hnext;
+	*pp = ip->hnext;
+	s->count--;
+}
+
+/* Find or load @ino and take a reference.  Caller holds s->lock. */
+static int
+get_locked(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *ip;
+	struct objfs_attr a;
+	int rc;
+
+	ip = find_locked(s, ino);
+	if (ip) {
+		ip->refs++;
+		*out = ip;
+		return 0;
+	}
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_inode_get(t, ino, &a);
+	objfs_meta_abort(t);
+	if (rc < 0)
+		return rc;
+	ip = calloc(1, sizeof(*ip));
+	if (!ip)
+		return -ENOMEM;
+	ip->ino = ino;
+	ip->attr = a;
+	ip->bfd = -1;
+	ip->refs = 1;
+	objfs_chunkmap_init(&ip->chunks);
+	pthread_mutex_init(&ip->lock, NULL);
+	if (S_ISREG(a.mode)) {
+		rc = objfs_data_load(s, ip);
+		if (rc < 0) {
+			pthread_mutex_destroy(&ip->lock);
+			free(ip);
+			return rc;
+		}
+	}
+	if (s->count >= s->nbuckets)
+		table_grow_locked(s);
+	ip->hnext = s->table[bucket(s, ino)];
+	s->table[bucket(s, ino)] = ip;
+	s->count++;
+	*out = ip;
+	return 0;
+}
+
+static int
+persist_attr(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_meta_txn *t;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 1, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_inode_put(t, &ip->attr);
+	if (rc < 0) {
+		objfs_meta_abort(t);
+		return rc;
+	}
+	rc = objfs_meta_commit(t);
+	if (rc == 0)
+		ip->attr_dirty = 0;
+	return rc;
+}
+
+static void
+free_inode(struct objfs_inode *ip)
+{
+	pthread_mutex_destroy(&ip->lock);
+	free(ip);
+}
+
+/*
+ * Drop a reference; when nothing holds the inode any more, destroy it (no
+ * names left) or let it go from memory (nothing in the arena).  Caller
+ * holds s->lock.
+ */
+static void
+put_locked(struct objfs_store *s, struct objfs_inode *ip)
+{
+	uint64_t res, disk;
+	int rc;
+
+	if (--ip->refs || ip->nlookup || ip->nopen || ip->ino == OBJFS_ROOT_INO)
+		return;
+	pthread_mutex_lock(&ip->lock);
+	if (ip->attr.nlink == 0) {
+		rc = objfs_data_destroy(s, ip);
+		if (rc < 0) {
+			/* Stays an orphan in the index; the next mount
+			 * removes it. */
+			objfs_log(OBJFS_LOG_WARNING,
+				"inode %" PRIu64 ": removing unlinked object: %s",
+				ip->ino, strerror(-rc));
+		}
+		s->ninodes--;
+	} else {
+		objfs_chunkmap_usage(&ip->chunks, &res, &disk);
+		if (res) {
+			pthread_mutex_unlock(&ip->lock);
+			return;		/* its bytes keep it cached */
+		}
+		if (ip->attr_dirty && persist_attr(s, ip) < 0) {
+			pthread_mutex_unlock(&ip->lock);
+			return;		/* try again at the next put */
+		}
+		objfs_data_unload(s, ip);
+	}
+	pthread_mutex_unlock(&ip->lock);
+	table_remove_locked(s, ip);
+	free_inode(ip);
+}
+
+static int
+iget(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	rc = get_locked(s, ino, out);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+static void
+iput(struct objfs_store *s, struct objfs_inode *ip)
+{
+	pthread_mutex_lock(&s->lock);
+	put_locked(s, ip);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- open / close ---------------------------------------------------- */
+
+static int
+open_dir_at(int dirfd, const char *name, int *out)
+{
+	int fd;
+
+	if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*out = fd;
+	return 0;
+}
+
+static int
+lock_data_dir(int dirfd, int *lockfd_out, long *holder)
+{
+	char buf[32];
+	ssize_t n;
+	int fd, rc;
+
+	fd = openat(dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (holder && n > 0) {
+			buf[n] = '\0';
+			*holder = strtol(buf, NULL, 10);
+		}
+		close(fd);
+		return rc;
+	}
+	*lockfd_out = fd;
+	return 0;
+}
+
+void
+objfs_store_note_pid(struct objfs_store *s)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+
+	if (ftruncate(s->lockfd, 0) == 0 && pwrite(s->lockfd, buf, (size_t)n, 0) < 0)
+		objfs_log(OBJFS_LOG_WARNING, "cannot record pid in lock file: %m");
+}
+
+static int
+init_or_check_index(struct objfs_store *s, uint32_t want_chunk,
+		const char **msg)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_attr root;
+	uint64_t schema, chunk;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 1, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_super_get(t, OBJFS_SUPER_SCHEMA, &schema);
+	if (rc == -ENOENT) {
+		/* A new data directory. */
+		chunk = want_chunk ? want_chunk : OBJFS_DEFAULT_CHUNK;
+		memset(&root, 0, sizeof(root));
+		root.ino = OBJFS_ROOT_INO;
+		root.parent = OBJFS_ROOT_INO;
+		root.mode = S_IFDIR | 0755;
+		root.uid = (uint32_t)getuid();
+		root.gid = (uint32_t)getgid();
+		root.nlink = 2;
+		touch_mc(&root);
+		root.atime_sec = root.mtime_sec;
+		root.atime_nsec = root.mtime_nsec;
+		if ((rc = objfs_meta_super_put(t, OBJFS_SUPER_SCHEMA,
+					OBJFS_META_SCHEMA)) < 0 ||
+		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_CHUNK, chunk)) < 0 ||
+		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO, 2)) < 0 ||
+		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
+					FIRST_COOKIE)) < 0 ||
+		    (rc = objfs_meta_super_put(t, SUPER_INODES, 1)) < 0 ||
+		    (rc = objfs_meta_inode_put(t, &root)) < 0)
+			goto err_abort;
+		rc = objfs_meta_commit(t);
+		if (rc < 0)
+			return rc;
+		return init_or_check_index(s, 0, msg);
+	}
+	if (rc < 0)
+		goto err_abort;
+	if (schema != OBJFS_META_SCHEMA) {
+		*msg = "the index was written by an incompatible objfs version";
+		rc = -EPROTO;
+		goto err_abort;
+	}
+	if ((rc = objfs_meta_super_get(t, OBJFS_SUPER_CHUNK, &chunk)) < 0 ||
+	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_NEXT_INO,
+				&s->next_ino)) < 0 ||
+	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_NEXT_COOKIE,
+				&s->next_cookie)) < 0 ||
+	    (rc = objfs_meta_super_get(t, SUPER_INODES, &s->ninodes)) < 0)
+		goto err_abort;
+	objfs_meta_abort(t);
+	if (want_chunk && want_chunk != chunk) {
+		*msg = "chunk size differs from the one this data directory was created with";
+		return -EINVAL;
+	}
+	s->chunk_size = (uint32_t)chunk;
+	return 0;
+
+err_abort:
+	objfs_meta_abort(t);
+	return rc;
+}
+
+static int
+collect_orphan(void *arg, uint64_t ino)
+{
+	uint64_t **v = arg;
+
+	**v = ino;
+	(*v)++;
+	return 0;
+}
+
+static int
+count_orphan(void *arg, uint64_t ino)
+{
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+/* Destroy objects that were unlinked but open when the daemon last died. */
+static int
+reap_orphans(struct objfs_store *s)
+{
+	struct objfs_meta_txn *t;
+	uint64_t *v, *p;
+	size_t n = 0;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_orphan_list(t, count_orphan, &n);
+	if (rc < 0 || n == 0) {
+		objfs_meta_abort(t);
+		return rc;
+	}
+	v = p = malloc(n * sizeof(*v));
+	if (!v) {
+		objfs_meta_abort(t);
+		return -ENOMEM;
+	}
+	rc = objfs_meta_orphan_list(t, collect_orphan, &p);
+	objfs_meta_abort(t);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct objfs_inode *ip;
+
+		pthread_mutex_lock(&s->lock);
+		rc = get_locked(s, v[i], &ip);
+		if (rc == 0) {
+			ip->attr.nlink = 0;
+			put_locked(s, ip);
+		} else if (rc == -ENOENT) {
+			rc = objfs_meta_begin(s->meta, 1, &t);
+			if (rc == 0) {
+				rc = objfs_meta_orphan_del(t, v[i]);
+				rc = rc < 0 ? (objfs_meta_abort(t), rc) :
+					objfs_meta_commit(t);
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (rc == 0)
+		objfs_log(OBJFS_LOG_INFO, "removed %zu unlinked object(s) left by an earlier run", n);
+	free(v);
+	return rc;
+}
+
+int
+objfs_store_open(const struct objfs_store_config *cfg,
+		struct objfs_store **out, const char **msg, long *holder)
+{
+	struct objfs_inode *root;
+	struct objfs_store *s;
+	const char *dummy;
+	char path[4096];
+	int dirfd, sub = -1, rc;
+
+	if (!msg)
+		msg = &dummy;
+	*msg = NULL;
+	if (mkdir(cfg->data_dir, 0700) < 0 && errno != EEXIST) {
+		*msg = "cannot create the data directory";
+		return -errno;
+	}
+	dirfd = open(cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		*msg = "cannot open the data directory";
+		return -errno;
+	}
+	if (faccessat(dirfd, ".", W_OK, AT_EACCESS) < 0) {
+		rc = -errno;
+		*msg = "the data directory is not writable";
+		goto err_dirfd;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		rc = -ENOMEM;
+		goto err_dirfd;
+	}
+	s->lockfd = -1;
+	rc = lock_data_dir(dirfd, &s->lockfd, holder);
+	if (rc < 0) {
+		*msg = rc == -EBUSY ?
+			"the data directory is already served by another objfs" :
+			"cannot lock the data directory";
+		goto err_free;
+	}
+	objfs_store_note_pid(s);
+	if ((rc = open_dir_at(dirfd, "index", &sub)) < 0) {
+		*msg = "cannot create the index directory";
+		goto err_lock;
+	}
+	close(sub);
+	snprintf(path, sizeof(path), "%s/index", cfg->data_dir);
+	rc = objfs_meta_open(path, &s->meta);
+	if (rc < 0) {
+		*msg = "cannot open the index";
+		goto err_lock;
+	}
+	snprintf(path, sizeof(path), "%s/backing", cfg->data_dir);
+	rc = objfs_backing_open(path, &s->backing);
+	if (rc < 0) {
+		*msg = "cannot open the backing directory";
+		goto err_meta;
+	}
+	rc = init_or_check_index(s, cfg->chunk_size, msg);
+	if (rc < 0) {
+		if (!*msg)
+			*msg = "cannot read the index";
+		goto err_backing;
+	}
+	for (s->chunk_shift = 0; (1u << s->chunk_shift) < s->chunk_size;
+	     s->chunk_shift++)
+		;
+	rc = objfs_arena_create(cfg->arena_size, s->chunk_size, &s->arena);
+	if (rc < 0) {
+		*msg = rc == -EINVAL ?
+			"the arena must hold at least two chunks" :
+			"cannot create the shared-memory arena";
+		goto err_backing;
+	}
+	if (cfg->prefault)
+		objfs_arena_prefault(s->arena);
+	{
+		struct objfs_arena_stats st;
+
+		objfs_arena_get_stats(s->arena, &st);
+		s->restore_limit = st.capacity / 4 * 3;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	s->nbuckets = 1024;
+	s->table = calloc(s->nbuckets, sizeof(*s->table));
+	if (!s->table) {
+		rc = -ENOMEM;
+		goto err_arena;
+	}
+	pthread_mutex_lock(&s->lock);
+	rc = get_locked(s, OBJFS_ROOT_INO, &root);	/* pinned for good */
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0) {
+		*msg = "the index has no root directory";
+		goto err_table;
+	}
+	rc = reap_orphans(s);
+	if (rc < 0) {
+		*msg = "cannot remove unlinked objects";
+		goto err_table;
+	}
+	close(dirfd);
+	*out = s;
+	return 0;
+
+err_table:
+	free(s->table);
+err_arena:
+	pthread_mutex_destroy(&s->lock);
+	objfs_arena_destroy(s->arena);
+err_backing:
+	objfs_backing_close(s->backing);
+err_meta:
+	objfs_meta_close(s->meta);
+err_lock:
+	close(s->lockfd);
+err_free:
+	free(s);
+err_dirfd:
+	close(dirfd);
+	return rc;
+}
+
+static int
+for_each_inode(struct objfs_store *s, int sync)
+{
+	int rc = 0, r;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		for (struct objfs_inode *ip = s->table[b]; ip; ip = ip->hnext) {
+			pthread_mutex_lock(&ip->lock);
+			if (S_ISREG(ip->attr.mode) && ip->attr.nlink > 0)
+				r = objfs_data_flush(s, ip, sync);
+			else
+				r = ip->attr_dirty ? persist_attr(s, ip) : 0;
+			pthread_mutex_unlock(&ip->lock);
+			if (r < 0 && rc == 0)
+				rc = r;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_sync_all(struct objfs_store *s)
+{
+	int rc = for_each_inode(s, 1), r;
+
+	r = objfs_backing_sync_dir(s->backing);
+	if (rc == 0)
+		rc = r;
+	r = objfs_meta_sync(s->meta);
+	return rc ? rc : r;
+}
+
+int
+objfs_store_close(struct objfs_store *s)
+{
+	int rc;
+
+	if (!s)
+		return 0;
+	rc = objfs_store_sync_all(s);
+	if (rc < 0)
+		objfs_log(OBJFS_LOG_ERR, "writing objects out at unmount: %s; "
+			"what was not written is lost", strerror(-rc));
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		while (s->table[b]) {
+			struct objfs_inode *ip = s->table[b];
+
+			s->table[b] = ip->hnext;
+			objfs_data_unload(s, ip);
+			free_inode(ip);
+		}
+	}
+	free(s->table);
+	pthread_mutex_destroy(&s->lock);
+	objfs_arena_destroy(s->arena);
+	objfs_backing_close(s->backing);
+	objfs_meta_close(s->meta);
+	close(s->lockfd);
+	free(s);
+	return rc;
+}
+
+uint32_t
+objfs_store_chunk_size(const struct objfs_store *s)
+{
+	return s->chunk_size;
+}
+
+/* ---- attributes ------------------------------------------------------ */
+
+int
+objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
+		struct objfs_attr *out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *ip;
+	struct objfs_dirent d;
+	size_t len = strlen(name);
+	int rc;
+
+	if (len > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&s->lock);
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		goto out;
+	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
+	objfs_meta_abort(t);
+	if (rc < 0)
+		goto out;
+	rc = get_locked(s, d.ino, &ip);
+	if (rc < 0)
+		goto out;
+	ip->nlookup++;
+	pthread_mutex_lock(&ip->lock);
+	*out = ip->attr;
+	pthread_mutex_unlock(&ip->lock);
+	put_locked(s, ip);
+out:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+void
+objfs_store_forget(struct objfs_store *s, uint64_t ino, uint64_t n)
+{
+	struct objfs_inode *ip;
+
+	pthread_mutex_lock(&s->lock);
+	ip = find_locked(s, ino);
+	if (ip) {
+		ip->nlookup = ip->nlookup > n ? ip->nlookup - n : 0;
+		ip->refs++;
+		put_locked(s, ip);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+int
+objfs_store_getattr(struct objfs_store *s, uint64_t ino,
+		struct objfs_attr *out)
+{
+	struct objfs_inode *ip;
+	int rc = iget(s, ino, &ip);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	*out = ip->attr;
+	pthread_mutex_unlock(&ip->lock);
+	iput(s, ip);
+	return 0;
+}
+
+int
+objfs_store_setattr(struct objfs_store *s, uint64_t ino,
+		const struct objfs_setattr *sa, struct objfs_attr *out)
+{
+	struct objfs_inode *ip;
+	struct objfs_attr a;
+	int rc = iget(s, ino, &ip);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	a = ip->attr;
+	if (sa->valid & OBJFS_SET_SIZE) {
+		if (S_ISDIR(a.mode)) {
+			rc = -EISDIR;
+			goto out;
+		}
+		if (!S_ISREG(a.mode)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		rc = objfs_data_truncate(s, ip, sa->size);
+		if (rc < 0)
+			goto out;
+		a.size = ip->attr.size;
+		touch_mc(&a);
+	}
+	if (sa->valid & OBJFS_SET_MODE)
+		a.mode = (a.mode & S_IFMT) | (sa->mode & 07777);
+	if (sa->valid & OBJFS_SET_UID)
+		a.uid = sa->uid;
+	if (sa->valid & OBJFS_SET_GID)
+		a.gid = sa->gid;
+	if (sa->valid & OBJFS_SET_ATIME_NOW)
+		objfs_time_now(&a.atime_sec, &a.atime_nsec);
+	else if (sa->valid & OBJFS_SET_ATIME) {
+		a.atime_sec = sa->atime_sec;
+		a.atime_nsec = sa->atime_nsec;
+	}
+	if (sa->valid & OBJFS_SET_MTIME_NOW)
+		objfs_time_now(&a.mtime_sec, &a.mtime_nsec);
+	else if (sa->valid & OBJFS_SET_MTIME) {
+		a.mtime_sec = sa->mtime_sec;
+		a.mtime_nsec = sa->mtime_nsec;
+	}
+	if (sa->valid & OBJFS_SET_CTIME) {
+		a.ctime_sec = sa->ctime_sec;
+		a.ctime_nsec = sa->ctime_nsec;
+	} else {
+		touch_c(&a);
+	}
+	ip->attr = a;
+	rc = persist_attr(s, ip);
+	if (rc == 0)
+		*out = ip->attr;
+out:
+	pthread_mutex_unlock(&ip->lock);
+	iput(s, ip);
+	return rc;
+}
+
+/* ---- namespace -------------------------------------------------------- */
+
+/* Look up @parent as a directory; takes a reference.  Holds s->lock. */
+static int
+get_dir_locked(struct objfs_store *s, uint64_t parent,
+		struct objfs_inode **out)
+{
+	struct objfs_inode *dp;
+	int rc = get_locked(s, parent, &dp);
+
+	if (rc < 0)
+		return rc;
+	if (!S_ISDIR(dp->attr.mode)) {
+		put_locked(s, dp);
+		return -ENOTDIR;
+	}
+	if (dp->attr.nlink == 0) {
+		put_locked(s, dp);
+		return -ENOENT;		/* removed directory */
+	}
+	*out = dp;
+	return 0;
+}
+
+/*
+ * Create an inode of @mode named @name in @parent.  For symlinks @target is
+ * stored too.  The new inode gets one lookup.
+ */
+static int
+make_node(struct objfs_store *s, uint64_t parent, const char *name,
+		uint32_t mode, uint64_t rdev, const char *target,
+		const struct objfs_cred *cr, struct objfs_attr *out,
+		struct objfs_inode **ip_out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *dp, *ip;
+	struct objfs_attr a, pa;
+	struct objfs_dirent d;
+	size_t len = strlen(name);
+	int rc;
+
+	if (len > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&s->lock);
+	rc = get_dir_locked(s, parent, &dp);
+	if (rc < 0)
+		goto out_unlock;
+	if (s->ninodes >= MAX_INODES) {
+		rc = -ENOSPC;
+		goto out_dp;
+	}
+	pthread_mutex_lock(&dp->lock);
+	pa = dp->attr;
+	memset(&a, 0, sizeof(a));
+	a.ino = s->next_ino;
+	a.mode = mode;
+	a.uid = cr->uid;
+	a.gid = cr->gid;
+	if (pa.mode & S_ISGID) {
+		a.gid = pa.gid;
+		if (S_ISDIR(mode))
+			a.mode |= S_ISGID;
+	}
+	a.nlink = S_ISDIR(mode) ? 2 : 1;
+	a.parent = S_ISDIR(mode) ? parent : 0;
+	a.rdev = rdev;
+	touch_mc(&a);
+	a.atime_sec = a.mtime_sec;
+	a.atime_nsec = a.mtime_nsec;
+	if (target)
+		a.size = strlen(target);
+	touch_mc(&pa);
+	if (S_ISDIR(mode))
+		pa.nlink++;
+
+	rc = objfs_meta_begin(s->meta, 1, &t);
+	if (rc < 0)
+		goto out_dplock;
+	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
+	if (rc == 0)
+		rc = -EEXIST;
+	if (rc != -ENOENT)
+		goto out_abort;
+	if ((rc = objfs_meta_dirent_add(t, parent, name, len, a.ino,
+				a.mode & S_IFMT, s->next_cookie)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &a)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
+	    (target && (rc = objfs_meta_symlink_put(t, a.ino, target,
+				strlen(target))) < 0) ||
+	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO,
+				a.ino + 1)) < 0 ||
+	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
+				s->next_cookie + 1)) < 0 ||
+	    (rc = objfs_meta_super_put(t, SUPER_INODES, s->ninodes + 1)) < 0)
+		goto out_abort;
+	rc = objfs_meta_commit(t);
+	if (rc < 0)
+		goto out_dplock;
+	s->next_ino++;
+	s->next_cookie++;
+	s->ninodes++;
+	dp->attr = pa;
+	pthread_mutex_unlock(&dp->lock);
+	put_locked(s, dp);
+
+	rc = get_locked(s, a.ino, &ip);
+	if (rc == 0) {
+		ip->nlookup++;
+		*out = a;
+		if (ip_out)
+			*ip_out = ip;	/* caller puts it */
+		else
+			put_locked(s, ip);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+
+out_abort:
+	objfs_meta_abort(t);
+out_dplock:
+	pthread_mutex_unlock(&dp->lock);
+out_dp:
+	put_locked(s, dp);
+out_unlock:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_mknod(struct objfs_store *s, uint64_t parent, const char *name,
+		uint32_t mode, uint64_t rdev, const struct objfs_cred *cr,
+		struct objfs_attr *out)
+{
+	switch (mode & S_IFMT) {
+	case 0:
+		mode |= S_IFREG;
+		break;
+	case S_IFREG:
+	case S_IFIFO:
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFSOCK:
+		break;
+	default:
+		return -EINVAL;
+	}
+	return make_node(s, parent, name, mode, rdev, NULL, cr, out, NULL);
+}
+
+int
+objfs_store_mkdir(struct objfs_store *s, uint64_t parent, const char *name,
+		uint32_t mode, const struct objfs_cred *cr,
+		struct objfs_attr *out)
+{
+	return make_node(s, parent, name, S_IFDIR | (mode & 07777), 0, NULL,
+			cr, out, NULL);
+}
+
+int
+objfs_store_symlink(struct objfs_store *s, uint64_t parent, const char *name,
+		const char *target, const struct objfs_cred *cr,
+		struct objfs_attr *out)
+{
+	size_t len = strlen(target);
+
+	if (len == 0)
+		return -ENOENT;
+	if (len >= 4096)
+		return -ENAMETOOLONG;
+	return make_node(s, parent, name, S_IFLNK | 0777, 0, target, cr, out,
+			NULL);
+}
+
+int
+objfs_store_create(struct objfs_store *s, uint64_t parent, const char *name,
+		uint32_t mode, int flags, const struct objfs_cred *cr,
+		struct objfs_attr *out)
+{
+	struct objfs_inode *ip;
+	int rc;
+
+	rc = make_node(s, parent, name, S_IFREG | (mode & 07777), 0, NULL, cr,
+			out, &ip);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	ip->nopen++;
+	put_locked(s, ip);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int
+objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
+		const char *newname, struct objfs_attr *out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *dp, *ip;
+	struct objfs_attr a, pa;
+	size_t len = strlen(newname);
+	int rc;
+
+	if (len > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&s->lock);
+	rc = get_dir_locked(s, newparent, &dp);
+	if (rc < 0)
+		goto out_unlock;
+	rc = get_locked(s, ino, &ip);
+	if (rc < 0)
+		goto out_dp;
+	if (S_ISDIR(ip->attr.mode)) {
+		rc = -EPERM;
+		goto out_ip;
+	}
+	if (ip->attr.nlink == 0) {
+		rc = -ENOENT;
+		goto out_ip;
+	}
+	if (ip->attr.nlink >= 65000) {
+		rc = -EMLINK;
+		goto out_ip;
+	}
+	pthread_mutex_lock(&dp->lock);
+	if (ip != dp)
+		pthread_mutex_lock(&ip->lock);
+	a = ip->attr;
+	a.nlink++;
+	touch_c(&a);
+	pa = dp->attr;
+	touch_mc(&pa);
+	rc = objfs_meta_begin(s->meta, 1, &t);
+	if (rc < 0)
+		goto out_locks;
+	if ((rc = objfs_meta_dirent_add(t, newparent, newname, len, ino,
+				a.mode & S_IFMT, s->next_cookie)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &a)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
+	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
+				s->next_cookie + 1)) < 0) {
+		objfs_meta_abort(t);
+		goto out_locks;
+	}
+	rc = objfs_meta_commit(t);
+	if (rc == 0) {
+		s->next_cookie++;
+		ip->attr = a;
+		ip->attr_dirty = 0;
+		dp->attr = pa;
+		ip->nlookup++;
+		*out = a;
+	}
+out_locks:
+	if (ip != dp)
+		pthread_mutex_unlock(&ip->lock);
+	pthread_mutex_unlock(&dp->lock);
+out_ip:
+	put_locked(s, ip);
+out_dp:
+	put_locked(s, dp);
+out_unlock:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* Remove @name from @parent; @want_dir selects rmdir semantics. */
+static int
+remove_name(struct objfs_store *s, uint64_t parent, const char *name,
+		int want_dir)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *dp, *ip;
+	struct objfs_attr a, pa;
+	struct objfs_dirent d;
+	size_t len = strlen(name);
+	int rc;
+
+	if (len > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&s->lock);
+	rc = get_dir_locked(s, parent, &dp);
+	if (rc < 0)
+		goto out_unlock;
+	rc = objfs_meta_begin(s->meta, 1, &t);
+	if (rc < 0)
+		goto out_dp;
+	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
+	if (rc < 0)
+		goto out_abort;
+	rc = get_locked(s, d.ino, &ip);
+	if (rc < 0)
+		goto out_abort;
+	if (want_dir && !S_ISDIR(ip->attr.mode)) {
+		rc = -ENOTDIR;
+		goto out_ip;
+	}
+	if (!want_dir && S_ISDIR(ip->attr.mode)) {
+		rc = -EISDIR;
+		goto out_ip;
+	}
+	if (want_dir && (rc = objfs_meta_dir_empty(t, d.ino)) < 0)
+		goto out_ip;
+	pthread_mutex_lock(&dp->lock);
+	pthread_mutex_lock(&ip->lock);
+	a = ip->attr;
+	pa = dp->attr;
+	if (want_dir) {
+		a.nlink = 0;
+		pa.nlink--;
+	} else {
+		a.nlink--;
+	}
+	touch_c(&a);
+	touch_mc(&pa);
+	if ((rc = objfs_meta_dirent_del(t, parent, name, len)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &a)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
+	    (a.nlink == 0 && (rc = objfs_meta_orphan_add(t, a.ino)) < 0)) {
+		pthread_mutex_unlock(&ip->lock);
+		pthread_mutex_unlock(&dp->lock);
+		goto out_ip;
+	}
+	rc = objfs_meta_commit(t);
+	t = NULL;
+	if (rc == 0) {
+		ip->attr = a;
+		dp->attr = pa;
+	}
+	pthread_mutex_unlock(&ip->lock);
+	pthread_mutex_unlock(&dp->lock);
+out_ip:
+	put_locked(s, ip);
+out_abort:
+	objfs_meta_abort(t);
+out_dp:
+	put_locked(s, dp);
+out_unlock:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_unlink(struct objfs_store *s, uint64_t parent, const char *name)
+{
+	return remove_name(s, parent, name, 0);
+}
+
+int
+objfs_store_rmdir(struct objfs_store *s, uint64_t parent, const char *name)
+{
+	return remove_name(s, parent, name, 1);
+}
+
+/* Is @dir (a directory inode) @anc or below it?  Holds s->lock. */
+static int
+is_within_locked(struct objfs_store *s, uint64_t dir, uint64_t anc, int *out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *ip;
+	struct objfs_attr a;
+	int rc, depth = 0;
+
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		if (dir == anc) {
+			*out = 1;
+			break;
+		}
+		if (dir == OBJFS_ROOT_INO || ++depth > 100000) {
+			*out = 0;
+			break;
+		}
+		ip = find_locked(s, dir);
+		if (ip) {
+			pthread_mutex_lock(&ip->lock);
+			dir = ip->attr.parent;
+			pthread_mutex_unlock(&ip->lock);
+			continue;
+		}
+		rc = objfs_meta_inode_get(t, dir, &a);
+		if (rc < 0)
+			break;
+		dir = a.parent;
+	}
+	objfs_meta_abort(t);
+	return rc;
+}
+
+struct rename_side {
+	struct objfs_inode *dp;		/* directory */
+	struct objfs_inode *ip;		/* the entry's inode, or NULL */
+	struct objfs_dirent d;
+	struct objfs_attr pa, a;
+};
+
+/* Lock each distinct inode of the rename once, in address order. */
+static void
+lock_set(struct objfs_inode **v, int n, int lock)
+{
+	for (int i = 0; i < n; i++) {
+		int dup = 0;
+
+		for (int j = 0; j < i; j++)
+			dup |= v[j] == v[i];
+		if (!v[i] || dup)
+			continue;
+		if (lock)
+			pthread_mutex_lock(&v[i]->lock);
+		else
+			pthread_mutex_unlock(&v[i]->lock);
+	}
+}
+
+int
+objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, unsigned flags)
+{
+	struct objfs_meta_txn *t = NULL;
+	struct rename_side src = { 0 }, dst = { 0 };
+	struct objfs_inode *set[4];
+	size_t len = strlen(name), nlen = strlen(newname);
+	int rc, within, src_dir, dst_dir;
+	int64_t sec;
+	uint32_t nsec;
+
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+		return -EINVAL;
+	if (len > OBJFS_NAME_MAX || nlen > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&s->lock);
+	rc = get_dir_locked(s, parent, &src.dp);
+	if (rc < 0)
+		goto out_unlock;
+	rc = get_dir_locked(s, newparent, &dst.dp);
+	if (rc < 0)
+		goto out_put;
+	rc = objfs_meta_begin(s->meta, 1, &t);
+	if (rc < 0)
+		goto out_put;
+	rc = objfs_meta_dirent_get(t, parent, name, len, &src.d);
+	if (rc < 0)
+		goto out_put;
+	rc = get_locked(s, src.d.ino, &src.ip);
+	if (rc < 0)
+		goto out_put;
+	rc = objfs_meta_dirent_get(t, newparent, newname, nlen, &dst.d);
+	if (rc == 0) {
+		rc = get_locked(s, dst.d.ino, &dst.ip);
+		if (rc < 0)
+			goto out_put;
+	} else if (rc != -ENOENT) {
+		goto out_put;
+	}
+	rc = 0;
+	if (flags & RENAME_EXCHANGE) {
+		if (!dst.ip) {
+			rc = -ENOENT;
+			goto out_put;
+		}
+	} else if (dst.ip && (flags & RENAME_NOREPLACE)) {
+		rc = -EEXIST;
+		goto out_put;
+	}
+	if (dst.ip == src.ip)
+		goto out_put;	/* same name or hard links of one file: no-op */
+	src_dir = S_ISDIR(src.ip->attr.mode);
+	dst_dir = dst.ip && S_ISDIR(dst.ip->attr.mode);
+	if (!(flags & RENAME_EXCHANGE) && dst.ip) {
+		if (src_dir && !dst_dir) {
+			rc = -ENOTDIR;
+			goto out_put;
+		}
+		if (!src_dir && dst_dir) {
+			rc = -EISDIR;
+			goto out_put;
+		}
+		if (dst_dir && (rc = objfs_meta_dir_empty(t, dst.d.ino)) < 0)
+			goto out_put;
+	}
+	/* Never move a directory into itself or below itself. */
+	if (src_dir && parent != newparent) {
+		rc = is_within_locked(s, newparent, src.d.ino, &within);
+		if (rc < 0)
+			goto out_put;
+		if (within) {
+			rc = -EINVAL;
+			goto out_put;
+		}
+	}
+	if (dst_dir && (flags & RENAME_EXCHANGE) && parent != newparent) {
+		rc = is_within_locked(s, parent, dst.d.ino, &within);
+		if (rc < 0)
+			goto out_put;
+		if (within) {
+			rc = -EINVAL;
+			goto out_put;
+		}
+	}
+
+	set[0] = src.dp;
+	set[1] = dst.dp;
+	set[2] = src.ip;
+	set[3] = dst.ip;
+	lock_set(set, 4, 1);
+	objfs_time_now(&sec, &nsec);
+	src.a = src.ip->attr;
+	if (dst.ip)
+		dst.a = dst.ip->attr;
+	src.pa = src.dp->attr;
+	dst.pa = dst.dp->attr;
+	src.a.ctime_sec = sec;
+	src.a.ctime_nsec = nsec;
+	if ((rc = objfs_meta_dirent_del(t, parent, name, len)) < 0)
+		goto out_locks;
+	if (dst.ip && (rc = objfs_meta_dirent_del(t, newparent, newname,
+				nlen)) < 0)
+		goto out_locks;
+	if ((rc = objfs_meta_dirent_add(t, newparent, newname, nlen,
+				src.d.ino, src.d.type, s->next_cookie)) < 0)
+		goto out_locks;
+	if (flags & RENAME_EXCHANGE) {
+		if ((rc = objfs_meta_dirent_add(t, parent, name, len, dst.d.ino,
+					dst.d.type, s->next_cookie + 1)) < 0)
+			goto out_locks;
+		dst.a.ctime_sec = sec;
+		dst.a.ctime_nsec = nsec;
+		if (src_dir != dst_dir && parent != newparent) {
+			/* One directory moves each way: link counts follow. */
+			if (src_dir) {
+				src.pa.nlink--;
+				dst.pa.nlink++;
+			} else {
+				src.pa.nlink++;
+				dst.pa.nlink--;
+			}
+		}
+		if (dst_dir)
+			dst.a.parent = parent;
+	} else {
+		if (dst.ip) {
+			dst.a.ctime_sec = sec;
+			dst.a.ctime_nsec = nsec;
+			if (dst_dir) {
+				dst.a.nlink = 0;
+				dst.pa.nlink--;
+			} else {
+				dst.a.nlink--;
+			}
+			if (dst.a.nlink == 0 &&
+			    (rc = objfs_meta_orphan_add(t, dst.a.ino)) < 0)
+				goto out_locks;
+		}
+		if (src_dir && parent != newparent) {
+			src.pa.nlink--;
+			dst.pa.nlink++;
+		}
+	}
+	if (src_dir)
+		src.a.parent = newparent;
+	src.pa.mtime_sec = dst.pa.mtime_sec = sec;
+	src.pa.mtime_nsec = dst.pa.mtime_nsec = nsec;
+	src.pa.ctime_sec = dst.pa.ctime_sec = sec;
+	src.pa.ctime_nsec = dst.pa.ctime_nsec = nsec;
+	if (parent == newparent) {
+		/* One directory: both views of it must agree. */
+		src.pa.nlink = src.pa.nlink + dst.pa.nlink - src.dp->attr.nlink;
+		dst.pa = src.pa;
+	}
+	if ((rc = objfs_meta_inode_put(t, &src.a)) < 0 ||
+	    (dst.ip && (rc = objfs_meta_inode_put(t, &dst.a)) < 0) ||
+	    (rc = objfs_meta_inode_put(t, &src.pa)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &dst.pa)) < 0 ||
+	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
+				s->next_cookie + 2)) < 0)
+		goto out_locks;
+	rc = objfs_meta_commit(t);
+	t = NULL;
+	if (rc == 0) {
+		s->next_cookie += 2;
+		src.ip->attr = src.a;
+		if (dst.ip)
+			dst.ip->attr = dst.a;
+		src.dp->attr = src.pa;
+		dst.dp->attr = dst.pa;
+	}
+out_locks:
+	lock_set(set, 4, 0);
+out_put:
+	objfs_meta_abort(t);
+	if (dst.ip)
+		put_locked(s, dst.ip);
+	if (src.ip)
+		put_locked(s, src.ip);
+	if (dst.dp)
+		put_locked(s, dst.dp);
+	if (src.dp)
+		put_locked(s, src.dp);
+out_unlock:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_readlink(struct objfs_store *s, uint64_t ino, char *buf,
+		size_t size, size_t *len_out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_attr a;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_inode_get(t, ino, &a);
+	if (rc == 0 && !S_ISLNK(a.mode))
+		rc = -EINVAL;
+	if (rc == 0)
+		rc = objfs_meta_symlink_get(t, ino, buf, size, len_out);
+	objfs_meta_abort(t);
+	return rc;
+}
+
+/* ---- open files and their bytes -------------------------------------- */
+
+int
+objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags)
+{
+	struct objfs_inode *ip;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	rc = get_locked(s, ino, &ip);
+	if (rc == 0)
+		ip->nopen++;
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return rc;
+	if ((flags & O_TRUNC) && S_ISREG(ip->attr.mode)) {
+		pthread_mutex_lock(&ip->lock);
+		if (ip->attr.size) {
+			rc = objfs_data_truncate(s, ip, 0);
+			if (rc == 0) {
+				touch_mc(&ip->attr);
+				rc = persist_attr(s, ip);
+			}
+		}
+		pthread_mutex_unlock(&ip->lock);
+	}
+	pthread_mutex_lock(&s->lock);
+	if (rc < 0)
+		ip->nopen--;
+	put_locked(s, ip);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_release(struct objfs_store *s, uint64_t ino)
+{
+	struct objfs_inode *ip;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	ip = find_locked(s, ino);
+	if (!ip) {
+		pthread_mutex_unlock(&s->lock);
+		return -EBADF;
+	}
+	ip->refs++;
+	if (ip->nopen)
+		ip->nopen--;
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&ip->lock);
+	if (ip->attr_dirty && ip->attr.nlink)
+		rc = persist_attr(s, ip);
+	pthread_mutex_unlock(&ip->lock);
+	iput(s, ip);
+	return rc;
+}
+
+int
+objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off, void *buf,
+		size_t len, size_t *n_out)
+{
+	struct objfs_inode *ip;
+	int rc = iget(s, ino, &ip);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	if (S_ISDIR(ip->attr.mode))
+		rc = -EISDIR;
+	else if (!S_ISREG(ip->attr.mode))
+		rc = -EINVAL;
+	else
+		rc = objfs_data_read(s, ip, off, buf, len, n_out);
+	pthread_mutex_unlock(&ip->lock);
+	iput(s, ip);
+	return rc;
+}
+
+int
+objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
+		const void *buf, size_t len, size_t *n_out)
+{
+	struct objfs_inode *ip;
+	int rc = iget(s, ino, &ip);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	if (S_ISDIR(ip->attr.mode))
+		rc = -EISDIR;
+	else if (!S_ISREG(ip->attr.mode))
+		rc = -EINVAL;
+	else
+		rc = objfs_data_write(s, ip, off, buf, len, n_out);
+	if (rc == 0 && *n_out) {
+		touch_mc(&ip->attr);
+		ip->attr_dirty = 1;
+	}
+	pthread_mutex_unlock(&ip->lock);
+	iput(s, ip);
+	return rc;
+}
+
+int
+objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
+{
+	struct objfs_inode *ip;
+	int rc = iget(s, ino, &ip);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	if (S_ISREG(ip->attr.mode) && ip->attr.nlink)
+		rc = objfs_data_flush(s, ip, 1);
+	else if (ip->attr_dirty)
+		rc = persist_attr(s, ip);
+	pthread_mutex_unlock(&ip->lock);
+	if (rc == 0)
+		rc = objfs_meta_sync(s->meta);
+	iput(s, ip);
+	return rc;
+}
+
+int
+objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
+		uint64_t off, uint64_t len)
+{
+	struct objfs_inode *ip;
+	int rc = iget(s, ino, &ip);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	if (S_ISDIR(ip->attr.mode))
+		rc = -EISDIR;
+	else if (!S_ISREG(ip->attr.mode))
+		rc = -ENODEV;
+	else
+		rc = objfs_data_fallocate(s, ip, mode, off, len);
+	if (rc == 0) {
+		touch_mc(&ip->attr);
+		ip->attr_dirty = 1;
+	}
+	pthread_mutex_unlock(&ip->lock);
+	iput(s, ip);
+	return rc;
+}
+
+int
+objfs_store_lseek(struct objfs_store *s, uint64_t ino, uint64_t off,
+		int whence, uint64_t *out)
+{
+	struct objfs_inode *ip;
+	int rc = iget(s, ino, &ip);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	rc = objfs_data_seek(s, ip, off, whence, out);
+	pthread_mutex_unlock(&ip->lock);
+	iput(s, ip);
+	return rc;
+}
+
+/* ---- directories ------------------------------------------------------ */
+
+#define READDIR_BATCH	128
+
+struct dir_batch {
+	struct objfs_dirent *v;
+	int n;
+};
+
+static int
+batch_add(void *arg, const struct objfs_dirent *d)
+{
+	struct dir_batch *b = arg;
+
+	b->v[b->n++] = *d;
+	return b->n == READDIR_BATCH;
+}
+
+int
+objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
+		int plus,
+		int (*cb)(void *arg, const char *name,
+			const struct objfs_attr *a, uint64_t next_off),
+		void *arg)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *dp, *ip;
+	struct dir_batch b;
+	struct objfs_attr a;
+	int rc, full = 0;
+
+	rc = iget(s, ino, &dp);
+	if (rc < 0)
+		return rc;
+	if (!S_ISDIR(dp->attr.mode)) {
+		iput(s, dp);
+		return -ENOTDIR;
+	}
+	pthread_mutex_lock(&dp->lock);
+	a = dp->attr;
+	pthread_mutex_unlock(&dp->lock);
+	if (off == 0) {
+		if (cb(arg, ".", &a, 1))
+			goto out;
+		off = 1;
+	}
+	if (off == 1) {
+		memset(&a, 0, sizeof(a));
+		a.mode = S_IFDIR;
+		a.ino = dp->attr.parent ? dp->attr.parent : ino;
+		if (cb(arg, "..", &a, 2))
+			goto out;
+		off = 2;
+	}
+	b.v = malloc(READDIR_BATCH * sizeof(*b.v));
+	if (!b.v) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (!full) {
+		b.n = 0;
+		rc = objfs_meta_begin(s->meta, 0, &t);
+		if (rc < 0)
+			break;
+		rc = objfs_meta_dir_list(t, ino, off, batch_add, &b);
+		objfs_meta_abort(t);
+		if (rc < 0 || b.n == 0)
+			break;
+		for (int i = 0; i < b.n && !full; i++) {
+			memset(&a, 0, sizeof(a));
+			a.ino = b.v[i].ino;
+			a.mode = b.v[i].type;
+			if (plus) {
+				pthread_mutex_lock(&s->lock);
+				if (get_locked(s, b.v[i].ino, &ip) < 0) {
+					/* removed meanwhile: skip it */
+					pthread_mutex_unlock(&s->lock);
+					off = b.v[i].cookie;
+					continue;
+				}
+				ip->nlookup++;
+				pthread_mutex_lock(&ip->lock);
+				a = ip->attr;
+				pthread_mutex_unlock(&ip->lock);
+				put_locked(s, ip);
+				pthread_mutex_unlock(&s->lock);
+			}
+			full = cb(arg, b.v[i].name, &a, b.v[i].cookie);
+			if (full && plus)
+				objfs_store_forget(s, b.v[i].ino, 1);
+			if (!full)
+				off = b.v[i].cookie;
+		}
+		if (b.n < READDIR_BATCH)
+			break;
+	}
+	free(b.v);
+out:
+	iput(s, dp);
+	return rc;
+}
+
+/* ---- extended attributes --------------------------------------------- */
+
+int
+objfs_store_getxattr(struct objfs_store *s, uint64_t ino, const char *name,
+		void *buf, size_t size, size_t *len_out)
+{
+	struct objfs_meta_txn *t;
+	int rc = objfs_meta_begin(s->meta, 0, &t);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_xattr_get(t, ino, name, buf, size, len_out);
+	objfs_meta_abort(t);
+	return rc;
+}
+
+int
+objfs_store_listxattr(struct objfs_store *s, uint64_t ino, char *buf,
+		size_t size, size_t *len_out)
+{
+	struct objfs_meta_txn *t;
+	int rc = objfs_meta_begin(s->meta, 0, &t);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_xattr_list(t, ino, buf, size, len_out);
+	objfs_meta_abort(t);
+	return rc;
+}
+
+static int
+xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
+		const void *val, size_t len, int flags, int remove)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *ip;
+	struct objfs_attr a;
+	int rc = iget(s, ino, &ip);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	a = ip->attr;
+	touch_c(&a);
+	rc = objfs_meta_begin(s->meta, 1, &t);
+	if (rc < 0)
+		goto out;
+	rc = remove ? objfs_meta_xattr_del(t, ino, name) :
+		objfs_meta_xattr_set(t, ino, name, val, len, flags);
+	if (rc == 0)
+		rc = objfs_meta_inode_put(t, &a);
+	if (rc < 0) {
+		objfs_meta_abort(t);
+		goto out;
+	}
+	rc = objfs_meta_commit(t);
+	if (rc == 0) {
+		ip->attr = a;
+		ip->attr_dirty = 0;
+	}
+out:
+	pthread_mutex_unlock(&ip->lock);
+	iput(s, ip);
+	return rc;
+}
+
+int
+objfs_store_setxattr(struct objfs_store *s, uint64_t ino, const char *name,
+		const void *val, size_t len, int flags)
+{
+	return xattr_change(s, ino, name, val, len, flags, 0);
+}
+
+int
+objfs_store_removexattr(struct objfs_store *s, uint64_t ino, const char *name)
+{
+	return xattr_change(s, ino, name, NULL, 0, 0, 1);
+}
+
+/* ---- whole-store figures ---------------------------------------------- */
+
+int
+objfs_store_statfs(struct objfs_store *s, struct objfs_statfs *st)
+{
+	struct objfs_arena_stats as;
+
+	objfs_arena_get_stats(s->arena, &as);
+	st->bsize = 4096;
+	st->blocks = as.capacity / st->bsize;
+	st->bfree = (as.capacity - as.used) / st->bsize;
+	st->bavail = st->bfree;
+	pthread_mutex_lock(&s->lock);
+	st->files = MAX_INODES;
+	st->ffree = MAX_INODES - s->ninodes;
+	pthread_mutex_unlock(&s->lock);
+	st->namemax = OBJFS_NAME_MAX;
+	return 0;
+}
+
+void
+objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
+{
+	struct objfs_arena_stats as;
+	uint64_t r, d;
+
+	memset(st, 0, sizeof(*st));
+	objfs_arena_get_stats(s->arena, &as);
+	st->arena_capacity = as.capacity;
+	st->arena_used = as.used;
+	st->chunk_size = s->chunk_size;
+	pthread_mutex_lock(&s->lock);
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		for (struct objfs_inode *ip = s->table[b]; ip; ip = ip->hnext) {
+			pthread_mutex_lock(&ip->lock);
+			objfs_chunkmap_usage(&ip->chunks, &r, &d);
+			pthread_mutex_unlock(&ip->lock);
+			st->resident_bytes += r;
+			st->ondisk_bytes += d;
+		}
+	}
+	st->inodes_cached = s->count;
+	pthread_mutex_unlock(&s->lock);
+	st->written_out_chunks = s->written_out_chunks;
+	st->written_out_bytes = s->written_out_bytes;
+	st->restored_chunks = s->restored_chunks;
+	st->restored_bytes = s->restored_bytes;
+	st->direct_reads = s->direct_reads;
+	st->csum_failures = s->csum_failures;
+}

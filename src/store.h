@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store.h - the object store facade: everything the FUSE adapter calls.
+ *
+ * Objects are identified by their inode number (1 is the root directory),
+ * stable across remounts and never reused.  Every function returns 0 or a
+ * negative errno, the one a local filesystem would give; out-parameters
+ * are written only on success.  All functions are thread-safe.
+ *
+ * Lookup counts follow the kernel's: lookup, mknod, mkdir, symlink, link,
+ * create and each entry of a readdirplus add one; forget removes n.  An
+ * unlinked object lives until its last lookup is forgotten and its last
+ * open is released.
+ */
+#ifndef OBJFS_STORE_H
+#define OBJFS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../meta/meta.h"
+
+#define OBJFS_ROOT_INO		1
+#define OBJFS_DEFAULT_CHUNK	(1u << 20)
+
+struct objfs_store;
+
+struct objfs_store_config {
+	const char *data_dir;	/* holds index/, backing/ and lock */
+	uint64_t arena_size;	/* bytes */
+	uint32_t chunk_size;	/* 0: the data directory's, or the default */
+	int prefault;		/* fault the arena in at open */
+};
+
+struct objfs_cred {
+	uint32_t uid;
+	uint32_t gid;
+};
+
+/* setattr: which fields of struct objfs_setattr apply */
+#define OBJFS_SET_MODE		0x01u
+#define OBJFS_SET_UID		0x02u
+#define OBJFS_SET_GID		0x04u
+#define OBJFS_SET_SIZE		0x08u
+#define OBJFS_SET_ATIME		0x10u
+#define OBJFS_SET_MTIME		0x20u
+#define OBJFS_SET_ATIME_NOW	0x40u
+#define OBJFS_SET_MTIME_NOW	0x80u
+#define OBJFS_SET_CTIME		0x100u
+
+struct objfs_setattr {
+	unsigned valid;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	int64_t atime_sec, mtime_sec, ctime_sec;
+	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
+};
+
+struct objfs_statfs {
+	uint64_t bsize;
+	uint64_t blocks, bfree, bavail;
+	uint64_t files, ffree;
+	uint64_t namemax;
+};
+
+/* Status of the whole store (also served as text by objfs_store_status). */
+struct objfs_store_stats {
+	uint64_t arena_capacity, arena_used;
+	uint64_t resident_bytes, ondisk_bytes;
+	uint64_t chunk_size;
+	uint64_t written_out_chunks, written_out_bytes;
+	uint64_t restored_chunks, restored_bytes;
+	uint64_t direct_reads;	/* chunks read from disk without restoring */
+	uint64_t csum_failures;
+	uint64_t inodes_cached;
+};
+
+/*
+ * Open the data directory (creating it 0700 if needed), lock it against a
+ * second daemon (-EBUSY, with the holder's pid in *holder when known),
+ * open the index, create the arena.  On error *msg (if non-NULL) points to
+ * a static text naming what failed.
+ */
+int objfs_store_open(const struct objfs_store_config *cfg,
+		struct objfs_store **out, const char **msg, long *holder);
+/* Record the calling process's pid in the data directory's lock file
+ * (after daemonizing, so that a refused second mount names the daemon). */
+void objfs_store_note_pid(struct objfs_store *s);
+/* Write every object's bytes out, commit, sync and free everything. */
+int objfs_store_close(struct objfs_store *s);
+/* Write every dirty chunk and attribute out and make it durable. */
+int objfs_store_sync_all(struct objfs_store *s);
+
+int objfs_store_lookup(struct objfs_store *s, uint64_t parent,
+		const char *name, struct objfs_attr *out);
+void objfs_store_forget(struct objfs_store *s, uint64_t ino, uint64_t n);
+int objfs_store_getattr(struct objfs_store *s, uint64_t ino,
+		struct objfs_attr *out);
+int objfs_store_setattr(struct objfs_store *s, uint64_t ino,
+		const struct objfs_setattr *sa, struct objfs_attr *out);
+
+int objfs_store_mknod(struct objfs_store *s, uint64_t parent,
+		const char *name, uint32_t mode, uint64_t rdev,
+		const struct objfs_cred *cr, struct objfs_attr *out);
+int objfs_store_mkdir(struct objfs_store *s, uint64_t parent,
+		const char *name, uint32_t mode, const struct objfs_cred *cr,
+		struct objfs_attr *out);
+int objfs_store_symlink(struct objfs_store *s, uint64_t parent,
+		const char *name, const char *target,
+		const struct objfs_cred *cr, struct objfs_attr *out);
+int objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
+		const char *newname, struct objfs_attr *out);
+int objfs_store_unlink(struct objfs_store *s, uint64_t parent,
+		const char *name);
+int objfs_store_rmdir(struct objfs_store *s, uint64_t parent,
+		const char *name);
+/* flags: RENAME_NOREPLACE, RENAME_EXCHANGE (linux/fs.h values) */
+int objfs_store_rename(struct objfs_store *s, uint64_t parent,
+		const char *name, uint64_t newparent, const char *newname,
+		unsigned flags);
+int objfs_store_readlink(struct objfs_store *s, uint64_t ino, char *buf,
+		size_t size, size_t *len_out);
+
+/* Open an existing object (O_TRUNC truncates); create = mknod + open. */
+int objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags);
+int objfs_store_create(struct objfs_store *s, uint64_t parent,
+		const char *name, uint32_t mode, int flags,
+		const struct objfs_cred *cr, struct objfs_attr *out);
+int objfs_store_release(struct objfs_store *s, uint64_t ino);
+
+/* Read up to @len bytes at @off into @buf; *n_out is 0 at end of file. */
+int objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off,
+		void *buf, size_t len, size_t *n_out);
+/* Write; a short count means the arena filled part-way (then retrying
+ * the rest gives -ENOSPC).  Bytes already written are never lost. */
+int objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
+		const void *buf, size_t len, size_t *n_out);
+int objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync);
+int objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
+		uint64_t off, uint64_t len);
+int objfs_store_lseek(struct objfs_store *s, uint64_t ino, uint64_t off,
+		int whence, uint64_t *out);
+
+/*
+ * List directory @ino from offset @off.  For each entry @cb gets its name,
+ * attributes (with @plus; otherwise only ino and mode are set) and the
+ * offset of the entry after it; @cb returns non-zero when it has no room,
+ * and then that entry is not counted as looked up.
+ */
+int objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
+		int plus,
+		int (*cb)(void *arg, const char *name,
+			const struct objfs_attr *a, uint64_t next_off),
+		void *arg);
+
+int objfs_store_getxattr(struct objfs_store *s, uint64_t ino,
+		const char *name, void *buf, size_t size, size_t *len_out);
+int objfs_store_setxattr(struct objfs_store *s, uint64_t ino,
+		const char *name, const void *val, size_t len, int flags);
+int objfs_store_listxattr(struct objfs_store *s, uint64_t ino, char *buf,
+		size_t size, size_t *len_out);
+int objfs_store_removexattr(struct objfs_store *s, uint64_t ino,
+		const char *name);
+
+int objfs_store_statfs(struct objfs_store *s, struct objfs_statfs *st);
+void objfs_store_get_stats(struct objfs_store *s,
+		struct objfs_store_stats *st);
+uint32_t objfs_store_chunk_size(const struct objfs_store *s);
+
+#endif

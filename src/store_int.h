@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_int.h - what store.c (namespace, inode table) and data.c (file
+ * bytes) share.  Not for the adapter.
+ *
+ * Locking, outermost first:
+ *	store->lock	the inode table, lookup/open counts, the namespace
+ *			(every index write that changes names), counters
+ *	inode->lock	one inode's attributes and chunk map
+ *	LMDB's writer	taken last, inside either of the above
+ * The data path takes only inode->lock, so reads and writes of different
+ * files run in parallel and never wait for namespace operations.
+ */
+#ifndef OBJFS_STORE_INT_H
+#define OBJFS_STORE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "chunk.h"
+#include "spill.h"
+#include "store.h"
+
+struct objfs_inode {
+	uint64_t ino;
+	struct objfs_inode *hnext;	/* protected by store->lock */
+	uint64_t nlookup;		/* protected by store->lock */
+	uint32_t nopen;			/* protected by store->lock */
+	uint32_t refs;			/* protected by store->lock */
+
+	pthread_mutex_t lock;
+	struct objfs_attr attr;		/* protected by lock */
+	int attr_dirty;			/* protected by lock: size/times not
+					 * yet in the index */
+	struct objfs_chunkmap chunks;	/* protected by lock */
+	int bfd;			/* protected by lock: backing file, -1 */
+};
+
+struct objfs_store {
+	struct objfs_meta *meta;
+	struct objfs_arena *arena;
+	struct objfs_backing *backing;
+	int lockfd;
+	uint32_t chunk_size;
+	unsigned chunk_shift;
+	uint64_t restore_limit;		/* arena use above which reads are
+					 * served from disk, not restored */
+
+	pthread_mutex_t lock;
+	struct objfs_inode **table;	/* protected by lock */
+	size_t nbuckets;		/* protected by lock */
+	size_t count;			/* protected by lock */
+	uint64_t next_ino;		/* protected by lock */
+	uint64_t next_cookie;		/* protected by lock */
+	uint64_t ninodes;		/* protected by lock: in the index */
+
+	_Atomic uint64_t written_out_chunks, written_out_bytes;
+	_Atomic uint64_t restored_chunks, restored_bytes;
+	_Atomic uint64_t direct_reads, csum_failures;
+};
+
+/* data.c: all called with ip->lock held. */
+int objfs_data_load(struct objfs_store *s, struct objfs_inode *ip);
+int objfs_data_read(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t off, void *buf, size_t len, size_t *n_out);
+int objfs_data_write(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t off, const void *buf, size_t len, size_t *n_out);
+int objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t size);
+/* Write dirty chunks and the attributes out; with @sync, make durable. */
+int objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip, int sync);
+int objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip,
+		int mode, uint64_t off, uint64_t len);
+int objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t off, int whence, uint64_t *out);
+/* Free the arena blocks and the backing fd (the object stays on disk). */
+void objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip);
+/* Remove the object's backing file and all its index records. */
+int objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip);
+
+/* store.c */
+void objfs_time_now(int64_t *sec, uint32_t *nsec);
+
+#endif
