@@ -660,17 +660,23 @@ static const struct fuse_lowlevel_ops objfs_ll_ops = {
 	.lseek = objfs_ll_lseek,
 };
 
+/* libfuse builds some messages from several calls; join them into one
+ * line per newline, per thread. */
 static void
 fuse_log_to_objfs(enum fuse_log_level level, const char *fmt, va_list ap)
 {
-	char line[1024];
-	size_t n;
+	static _Thread_local char line[1024];
+	static _Thread_local size_t len;
 
-	vsnprintf(line, sizeof(line), fmt, ap);
-	n = strlen(line);
-	while (n && line[n - 1] == '\n')
-		line[--n] = '\0';
+	vsnprintf(line + len, sizeof(line) - len, fmt, ap);
+	len = strlen(line);
+	if (len == 0 || (line[len - 1] != '\n' && len < sizeof(line) - 1))
+		return;
+	while (len && line[len - 1] == '\n')
+		line[--len] = '\0';
 	objfs_log((int)level, "%s", line);
+	len = 0;
+	line[0] = '\0';
 }
 
 int

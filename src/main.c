@@ -397,7 +397,7 @@ main(int argc, char **argv)
 	choose_data_dir(&o);
 	if (objfs_fuse_new(o.passthrough ? o.passthrough : "", o.source,
 			o.debug, &fuse) < 0)
-		refuse("mount options refused (see the line above, and objfs --help)");
+		exit(2);	/* libfuse has named the option it refused */
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.data_dir = o.data_dir;

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: MIT
+# tests/lib.sh - helpers for the integration tests (sourced, bash).
+#
+# Each test works in its own mktemp -d directory, runs objfs in the
+# foreground, and unmounts and removes everything in an EXIT trap, also
+# when it fails.  Results are TAP ("ok N - what"), counted by automake's
+# TAP driver; the daemon's log is printed when anything failed.
+
+set -u
+OBJFS_BIN=${OBJFS_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/objfs}
+T_NUM=0
+T_FAILED=0
+T_PIDS=()
+T_MOUNTS=()
+
+t_cleanup() {
+	local m p
+	for m in "${T_MOUNTS[@]}"; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+		fi
+	done
+	for p in "${T_PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	for p in "${T_PIDS[@]}"; do
+		wait_pid_gone "$p" 20 || kill -9 "$p" 2>/dev/null
+	done
+	if [ "$T_FAILED" != 0 ] && [ -n "${T:-}" ]; then
+		for f in "$T"/*.log; do
+			[ -f "$f" ] || continue
+			echo "# ---- $f"
+			sed 's/^/# /' "$f" | tail -n 60
+		done
+	fi
+	[ -n "${T:-}" ] && rm -rf "$T"
+}
+
+t_init() {
+	if [ ! -c /dev/fuse ]; then
+		echo "1..0 # SKIP /dev/fuse is missing"
+		exit 0
+	fi
+	if [ ! -x "$OBJFS_BIN" ]; then
+		echo "Bail out! objfs binary not found at $OBJFS_BIN"
+		exit 1
+	fi
+	T=$(mktemp -d /tmp/objfs-test.XXXXXX)
+	chmod 755 "$T"
+	MNT=$T/mnt
+	DATA=$T/data
+	mkdir -p "$MNT"
+	trap t_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+t_done() {
+	echo "1..$T_NUM"
+	[ "$T_FAILED" = 0 ]
+}
+
+ok() {	# ok DESCRIPTION COMMAND...
+	local d=$1
+	shift
+	T_NUM=$((T_NUM + 1))
+	if "$@" >"$T/last.out" 2>&1; then
+		echo "ok $T_NUM - $d"
+	else
+		T_FAILED=$((T_FAILED + 1))
+		echo "not ok $T_NUM - $d"
+		sed 's/^/#   /' "$T/last.out" | tail -n 20
+	fi
+}
+
+fails() {	# fails DESCRIPTION COMMAND... : passes when COMMAND fails
+	local d=$1
+	shift
+	T_NUM=$((T_NUM + 1))
+	if "$@" >"$T/last.out" 2>&1; then
+		T_FAILED=$((T_FAILED + 1))
+		echo "not ok $T_NUM - $d (command succeeded)"
+	else
+		echo "ok $T_NUM - $d"
+	fi
+}
+
+wait_pid_gone() {	# wait_pid_gone PID SECONDS
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# start_objfs [MOUNTPOINT [DATA [OPTIONS]]]: mount and wait until ready.
+# Sets OBJFS_PID.  Default options: a 256 MiB arena.
+start_objfs() {
+	local mnt=${1:-$MNT} data=${2:-$DATA} opts=${3:-arena=256M} i
+	local log=$T/objfs.$(basename "$mnt").log
+	"$OBJFS_BIN" -f -o "data=$data,$opts" "$mnt" >>"$log" 2>&1 &
+	OBJFS_PID=$!
+	T_PIDS+=("$OBJFS_PID")
+	T_MOUNTS+=("$mnt")
+	for ((i = 0; i < 100; i++)); do
+		mountpoint -q "$mnt" && return 0
+		if ! kill -0 "$OBJFS_PID" 2>/dev/null; then
+			echo "objfs exited before mounting:" >&2
+			cat "$log" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "objfs did not mount within 10 s" >&2
+	return 1
+}
+
+# stop_objfs [MOUNTPOINT [PID]]: unmount and wait for the daemon to finish
+# writing out and exit; fails if it exits non-zero.
+stop_objfs() {
+	local mnt=${1:-$MNT} pid=${2:-$OBJFS_PID} rc
+	fusermount3 -u "$mnt" || return 1
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "objfs still running 60 s after unmount" >&2
+		return 1
+	fi
+	wait "$pid"
+	rc=$?
+	[ "$rc" = 0 ] || echo "objfs exited with status $rc" >&2
+	return "$rc"
+}
+
+# errno_of PYTHON-EXPRESSION: prints the errno name an os call raises.
+errno_of() {
+	python3 - "$@" <<'PY'
+import errno, os, sys
+try:
+    exec(sys.argv[1])
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+PY
+}
+
+expect_errno() {	# expect_errno DESCRIPTION ERRNO PYTHON-STATEMENT
+	local d=$1 want=$2 got
+	got=$(errno_of "$3")
+	T_NUM=$((T_NUM + 1))
+	if [ "$got" = "$want" ]; then
+		echo "ok $T_NUM - $d ($want)"
+	else
+		T_FAILED=$((T_FAILED + 1))
+		echo "not ok $T_NUM - $d: wanted $want, got $got"
+	fi
+}
