@@ -1727,6 +1727,11 @@ int
 objfs_store_setxattr(struct objfs_store *s, uint64_t ino, const char *name,
 		const void *val, size_t len, int flags)
 {
+	/* POSIX ACLs are not implemented: storing them as plain bytes would
+	 * let them disagree with the mode bits the kernel enforces.  Saying
+	 * so makes cp -a and rsync -A fall back to the mode bits. */
+	if (strncmp(name, "system.posix_acl_", 17) == 0)
+		return -EOPNOTSUPP;
 	return xattr_change(s, ino, name, val, len, flags, 0);
 }
 

@@ -1,0 +1,66 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Ownership and permissions, exercised as an unprivileged user (uid 65534)
+# on an allow_other mount, and the privacy of a mount without it.
+. "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
+t_init
+NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+
+ok "mount without allow_other" start_objfs "$MNT" "$DATA" arena=64M
+ok "root (the mounting user) gets in" ls "$MNT"
+fails "another user cannot enter a mount without allow_other" $NOBODY ls "$MNT"
+ok "unmount" stop_objfs
+
+ok "mount with allow_other" start_objfs "$MNT" "$DATA" arena=64M,allow_other
+chmod 755 "$MNT"
+echo secret >"$MNT/rootfile"
+chmod 644 "$MNT/rootfile"
+mkdir "$MNT/shared" && chmod 1777 "$MNT/shared"
+mkdir "$MNT/private" && chmod 700 "$MNT/private"
+
+ok "another user can read a 0644 file" $NOBODY cat "$MNT/rootfile"
+fails "another user cannot write a 0644 file of root's" $NOBODY sh -c "echo x >> '$MNT/rootfile'"
+fails "another user cannot create in a 0755 directory of root's" $NOBODY touch "$MNT/mine"
+fails "another user cannot enter a 0700 directory" $NOBODY ls "$MNT/private"
+ok "another user can create in a 1777 directory" $NOBODY sh -c "echo mine > '$MNT/shared/u'"
+ok "the new file belongs to the caller (uid and gid)" \
+	bash -c "[ \"\$(stat -c %u:%g '$MNT/shared/u')\" = 65534:65534 ]"
+ok "mkdir, symlink and mknod belong to the caller" bash -c "
+	$NOBODY sh -c \"mkdir '$MNT/shared/d' && ln -s u '$MNT/shared/l' && mkfifo '$MNT/shared/p'\" &&
+	[ \"\$(stat -c %u:%g '$MNT/shared/d' '$MNT/shared/p' | sort -u)\" = 65534:65534 ] &&
+	[ \"\$(stat -c %u:%g '$MNT/shared/l')\" = 65534:65534 ]"
+fails "chmod of another user's file is refused" $NOBODY chmod 777 "$MNT/rootfile"
+fails "chown by a non-root user is refused" $NOBODY chown 65534 "$MNT/shared/u" -h "$MNT/rootfile"
+fails "sticky directory: cannot delete root's file" bash -c "
+	echo r > '$MNT/shared/rootowned' && $NOBODY rm -f '$MNT/shared/rootowned'"
+ok "owner can chmod its own file" $NOBODY chmod 600 "$MNT/shared/u"
+fails "and then root's group cannot read it as another user" setpriv --reuid=1000 --regid=1000 --clear-groups cat "$MNT/shared/u"
+
+# setuid/setgid bits are cleared by a write from a non-owner.
+echo x >"$MNT/shared/suid"
+chmod 6777 "$MNT/shared/suid"
+ok "write by a non-owner clears setuid and setgid" bash -c "
+	$NOBODY sh -c \"echo y >> '$MNT/shared/suid'\" &&
+	[ \"\$(stat -c %a '$MNT/shared/suid')\" = 777 ]"
+echo x >"$MNT/shared/suid2"
+chmod 6777 "$MNT/shared/suid2"
+ok "truncate by a non-owner clears setuid and setgid" bash -c "
+	$NOBODY truncate -s 0 '$MNT/shared/suid2' &&
+	[ \"\$(stat -c %a '$MNT/shared/suid2')\" = 777 ]"
+echo x >"$MNT/suid3"
+chmod 4755 "$MNT/suid3"
+ok "chown clears setuid" bash -c "chown 65534 '$MNT/suid3' && [ \"\$(stat -c %a '$MNT/suid3')\" = 755 ]"
+
+# setgid directory: new entries take the directory's group.
+mkdir "$MNT/shared/grp" && chown 0:4242 "$MNT/shared/grp" && chmod 2777 "$MNT/shared/grp"
+ok "a file in a setgid directory takes the directory's group" bash -c "
+	$NOBODY touch '$MNT/shared/grp/f' && [ \"\$(stat -c %g '$MNT/shared/grp/f')\" = 4242 ]"
+
+ok "unmount" stop_objfs
+ok "data directory and its files are private (0700 and 0600)" bash -c "
+	[ \$(stat -c %a '$DATA') = 700 ] && [ \$(stat -c %a '$DATA/index') = 700 ] &&
+	[ \$(stat -c %a '$DATA/backing') = 700 ] &&
+	[ -z \"\$(find '$DATA' -type f -perm /077)\" ]"
+ok "backing file names are inode numbers, never user names" bash -c "
+	ls '$DATA/backing' | grep -vqE '^[0-9a-f]{16}\$' && exit 1; true"
+t_done
