@@ -432,9 +432,13 @@ main(int argc, char **argv)
 		objfs_log_use_syslog(1);
 		objfs_store_note_pid(store);
 	}
+	/* A signal (SIGTERM, SIGINT, SIGHUP) ends the loop with its number:
+	 * that is a requested, clean stop.  Negative is a failure. */
 	rc = objfs_fuse_loop(fuse, o.max_threads);
-	if (rc != 0)
+	if (rc < 0) {
+		objfs_log(OBJFS_LOG_ERR, "the request loop failed (%d)", rc);
 		status = 1;
+	}
 	objfs_fuse_destroy(fuse);	/* unmount: no request can arrive now */
 	if (objfs_store_close(store) < 0)
 		status = 1;
