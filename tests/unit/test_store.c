@@ -1,1 +1,404 @@
-int main(void){return 0;}
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_store.c - the store without FUSE: bytes survive reopening, write-out
+ * failures (EIO, ENOSPC, short writes, injected with --wrap=pwrite) lose
+ * nothing, corrupt backing files give EIO and never wrong bytes, a full
+ * arena gives ENOSPC, unlinked-open objects are reclaimed.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "src/store.h"
+
+#define CHUNK	(64u << 10)
+
+/* ---- pwrite fault injection ---------------------------------------- */
+ssize_t __real_pwrite(int fd, const void *buf, size_t n, off_t off);
+ssize_t __wrap_pwrite(int fd, const void *buf, size_t n, off_t off);
+
+static int fail_after = -1;	/* calls that succeed before the fault */
+static int fail_errno;		/* 0: a short write of half, -1: returns 0 */
+
+ssize_t
+__wrap_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	if (fail_after >= 0 && fail_after-- == 0) {
+		if (fail_errno > 0) {
+			errno = fail_errno;
+			return -1;
+		}
+		if (fail_errno < 0)
+			return 0;
+		return __real_pwrite(fd, buf, n / 2, off);
+	}
+	return __real_pwrite(fd, buf, n, off);
+}
+
+/* ---- fixture ---------------------------------------------------------- */
+struct fx {
+	char dir[64];
+	struct objfs_store *s;
+	uint64_t arena;
+};
+
+static const struct objfs_cred cr = { 0, 0 };
+
+static void
+reopen(struct fx *f)
+{
+	struct objfs_store_config cfg = {
+		.data_dir = f->dir, .arena_size = f->arena, .chunk_size = CHUNK,
+	};
+
+	if (f->s)
+		assert_int_equal(objfs_store_close(f->s), 0);
+	assert_int_equal(objfs_store_open(&cfg, &f->s, NULL, NULL), 0);
+}
+
+static int
+setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	strcpy(f->dir, "/tmp/objfs-store-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	f->arena = 8u << 20;
+	reopen(f);
+	fail_after = -1;
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	fail_after = -1;
+	objfs_store_close(f->s);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+static uint64_t
+make_file(struct fx *f, const char *name, const void *buf, size_t len,
+		uint64_t off)
+{
+	struct objfs_attr a;
+	size_t n;
+
+	assert_int_equal(objfs_store_create(f->s, 1, name, 0644, O_RDWR, &cr,
+				&a), 0);
+	if (len) {
+		assert_int_equal(objfs_store_write(f->s, a.ino, off, buf, len,
+					&n), 0);
+		assert_int_equal(n, len);
+	}
+	return a.ino;
+}
+
+static unsigned char *
+pattern(size_t len, unsigned seed)
+{
+	unsigned char *p = malloc(len);
+
+	srand(seed);
+	for (size_t i = 0; i < len; i++)
+		p[i] = (unsigned char)rand();
+	return p;
+}
+
+static void
+assert_content(struct fx *f, uint64_t ino, const unsigned char *want,
+		size_t len, uint64_t off)
+{
+	unsigned char *got = malloc(len + 1);
+	size_t n;
+
+	assert_int_equal(objfs_store_read(f->s, ino, off, got, len + 1, &n), 0);
+	assert_int_equal(n, len);
+	assert_memory_equal(got, want, len);
+	free(got);
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void
+test_roundtrip_reopen(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 300000;
+	unsigned char *buf = pattern(len, 1), zero[10] = { 0 }, got[10];
+	struct objfs_attr a;
+	uint64_t ino;
+	size_t n;
+
+	ino = make_file(f, "f", buf, len, 10);
+	assert_int_equal(objfs_store_read(f->s, ino, 0, got, 10, &n), 0);
+	assert_memory_equal(got, zero, 10);
+	assert_content(f, ino, buf, len, 10);
+	reopen(f);
+	assert_int_equal(objfs_store_lookup(f->s, 1, "f", &a), 0);
+	assert_int_equal(a.ino, ino);
+	assert_int_equal(a.size, len + 10);
+	assert_content(f, ino, buf, len, 10);
+	free(buf);
+}
+
+static void
+check_flush_fault(struct fx *f, int err, int expect_rc)
+{
+	size_t len = 5 * CHUNK;
+	unsigned char *buf = pattern(len, 2);
+	uint64_t ino = make_file(f, "g", buf, len, 0);
+
+	fail_after = 2;
+	fail_errno = err;
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), expect_rc);
+	fail_after = -1;
+	/* Nothing is lost: every byte still reads back. */
+	assert_content(f, ino, buf, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+}
+
+static void
+test_flush_eio(void **state)
+{
+	check_flush_fault(*state, EIO, -EIO);
+}
+
+static void
+test_flush_enospc(void **state)
+{
+	check_flush_fault(*state, ENOSPC, -ENOSPC);
+}
+
+static void
+test_flush_zero_write(void **state)
+{
+	check_flush_fault(*state, -1, -EIO);
+}
+
+static void
+test_flush_short_write_retried(void **state)
+{
+	check_flush_fault(*state, 0, 0);
+}
+
+static void
+test_checksum_mismatch(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 3 * CHUNK;
+	unsigned char *buf = pattern(len, 3), got[100];
+	struct objfs_store_stats st;
+	char path[128];
+	uint64_t ino;
+	size_t n;
+	int fd;
+
+	ino = make_file(f, "c", buf, len, 0);
+	reopen(f);
+	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "\xff", 1, CHUNK + 77), 1);
+	assert_int_equal(pwrite(fd, buf + CHUNK + 77, 1, CHUNK + 77), 1);
+	assert_int_equal(pwrite(fd, buf[CHUNK + 78] == 'x' ? "y" : "x", 1,
+				CHUNK + 78), 1);
+	close(fd);
+	assert_int_equal(objfs_store_read(f->s, ino, 0, got, 100, &n), 0);
+	assert_memory_equal(got, buf, 100);
+	assert_int_equal(objfs_store_read(f->s, ino, CHUNK, got, 100, &n), -EIO);
+	assert_int_equal(objfs_store_read(f->s, ino, CHUNK + 5000, got, 100, &n),
+			-EIO);
+	assert_int_equal(objfs_store_read(f->s, ino, 2 * CHUNK, got, 100, &n), 0);
+	assert_memory_equal(got, buf + 2 * CHUNK, 100);
+	objfs_store_get_stats(f->s, &st);
+	assert_int_equal(st.csum_failures, 2);
+	free(buf);
+}
+
+static void
+test_arena_full(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 4u << 20, n;
+	unsigned char *keep = pattern(len, 4), *big = pattern(16u << 20, 5);
+	uint64_t ino_keep = make_file(f, "keep", keep, len, 0), ino;
+	struct objfs_attr a;
+
+	assert_int_equal(objfs_store_create(f->s, 1, "big", 0644, O_RDWR, &cr,
+				&a), 0);
+	ino = a.ino;
+	assert_int_equal(objfs_store_write(f->s, ino, 0, big, 16u << 20, &n), 0);
+	assert_true(n > 0 && n < (16u << 20));		/* short write */
+	assert_int_equal(objfs_store_write(f->s, ino, n, big + n, CHUNK, &n),
+			-ENOSPC);
+	assert_content(f, ino_keep, keep, len, 0);
+	assert_int_equal(objfs_store_getattr(f->s, ino, &a), 0);
+	assert_content(f, ino, big, a.size, 0);
+	free(keep);
+	free(big);
+}
+
+static void
+test_unlink_open_and_orphans(void **state)
+{
+	struct fx *f = *state;
+	unsigned char *buf = pattern(100000, 6);
+	char path[128];
+	uint64_t ino;
+
+	ino = make_file(f, "u", buf, 100000, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "u"), 0);
+	assert_content(f, ino, buf, 100000, 0);	/* still open: readable */
+	/* The daemon goes away with the object still open. */
+	reopen(f);
+	assert_int_equal(access(path, F_OK), -1);	/* reaped at open */
+	assert_int_equal(objfs_store_getattr(f->s, ino, &(struct objfs_attr){0}),
+			-ENOENT);
+
+	ino = make_file(f, "v", buf, 100000, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "v"), 0);
+	assert_int_equal(objfs_store_release(f->s, ino), 0);
+	assert_int_equal(access(path, F_OK), 0);	/* still looked up */
+	objfs_store_forget(f->s, ino, 1);
+	assert_int_equal(access(path, F_OK), -1);	/* last reference */
+	free(buf);
+}
+
+static void
+test_rename_rules(void **state)
+{
+	struct fx *f = *state;
+	struct objfs_attr a, b, x;
+
+	assert_int_equal(objfs_store_mkdir(f->s, 1, "a", 0755, &cr, &a), 0);
+	assert_int_equal(objfs_store_mkdir(f->s, a.ino, "b", 0755, &cr, &b), 0);
+	assert_int_equal(objfs_store_rename(f->s, 1, "a", b.ino, "x", 0), -EINVAL);
+	assert_int_equal(objfs_store_rename(f->s, 1, "a", a.ino, "x", 0), -EINVAL);
+	assert_int_equal(objfs_store_mkdir(f->s, 1, "c", 0755, &cr, &x), 0);
+	assert_int_equal(objfs_store_rename(f->s, 1, "c", 1, "a", 0), -ENOTEMPTY);
+	assert_int_equal(objfs_store_rename(f->s, 1, "c", 1, "a", 1), -EEXIST);
+	assert_int_equal(objfs_store_rename(f->s, 1, "c", 1, "a", 3), -EINVAL);
+	assert_int_equal(objfs_store_rename(f->s, 1, "c", a.ino, "b", 2), 0);
+	assert_int_equal(objfs_store_lookup(f->s, a.ino, "b", &x), 0);
+	assert_int_equal(objfs_store_lookup(f->s, 1, "c", &b), 0);
+	assert_int_equal(b.parent, 1);		/* b moved up, c moved down */
+	assert_int_equal(x.parent, a.ino);
+	assert_int_equal(objfs_store_rename(f->s, 1, "nope", 1, "z", 0), -ENOENT);
+}
+
+static void
+test_truncate_written_out(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 200000;
+	unsigned char *buf = pattern(len, 7);
+	struct objfs_setattr sa = { .valid = OBJFS_SET_SIZE };
+	struct objfs_store_stats st;
+	struct objfs_attr a;
+	unsigned char z[4096] = { 0 }, got[4096];
+	uint64_t ino = make_file(f, "t", buf, len, 0);
+	size_t n;
+
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	sa.size = 100005;		/* clean resident partial chunk */
+	assert_int_equal(objfs_store_setattr(f->s, ino, &sa, &a), 0);
+	reopen(f);
+	assert_content(f, ino, buf, 100005, 0);
+	reopen(f);
+	sa.size = 70000;		/* partial chunk only on disk */
+	assert_int_equal(objfs_store_setattr(f->s, ino, &sa, &a), 0);
+	sa.size = 90000;		/* grows again: zeros, not old bytes */
+	assert_int_equal(objfs_store_setattr(f->s, ino, &sa, &a), 0);
+	reopen(f);
+	assert_int_equal(objfs_store_getattr(f->s, ino, &a), 0);
+	assert_int_equal(a.size, 90000);
+	{
+		unsigned char *head = malloc(70000);
+
+		assert_int_equal(objfs_store_read(f->s, ino, 0, head, 70000, &n), 0);
+		assert_int_equal(n, 70000);
+		assert_memory_equal(head, buf, 70000);
+		free(head);
+	}
+	assert_int_equal(objfs_store_read(f->s, ino, 70000, got, 4096, &n), 0);
+	assert_memory_equal(got, z, 4096);
+	objfs_store_get_stats(f->s, &st);
+	assert_int_equal(st.csum_failures, 0);
+	free(buf);
+}
+
+static void
+test_data_dir_locked(void **state)
+{
+	struct fx *f = *state;
+	struct objfs_store_config cfg = {
+		.data_dir = f->dir, .arena_size = f->arena,
+	};
+	struct objfs_store *s2;
+	const char *msg;
+	long holder = 0;
+
+	assert_int_equal(objfs_store_open(&cfg, &s2, &msg, &holder), -EBUSY);
+	assert_int_equal(holder, getpid());
+	assert_non_null(strstr(msg, "already served"));
+	/* Once the first daemon is gone, a different chunk size is refused. */
+	objfs_store_close(f->s);
+	f->s = NULL;
+	cfg.chunk_size = CHUNK * 2;
+	assert_int_equal(objfs_store_open(&cfg, &s2, &msg, &holder), -EINVAL);
+	assert_non_null(strstr(msg, "chunk size"));
+	reopen(f);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_roundtrip_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_eio, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_zero_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_short_write_retried,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_arena_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlink_open_and_orphans, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_rename_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncate_written_out, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_data_dir_locked, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
