@@ -25,7 +25,7 @@
 #include "meta.h"
 #include "meta_keys.h"
 
-#define MAP_SIZE	(64ull << 30)
+#define MAP_SIZE	(16ull << 30)
 
 enum { DB_SUPER, DB_INODE, DB_DIRENT, DB_DIRCOOKIE, DB_XATTR, DB_SYMLINK,
 	DB_CHUNK, DB_ORPHAN };
