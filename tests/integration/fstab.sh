@@ -6,7 +6,8 @@ t_init
 command -v mount.fuse3 >/dev/null || { echo "1..0 # SKIP mount.fuse3 (package fuse3) is missing"; exit 0; }
 # mount(8) runs helpers with a fixed PATH, so a build that is not
 # installed is named with the "fuse" type's PROGRAM#SOURCE form; an
-# installed objfs is found by "fuse.objfs" (checked when present).
+# installed objfs is found by "fuse.objfs" (checked when the installed
+# binary is this build).
 
 wait_mounted() {
 	for ((i = 0; i < 100; i++)); do mountpoint -q "$1" && return 0; sleep 0.1; done
@@ -32,8 +33,9 @@ ok "data written through mount -t is back" bash -c "[ \"\$(cat '$MNT/f')\" = 'vi
 ok "fusermount3 -u" fusermount3 -u "$MNT"
 ok "the daemon finishes and exits" wait_daemon_gone
 
-if [ "$(command -v objfs 2>/dev/null)" = /usr/local/bin/objfs ] ||
-   [ "$(command -v objfs 2>/dev/null)" = /usr/bin/objfs ]; then
+installed=$(command -v objfs 2>/dev/null)
+if { [ "$installed" = /usr/local/bin/objfs ] || [ "$installed" = /usr/bin/objfs ]; } &&
+   cmp -s "$installed" "$OBJFS_BIN"; then
 	ok "mount -t fuse.objfs (installed objfs)" mount -t fuse.objfs -o "arena=64M,data=$DATA" objfs "$MNT"
 	ok "it is mounted" wait_mounted "$MNT"
 	ok "umount" umount "$MNT"
