@@ -18,6 +18,10 @@
  *			its order, plus STATE_FREE when it is on a free list
  *	next[i],prev[i]	doubly linked free lists, one per order, LIFO, so
  *			the block freed last (whose pages are warm) is reused first
+ *	own_ino[i],	owner of the allocated block starting at i (0: none),
+ *	own_idx[i]	set by objfs_arena_set_owner(), cleared on free
+ *	own_flags[i]	REF and DIRTY bits, atomics set by the data path
+ *			without the lock, cleared by the clock under it
  *
  * Invariants (checked by assert in debug builds): a block on free list k
  * has state == (k | STATE_FREE); two free buddies of the same order never
@@ -69,6 +73,10 @@ struct objfs_arena {
 	uint32_t *prev;			/* protected by lock */
 	uint32_t head[MAX_ORDERS];	/* protected by lock */
 	uint64_t used;			/* protected by lock */
+	uint64_t *own_ino;		/* protected by lock */
+	uint64_t *own_idx;		/* protected by lock */
+	_Atomic uint8_t *own_flags;	/* atomic */
+	uint32_t hand;			/* protected by lock: clock position */
 };
 
 static unsigned
@@ -156,7 +164,11 @@ objfs_arena_create(uint64_t capacity, uint32_t chunk_size,
 	a->state = calloc(a->nblocks, 1);
 	a->next = malloc((size_t)a->nblocks * sizeof(uint32_t));
 	a->prev = malloc((size_t)a->nblocks * sizeof(uint32_t));
-	if (!a->state || !a->next || !a->prev) {
+	a->own_ino = calloc(a->nblocks, sizeof(uint64_t));
+	a->own_idx = calloc(a->nblocks, sizeof(uint64_t));
+	a->own_flags = calloc(a->nblocks, sizeof(*a->own_flags));
+	if (!a->state || !a->next || !a->prev || !a->own_ino || !a->own_idx ||
+	    !a->own_flags) {
 		rc = -ENOMEM;
 		goto err_free;
 	}
@@ -209,6 +221,9 @@ err_free:
 	free(a->state);
 	free(a->next);
 	free(a->prev);
+	free(a->own_ino);
+	free(a->own_idx);
+	free((void *)a->own_flags);
 	free(a);
 	return rc;
 }
@@ -224,6 +239,9 @@ objfs_arena_destroy(struct objfs_arena *a)
 	free(a->state);
 	free(a->next);
 	free(a->prev);
+	free(a->own_ino);
+	free(a->own_idx);
+	free((void *)a->own_flags);
 	free(a);
 }
 
@@ -269,6 +287,8 @@ objfs_arena_free(struct objfs_arena *a, uint64_t off, uint32_t cap)
 	assert(((uint32_t)OBJFS_ARENA_MIN_BLOCK << k) == cap);
 	(void)cap;
 	a->used -= (uint64_t)OBJFS_ARENA_MIN_BLOCK << k;
+	a->own_ino[i] = 0;
+	atomic_store_explicit(&a->own_flags[i], 0, memory_order_relaxed);
 	while (k < a->max_order) {
 		uint32_t b = i ^ (1u << k);
 
@@ -330,4 +350,83 @@ int
 objfs_arena_fd(const struct objfs_arena *a)
 {
 	return a->fd;
+}
+
+void
+objfs_arena_set_owner(struct objfs_arena *a, uint64_t off, uint64_t ino,
+		uint64_t idx)
+{
+	uint32_t i = (uint32_t)(off / OBJFS_ARENA_MIN_BLOCK);
+
+	pthread_mutex_lock(&a->lock);
+	assert(!(a->state[i] & STATE_FREE));
+	a->own_ino[i] = ino;
+	a->own_idx[i] = idx;
+	pthread_mutex_unlock(&a->lock);
+}
+
+void
+objfs_arena_touch(struct objfs_arena *a, uint64_t off, int dirty)
+{
+	uint32_t i = (uint32_t)(off / OBJFS_ARENA_MIN_BLOCK);
+	uint8_t want = (uint8_t)(OBJFS_ARENA_REF |
+			(dirty ? OBJFS_ARENA_DIRTY : 0));
+
+	/* Skip the atomic read-modify-write when nothing would change: the
+	 * hot path touches the same block many times in a row. */
+	if ((atomic_load_explicit(&a->own_flags[i], memory_order_relaxed) &
+	     want) != want)
+		atomic_fetch_or_explicit(&a->own_flags[i], want,
+				memory_order_relaxed);
+}
+
+void
+objfs_arena_mark_clean(struct objfs_arena *a, uint64_t off)
+{
+	uint32_t i = (uint32_t)(off / OBJFS_ARENA_MIN_BLOCK);
+
+	atomic_fetch_and_explicit(&a->own_flags[i], (uint8_t)~OBJFS_ARENA_DIRTY,
+			memory_order_relaxed);
+}
+
+int
+objfs_arena_clock(struct objfs_arena *a, int clean_only,
+		struct objfs_arena_victim *v, int max)
+{
+	uint64_t scanned = 0, limit = 2ull * a->nblocks;
+	int n = 0;
+
+	pthread_mutex_lock(&a->lock);
+	/* Once something is found, do not start a second turn: it would
+	 * only find the same blocks again. */
+	while (n < max && scanned < limit && !(n > 0 && scanned >= a->nblocks)) {
+		uint32_t i = a->hand, step = 1;
+		uint8_t f;
+
+		if (a->state[i] & STATE_FREE)
+			step = 1u << (a->state[i] & 0x7f);
+		if (a->own_ino[i] != 0) {
+			step = 1u << (a->state[i] & 0x7f);
+			f = atomic_load_explicit(&a->own_flags[i],
+					memory_order_relaxed);
+			if (clean_only && (f & OBJFS_ARENA_DIRTY)) {
+				/* passed over, keeps its reference */
+			} else if (f & OBJFS_ARENA_REF) {
+				atomic_fetch_and_explicit(&a->own_flags[i],
+						(uint8_t)~OBJFS_ARENA_REF,
+						memory_order_relaxed);
+			} else {
+				v[n].ino = a->own_ino[i];
+				v[n].idx = a->own_idx[i];
+				v[n].off = (uint64_t)i * OBJFS_ARENA_MIN_BLOCK;
+				v[n].cap = (uint32_t)OBJFS_ARENA_MIN_BLOCK << (a->state[i] & 0x7f);
+				v[n].dirty = !!(f & OBJFS_ARENA_DIRTY);
+				n++;
+			}
+		}
+		scanned += step;
+		a->hand = i + step >= a->nblocks ? 0 : i + step;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return n;
 }

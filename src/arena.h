@@ -67,4 +67,39 @@ int objfs_arena_prefault(struct objfs_arena *a);
 /* The memfd, for splicing replies straight from the arena. */
 int objfs_arena_fd(const struct objfs_arena *a);
 
+/*
+ * Owners and the eviction clock.  A block handed to a chunk is tagged with
+ * its owner (object @ino, chunk @idx); objfs_arena_free() clears the tag.
+ * The data path marks a block referenced (and dirty) on each access
+ * without taking the arena lock; the spiller's clock gives every
+ * referenced block a second chance before choosing it (CLOCK, an LRU
+ * approximation).  Only tagged blocks are ever chosen.
+ */
+#define OBJFS_ARENA_REF		0x1u
+#define OBJFS_ARENA_DIRTY	0x2u
+
+struct objfs_arena_victim {
+	uint64_t ino;
+	uint64_t idx;
+	uint64_t off;
+	uint32_t cap;
+	uint32_t dirty;
+};
+
+void objfs_arena_set_owner(struct objfs_arena *a, uint64_t off, uint64_t ino,
+		uint64_t idx);
+/* Mark the block at @off referenced, and dirty when @dirty.  Lock-free. */
+void objfs_arena_touch(struct objfs_arena *a, uint64_t off, int dirty);
+/* The block's bytes now equal their disk copy.  Lock-free. */
+void objfs_arena_mark_clean(struct objfs_arena *a, uint64_t off);
+/*
+ * Advance the clock and collect up to @max blocks not referenced since the
+ * hand last passed them; with @clean_only, dirty blocks are passed over
+ * (and keep their reference).  Scans at most two turns of the arena.
+ * Returns the number of victims written to @v.  The caller re-checks each
+ * victim under its owner's lock: the tag may change meanwhile.
+ */
+int objfs_arena_clock(struct objfs_arena *a, int clean_only,
+		struct objfs_arena_victim *v, int max);
+
 #endif

@@ -29,6 +29,7 @@
 #define OBJFS_CHUNK_DIRTY	0x1u	/* arena copy differs from the disk */
 #define OBJFS_CHUNK_ONDISK	0x2u	/* a disk copy and its record exist */
 #define OBJFS_CHUNK_RECDIRTY	0x4u	/* record in memory not in the index */
+#define OBJFS_CHUNK_SEL		0x8u	/* chosen for the write-out under way */
 
 enum objfs_chunk_state {
 	OBJFS_CHUNK_HOLE,
@@ -64,7 +65,9 @@ struct objfs_chunk *objfs_chunkmap_get(struct objfs_chunkmap *m, uint64_t idx);
 
 enum objfs_chunk_state objfs_chunk_state(const struct objfs_chunk *c);
 
-/* Free the block of @c, if any; the chunk keeps its disk state. */
+/* Free the block of @c, if any; the chunk keeps its disk state.  Bytes of
+ * a dirty chunk are discarded: callers drop clean chunks, or chunks that
+ * truncation removes. */
 void objfs_chunk_drop(struct objfs_chunk *c, struct objfs_arena *a);
 
 /* Free blocks of entries >= @first and shorten the map to @first. */

@@ -86,6 +86,20 @@ backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create)
 	return fd;
 }
 
+/* A block for chunk @idx of @ip, tagged so that the spiller can find it. */
+static int
+block_alloc(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		size_t size, uint64_t *off, uint32_t *cap)
+{
+	int rc = objfs_arena_alloc(s->arena, size ? size : 1, off, cap);
+
+	if (rc == 0) {
+		objfs_arena_set_owner(s->arena, *off, ip->ino, idx);
+		objfs_arena_touch(s->arena, *off, 0);
+	}
+	return rc;
+}
+
 /* Bytes of chunk @idx that lie inside the file. */
 static uint32_t
 extent_in_file(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx)
@@ -136,7 +150,7 @@ restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		want = c->disk_len;
 	if (want < min_cap)
 		want = min_cap;
-	rc = objfs_arena_alloc(s->arena, want ? want : 1, &off, &cap);
+	rc = block_alloc(s, ip, idx, want, &off, &cap);
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, off);
@@ -193,6 +207,8 @@ objfs_data_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			memset(dst + done, 0, n);
 			break;
 		case OBJFS_CHUNK_SPILLED:
+			/* Bring the next chunks back ahead of a reader. */
+			objfs_spiller_restore_ahead(s, ip->ino, idx + 1);
 			/* Restore unless that would eat into what writers
 			 * need; then serve this read from the disk copy. */
 			objfs_arena_get_stats(s->arena, &st);
@@ -217,6 +233,7 @@ objfs_data_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		case OBJFS_CHUNK_RESIDENT_CLEAN:
 		case OBJFS_CHUNK_RESIDENT_DIRTY:
 resident:
+			objfs_arena_touch(s->arena, c->off, 0);
 			copy_out(dst + done, objfs_arena_ptr(s->arena, c->off),
 					c->cap, co, n);
 			break;
@@ -229,14 +246,15 @@ resident:
 
 /* Make the block of @c at least @need bytes, keeping its content. */
 static int
-grow(struct objfs_store *s, struct objfs_chunk *c, uint32_t need)
+grow(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint32_t need)
 {
 	uint64_t off;
 	uint32_t cap;
 	unsigned char *p;
 	int rc;
 
-	rc = objfs_arena_alloc(s->arena, need, &off, &cap);
+	rc = block_alloc(s, ip, idx, need, &off, &cap);
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, off);
@@ -260,10 +278,10 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	int rc;
 
 	if (c->cap)
-		return c->cap >= need ? 0 : grow(s, c, need);
+		return c->cap >= need ? 0 : grow(s, ip, idx, c, need);
 	if (c->flags & OBJFS_CHUNK_ONDISK)
 		return restore(s, ip, idx, c, need);
-	rc = objfs_arena_alloc(s->arena, need, &c->off, &c->cap);
+	rc = block_alloc(s, ip, idx, need, &c->off, &c->cap);
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, c->off);
@@ -298,14 +316,13 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		p = objfs_arena_ptr(s->arena, c->off);
 		memcpy(p + co, src + done, n);
 		c->flags |= OBJFS_CHUNK_DIRTY;
+		objfs_arena_touch(s->arena, c->off, 1);
 		done += n;
 	}
 	if (off + done > ip->attr.size)
 		ip->attr.size = off + done;
-	if (done == 0 && rc < 0)
-		return rc;
 	*n_out = done;
-	return 0;
+	return rc;
 }
 
 static int
@@ -397,93 +414,102 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	return 0;
 }
 
-int
-objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip, int sync)
+/*
+ * Write out the chunks marked OBJFS_CHUNK_SEL that are resident and dirty,
+ * in the order described at the top of this file, and the attributes.
+ * Clears SEL everywhere.  With @sync, the backing file and the index are
+ * made durable.  On error the chunks written so far are recorded and the
+ * rest stay dirty in the arena.
+ */
+static int
+writeout(struct objfs_store *s, struct objfs_inode *ip, int sync)
 {
 	struct objfs_meta_txn *t;
 	uint64_t first_done = UINT64_MAX, end_done = 0;
-	int rc = 0, stale = 0, any = 0, fd;
+	int rc = 0, stale = 0, any = 0, fd = -1, r;
 
 	for (uint64_t i = 0; i < ip->chunks.n; i++) {
 		struct objfs_chunk *c = &ip->chunks.v[i];
 
+		if (!(c->flags & OBJFS_CHUNK_SEL))
+			continue;
 		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY)) {
 			any = 1;
 			stale |= !!(c->flags & OBJFS_CHUNK_ONDISK);
+		} else {
+			c->flags &= ~OBJFS_CHUNK_SEL;
 		}
 	}
-	if (!any && !ip->attr_dirty)
-		return 0;
 	if (stale) {
 		rc = objfs_meta_begin(s->meta, 1, &t);
 		if (rc < 0)
-			return rc;
+			goto out_clear;
 		for (uint64_t i = 0; rc == 0 && i < ip->chunks.n; i++) {
 			struct objfs_chunk *c = &ip->chunks.v[i];
 
-			if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY) &&
+			if ((c->flags & OBJFS_CHUNK_SEL) &&
 			    (c->flags & OBJFS_CHUNK_ONDISK))
 				rc = objfs_meta_chunk_del(t, ip->ino, i);
 		}
 		rc = commit_or_abort(t, rc);
 		if (rc < 0)
-			return rc;
-		for (uint64_t i = 0; i < ip->chunks.n; i++) {
-			struct objfs_chunk *c = &ip->chunks.v[i];
-
-			if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY))
-				c->flags &= ~OBJFS_CHUNK_ONDISK;
+			goto out_clear;
+		for (uint64_t i = 0; i < ip->chunks.n; i++)
+			if (ip->chunks.v[i].flags & OBJFS_CHUNK_SEL)
+				ip->chunks.v[i].flags &= ~OBJFS_CHUNK_ONDISK;
+	}
+	if (any || (sync && ip->bfd >= 0)) {
+		fd = backing_fd(s, ip, any);
+		if (fd < 0 && any) {
+			rc = fd;
+			goto out_clear;
 		}
 	}
-	if (any) {
-		fd = backing_fd(s, ip, 1);
-		if (fd < 0)
-			return fd;
-		for (uint64_t i = 0; i < ip->chunks.n; i++) {
-			struct objfs_chunk *c = &ip->chunks.v[i];
-			uint32_t len;
+	for (uint64_t i = 0; any && i < ip->chunks.n; i++) {
+		struct objfs_chunk *c = &ip->chunks.v[i];
+		uint32_t len;
 
-			if (!c->cap || !(c->flags & OBJFS_CHUNK_DIRTY))
-				continue;
-			len = (uint32_t)min64(c->cap, extent_in_file(s, ip, i));
-			rc = objfs_spill_write(fd, i, s->chunk_size,
-					objfs_arena_ptr(s->arena, c->off), len,
-					&c->csum);
-			if (rc < 0)
-				break;
-			c->disk_len = len;
-			c->flags |= OBJFS_CHUNK_RECDIRTY;
-			if (first_done == UINT64_MAX)
-				first_done = i;
-			end_done = i + 1;
-		}
-		if (rc == 0 && ftruncate(fd, (off_t)ip->attr.size) < 0)
-			rc = -errno;
-		if (rc == 0 && sync && fdatasync(fd) < 0)
-			rc = -errno;
+		if (!(c->flags & OBJFS_CHUNK_SEL))
+			continue;
+		len = (uint32_t)min64(c->cap, extent_in_file(s, ip, i));
+		rc = objfs_spill_write(fd, i, s->chunk_size,
+				objfs_arena_ptr(s->arena, c->off), len, &c->csum);
 		if (rc < 0)
-			objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64
-				": writing to the backing directory: %s",
-				ip->ino, strerror(-rc));
+			break;
+		c->disk_len = len;
+		c->flags |= OBJFS_CHUNK_RECDIRTY;
+		if (first_done == UINT64_MAX)
+			first_done = i;
+		end_done = i + 1;
 	}
+	if (rc == 0 && any && ftruncate(fd, (off_t)ip->attr.size) < 0)
+		rc = -errno;
+	/* Chunks spilled earlier without fsync are in the page cache too. */
+	if (rc == 0 && sync && fd >= 0 && fdatasync(fd) < 0)
+		rc = -errno;
+	if (rc < 0)
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64
+			": writing to the backing directory: %s",
+			ip->ino, strerror(-rc));
 	/* Record what did reach the disk, even after an error. */
-	{
-		int r = objfs_meta_begin(s->meta, 1, &t);
+	r = objfs_meta_begin(s->meta, 1, &t);
+	if (r < 0) {
+		rc = rc ? rc : r;
+		goto out_clear;
+	}
+	for (uint64_t i = first_done; r == 0 && i < end_done; i++) {
+		struct objfs_chunk *c = &ip->chunks.v[i];
 
-		if (r < 0)
-			return rc ? rc : r;
-		for (uint64_t i = first_done; r == 0 && i < end_done; i++) {
-			struct objfs_chunk *c = &ip->chunks.v[i];
-
-			if (c->flags & OBJFS_CHUNK_RECDIRTY)
-				r = objfs_meta_chunk_put(t, ip->ino, i, c->csum,
-						c->disk_len);
-		}
-		if (r == 0)
-			r = objfs_meta_inode_put(t, &ip->attr);
-		r = commit_or_abort(t, r);
-		if (r < 0)
-			return rc ? rc : r;
+		if (c->flags & OBJFS_CHUNK_RECDIRTY)
+			r = objfs_meta_chunk_put(t, ip->ino, i, c->csum,
+					c->disk_len);
+	}
+	if (r == 0)
+		r = objfs_meta_inode_put(t, &ip->attr);
+	r = commit_or_abort(t, r);
+	if (r < 0) {
+		rc = rc ? rc : r;
+		goto out_clear;
 	}
 	for (uint64_t i = first_done; i < end_done; i++) {
 		struct objfs_chunk *c = &ip->chunks.v[i];
@@ -491,13 +517,91 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip, int sync)
 		if (c->flags & OBJFS_CHUNK_RECDIRTY) {
 			c->flags &= ~(OBJFS_CHUNK_RECDIRTY | OBJFS_CHUNK_DIRTY);
 			c->flags |= OBJFS_CHUNK_ONDISK;
+			objfs_arena_mark_clean(s->arena, c->off);
 			atomic_fetch_add(&s->written_out_chunks, 1);
 			atomic_fetch_add(&s->written_out_bytes, c->disk_len);
 		}
 	}
 	if (rc == 0)
 		ip->attr_dirty = 0;
+out_clear:
+	for (uint64_t i = 0; i < ip->chunks.n; i++)
+		ip->chunks.v[i].flags &= ~(OBJFS_CHUNK_SEL | OBJFS_CHUNK_RECDIRTY);
 	return rc;
+}
+
+int
+objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip, int sync)
+{
+	int any = 0;
+
+	for (uint64_t i = 0; i < ip->chunks.n; i++) {
+		struct objfs_chunk *c = &ip->chunks.v[i];
+
+		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY)) {
+			c->flags |= OBJFS_CHUNK_SEL;
+			any = 1;
+		}
+	}
+	if (!any && !ip->attr_dirty && !sync)
+		return 0;
+	return writeout(s, ip, sync);
+}
+
+int
+objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_arena_victim *v, int n, uint64_t *freed)
+{
+	int rc = 0, dirty = 0;
+
+	*freed = 0;
+	for (int k = 0; k < n; k++) {
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, v[k].idx);
+
+		if (!c || !c->cap || c->off != v[k].off)
+			continue;	/* changed since the clock chose it */
+		if (c->flags & OBJFS_CHUNK_DIRTY) {
+			c->flags |= OBJFS_CHUNK_SEL;
+			dirty = 1;
+		}
+	}
+	if (dirty) {
+		rc = writeout(s, ip, 0);
+		if (rc == 0)
+			atomic_fetch_add(&s->evictions, 1);
+	}
+	for (int k = 0; k < n; k++) {
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, v[k].idx);
+
+		if (!c || !c->cap || c->off != v[k].off ||
+		    (c->flags & OBJFS_CHUNK_DIRTY) ||
+		    !(c->flags & OBJFS_CHUNK_ONDISK))
+			continue;
+		*freed += c->cap;
+		objfs_chunk_drop(c, s->arena);
+	}
+	return rc;
+}
+
+/* Restore the spilled chunks of [idx, idx+n) while the arena has room for
+ * them below the restore limit. */
+void
+objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx, uint64_t n)
+{
+	struct objfs_arena_stats st;
+
+	for (uint64_t i = idx; i < idx + n && i < ip->chunks.n; i++) {
+		struct objfs_chunk *c = &ip->chunks.v[i];
+
+		if (objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED)
+			continue;
+		objfs_arena_get_stats(s->arena, &st);
+		if (st.used + s->chunk_size > s->restore_limit)
+			return;
+		if (restore(s, ip, i, c, 0) < 0)
+			return;
+	}
 }
 
 /* Zero [off, off+len) inside the file: whole chunks become holes. */
@@ -582,6 +686,7 @@ objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip, int mode,
 				if (rc < 0)
 					return rc;
 				c->flags |= OBJFS_CHUNK_DIRTY;
+				objfs_arena_touch(s->arena, c->off, 1);
 			}
 			pos = ce;
 		}

@@ -241,6 +241,31 @@ put_locked(struct objfs_store *s, struct objfs_inode *ip)
 	free_inode(ip);
 }
 
+int
+objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out)
+{
+	struct objfs_inode *ip;
+
+	pthread_mutex_lock(&s->lock);
+	ip = find_locked(s, ino);
+	if (ip)
+		ip->refs++;
+	pthread_mutex_unlock(&s->lock);
+	if (!ip)
+		return -ENOENT;
+	*out = ip;
+	return 0;
+}
+
+void
+objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip)
+{
+	pthread_mutex_lock(&s->lock);
+	put_locked(s, ip);
+	pthread_mutex_unlock(&s->lock);
+}
+
 static int
 iget(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
 {
@@ -522,9 +547,21 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		objfs_arena_prefault(s->arena);
 	{
 		struct objfs_arena_stats st;
+		unsigned hi = cfg->spill_high ? cfg->spill_high : 90;
+		unsigned lo = cfg->spill_low ? cfg->spill_low : 70;
 
+		if (lo >= hi || hi > 100) {
+			*msg = "spill_low must be below spill_high, both at most 100";
+			rc = -EINVAL;
+			objfs_arena_destroy(s->arena);
+			goto err_backing;
+		}
 		objfs_arena_get_stats(s->arena, &st);
-		s->restore_limit = st.capacity / 4 * 3;
+		s->high_bytes = st.capacity / 100 * hi;
+		s->low_bytes = st.capacity / 100 * lo;
+		/* Restores stop at the low watermark: the room above it is
+		 * for writers and the spiller. */
+		s->restore_limit = s->low_bytes;
 	}
 	pthread_mutex_init(&s->lock, NULL);
 	s->nbuckets = 1024;
@@ -543,6 +580,11 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	rc = reap_orphans(s);
 	if (rc < 0) {
 		*msg = "cannot remove unlinked objects";
+		goto err_table;
+	}
+	rc = objfs_spiller_start(s);
+	if (rc < 0) {
+		*msg = "cannot start the spiller thread";
 		goto err_table;
 	}
 	close(dirfd);
@@ -608,6 +650,7 @@ objfs_store_close(struct objfs_store *s)
 
 	if (!s)
 		return 0;
+	objfs_spiller_stop(s);
 	rc = objfs_store_sync_all(s);
 	if (rc < 0)
 		objfs_log(OBJFS_LOG_ERR, "writing objects out at unmount: %s; "
@@ -1415,6 +1458,14 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags)
 			}
 		}
 		pthread_mutex_unlock(&ip->lock);
+	} else if (S_ISREG(ip->attr.mode) && (flags & O_ACCMODE) != O_WRONLY) {
+		/* Opening a spilled object starts bringing it back. */
+		pthread_mutex_lock(&ip->lock);
+		int spilled = ip->chunks.n && objfs_chunk_state(&ip->chunks.v[0])
+			== OBJFS_CHUNK_SPILLED;
+		pthread_mutex_unlock(&ip->lock);
+		if (spilled)
+			objfs_spiller_restore_ahead(s, ino, 0);
 	}
 	pthread_mutex_lock(&s->lock);
 	if (rc < 0)
@@ -1473,25 +1524,42 @@ int
 objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 		const void *buf, size_t len, size_t *n_out)
 {
+	const char *p = buf;
 	struct objfs_inode *ip;
+	size_t done = 0, n;
 	int rc = iget(s, ino, &ip);
 
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&ip->lock);
-	if (S_ISDIR(ip->attr.mode))
-		rc = -EISDIR;
-	else if (!S_ISREG(ip->attr.mode))
-		rc = -EINVAL;
-	else
-		rc = objfs_data_write(s, ip, off, buf, len, n_out);
-	if (rc == 0 && *n_out) {
-		touch_mc(&ip->attr);
-		ip->attr_dirty = 1;
+	for (;;) {
+		n = 0;
+		pthread_mutex_lock(&ip->lock);
+		if (S_ISDIR(ip->attr.mode))
+			rc = -EISDIR;
+		else if (!S_ISREG(ip->attr.mode))
+			rc = -EINVAL;
+		else
+			rc = objfs_data_write(s, ip, off + done, p + done,
+					len - done, &n);
+		if (n) {
+			touch_mc(&ip->attr);
+			ip->attr_dirty = 1;
+		}
+		pthread_mutex_unlock(&ip->lock);
+		done += n;
+		if (rc != -ENOSPC || done == len)
+			break;
+		/* No free block: wait for the spiller, without the inode
+		 * lock, so that it can evict this file's chunks too. */
+		rc = objfs_spiller_wait_space(s);
+		if (rc < 0)
+			break;
 	}
-	pthread_mutex_unlock(&ip->lock);
 	iput(s, ip);
-	return rc;
+	if (done == 0 && rc < 0)
+		return rc;
+	*n_out = done;
+	return 0;
 }
 
 int
@@ -1747,11 +1815,19 @@ int
 objfs_store_statfs(struct objfs_store *s, struct objfs_statfs *st)
 {
 	struct objfs_arena_stats as;
+	uint64_t total, avail;
+	int rc;
 
+	/* Capacity is the backing filesystem's: everything ends up there.
+	 * Bytes still only in the arena will need room there too. */
+	rc = objfs_backing_free(s->backing, &total, &avail);
+	if (rc < 0)
+		return rc;
 	objfs_arena_get_stats(s->arena, &as);
+	avail = avail > as.used ? avail - as.used : 0;
 	st->bsize = 4096;
-	st->blocks = as.capacity / st->bsize;
-	st->bfree = (as.capacity - as.used) / st->bsize;
+	st->blocks = total / st->bsize;
+	st->bfree = avail / st->bsize;
 	st->bavail = st->bfree;
 	pthread_mutex_lock(&s->lock);
 	st->files = MAX_INODES;
@@ -1790,4 +1866,9 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	st->restored_bytes = s->restored_bytes;
 	st->direct_reads = s->direct_reads;
 	st->csum_failures = s->csum_failures;
+	st->evictions = s->evictions;
+	st->dropped_bytes = s->dropped_bytes;
+	st->write_waits = s->write_waits;
+	st->spill_high = s->high_bytes;
+	st->spill_low = s->low_bytes;
 }

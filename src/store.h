@@ -31,6 +31,8 @@ struct objfs_store_config {
 	uint64_t arena_size;	/* bytes */
 	uint32_t chunk_size;	/* 0: the data directory's, or the default */
 	int prefault;		/* fault the arena in at open */
+	unsigned spill_high;	/* % of the arena: start spilling (0: 90) */
+	unsigned spill_low;	/* % of the arena: stop spilling (0: 70) */
 };
 
 struct objfs_cred {
@@ -73,6 +75,10 @@ struct objfs_store_stats {
 	uint64_t restored_chunks, restored_bytes;
 	uint64_t direct_reads;	/* chunks read from disk without restoring */
 	uint64_t csum_failures;
+	uint64_t evictions;	/* eviction batches that wrote chunks out */
+	uint64_t dropped_bytes;	/* arena bytes freed by the spiller */
+	uint64_t write_waits;	/* times a writer waited for room */
+	uint64_t spill_high, spill_low;	/* watermarks, bytes */
 	uint64_t inodes_cached;
 };
 

@@ -59,6 +59,28 @@ struct objfs_store {
 	_Atomic uint64_t written_out_chunks, written_out_bytes;
 	_Atomic uint64_t restored_chunks, restored_bytes;
 	_Atomic uint64_t direct_reads, csum_failures;
+	_Atomic uint64_t evictions, dropped_bytes, write_waits;
+
+	/* The spiller (spiller.c). */
+	uint64_t high_bytes;		/* start spilling above this use */
+	uint64_t low_bytes;		/* stop at this use */
+	pthread_t spill_thread;
+	pthread_mutex_t spill_lock;
+	pthread_cond_t spill_cv;	/* wakes the spiller */
+	pthread_cond_t space_cv;	/* wakes writers waiting for space */
+	int spill_started;		/* protected by spill_lock */
+	int spill_stop;			/* protected by spill_lock */
+	unsigned waiters;		/* protected by spill_lock */
+	uint64_t spill_gen;		/* protected by spill_lock: passes */
+	int spill_stuck;		/* protected by spill_lock: last pass
+					 * freed nothing */
+	int spill_err;			/* protected by spill_lock: its error */
+
+	/* Restore-ahead requests (spiller.c), a small ring. */
+	pthread_t restore_thread;
+	pthread_cond_t restore_cv;	/* with spill_lock */
+	struct { uint64_t ino, idx; } rq[64];	/* protected by spill_lock */
+	unsigned rq_head, rq_len;	/* protected by spill_lock */
 };
 
 /* data.c: all called with ip->lock held. */
@@ -75,6 +97,13 @@ int objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip,
 		int mode, uint64_t off, uint64_t len);
 int objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, int whence, uint64_t *out);
+/* Write out the dirty chunks among @v (victims of this inode chosen by the
+ * clock) and free their blocks; *freed gets the bytes freed. */
+int objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_arena_victim *v, int n, uint64_t *freed);
+/* Restore spilled chunks [idx, idx+n) while below the restore limit. */
+void objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx, uint64_t n);
 /* Free the arena blocks and the backing fd (the object stays on disk). */
 void objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip);
 /* Remove the object's backing file and all its index records. */
@@ -82,5 +111,20 @@ int objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip);
 
 /* store.c */
 void objfs_time_now(int64_t *sec, uint32_t *nsec);
+/* Find @ino among the inodes in memory and take a reference, or -ENOENT
+ * (never loads from the index).  objfs_store_iput() drops it. */
+int objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out);
+void objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip);
+
+/* spiller.c */
+int objfs_spiller_start(struct objfs_store *s);
+void objfs_spiller_stop(struct objfs_store *s);
+/* Wake the spiller and wait for one pass: 0 when it freed something,
+ * -ENOSPC (or its write error) when it could free nothing. */
+int objfs_spiller_wait_space(struct objfs_store *s);
+/* Ask for chunks from @idx of @ino to be restored in the background. */
+void objfs_spiller_restore_ahead(struct objfs_store *s, uint64_t ino,
+		uint64_t idx);
 
 #endif

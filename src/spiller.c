@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spiller.c - keeps the arena below its watermarks, lets writers wait for
+ * room instead of failing, and restores chunks ahead of readers.
+ *
+ * The spiller thread sleeps until arena use passes the high watermark or a
+ * writer finds no free block; then it evicts until use is at the low
+ * watermark and (if writers wait) a whole chunk is free.  Victims come
+ * from the arena's clock (an LRU approximation over every block tagged
+ * with its owner), clean chunks first: dropping a chunk whose disk copy is
+ * current costs no I/O.  Only when no clean chunk is cold does it choose
+ * dirty ones, write them out (data.c's write-out, so the index never
+ * points at bytes that fail their checksum) and drop them.  Chunks of
+ * open files, and of the file being written, are eligible, which is how a
+ * file larger than the arena streams through it.
+ *
+ * Back-pressure: a writer that finds no block releases its inode lock and
+ * waits for one spiller pass.  If that pass freed nothing (the backing
+ * directory is full, say) the write fails with ENOSPC; everything written
+ * before stays readable.  Writers never hold an inode lock while they
+ * wait, and the spiller takes inode locks only with no other lock held,
+ * so the two cannot deadlock.
+ *
+ * Restoring: the restore thread serves a small ring of (inode, chunk)
+ * requests made on open and by sequential reads; it restores only while
+ * arena use stays below the low watermark, so restores never take the
+ * room writers and the spiller need.
+ *
+ * Locking: spill_lock guards the fields marked so in store_int.h; it is
+ * never held across an inode lock or I/O.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "store_int.h"
+
+#define BATCH		64
+#define RESTORE_AHEAD	4
+
+static int
+victim_cmp(const void *a, const void *b)
+{
+	const struct objfs_arena_victim *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int
+need_room(struct objfs_store *s, int waiters)
+{
+	struct objfs_arena_stats st;
+
+	objfs_arena_get_stats(s->arena, &st);
+	if (st.used > s->low_bytes)
+		return 1;
+	return waiters && st.largest_free < s->chunk_size;
+}
+
+/* Evict one batch; returns bytes freed, and the first write error. */
+static uint64_t
+evict_batch(struct objfs_store *s, int *err)
+{
+	struct objfs_arena_victim v[BATCH];
+	uint64_t freed = 0, f;
+	int n, i, j, rc;
+
+	n = objfs_arena_clock(s->arena, 1, v, BATCH);
+	if (n == 0)
+		n = objfs_arena_clock(s->arena, 0, v, BATCH / 4);
+	qsort(v, (size_t)n, sizeof(v[0]), victim_cmp);
+	for (i = 0; i < n; i = j) {
+		struct objfs_inode *ip;
+
+		for (j = i + 1; j < n && v[j].ino == v[i].ino; j++)
+			;
+		if (objfs_store_iget_cached(s, v[i].ino, &ip) < 0)
+			continue;
+		pthread_mutex_lock(&ip->lock);
+		rc = objfs_data_evict(s, ip, v + i, j - i, &f);
+		pthread_mutex_unlock(&ip->lock);
+		objfs_store_iput(s, ip);
+		freed += f;
+		if (rc < 0 && *err == 0)
+			*err = rc;
+	}
+	atomic_fetch_add(&s->dropped_bytes, freed);
+	return freed;
+}
+
+static void *
+spill_main(void *arg)
+{
+	struct objfs_store *s = arg;
+	struct timespec ts;
+	uint64_t freed, f;
+	int err, waiters;
+
+	pthread_mutex_lock(&s->spill_lock);
+	while (!s->spill_stop) {
+		struct objfs_arena_stats st;
+
+		objfs_arena_get_stats(s->arena, &st);
+		if (st.used <= s->high_bytes && s->waiters == 0) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&s->spill_cv, &s->spill_lock, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&s->spill_lock);
+		freed = 0;
+		err = 0;
+		do {
+			f = evict_batch(s, &err);
+			freed += f;
+			pthread_mutex_lock(&s->spill_lock);
+			waiters = (int)s->waiters;
+			if (f && waiters) {
+				/* Let waiting writers go as soon as there
+				 * is room, not only at the end of the pass. */
+				s->spill_gen++;
+				s->spill_stuck = 0;
+				pthread_cond_broadcast(&s->space_cv);
+			}
+			pthread_mutex_unlock(&s->spill_lock);
+		} while (f && need_room(s, waiters) && !s->spill_stop);
+		pthread_mutex_lock(&s->spill_lock);
+		s->spill_gen++;
+		s->spill_stuck = freed == 0;
+		s->spill_err = err;
+		pthread_cond_broadcast(&s->space_cv);
+		if (freed == 0 && s->waiters == 0) {
+			/* Nothing could be evicted (all hot, or the backing
+			 * directory refuses writes): do not spin. */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&s->spill_cv, &s->spill_lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&s->spill_lock);
+	return NULL;
+}
+
+int
+objfs_spiller_wait_space(struct objfs_store *s)
+{
+	uint64_t gen;
+	int rc = 0;
+
+	atomic_fetch_add(&s->write_waits, 1);
+	pthread_mutex_lock(&s->spill_lock);
+	gen = s->spill_gen;
+	s->waiters++;
+	pthread_cond_signal(&s->spill_cv);
+	while (s->spill_gen == gen && !s->spill_stop)
+		pthread_cond_wait(&s->space_cv, &s->spill_lock);
+	s->waiters--;
+	if (s->spill_stop)
+		rc = -ENOSPC;
+	else if (s->spill_stuck)
+		rc = s->spill_err == -ENOSPC || s->spill_err == 0 ? -ENOSPC :
+			s->spill_err;
+	pthread_mutex_unlock(&s->spill_lock);
+	return rc;
+}
+
+void
+objfs_spiller_restore_ahead(struct objfs_store *s, uint64_t ino, uint64_t idx)
+{
+	pthread_mutex_lock(&s->spill_lock);
+	if (s->rq_len < sizeof(s->rq) / sizeof(s->rq[0])) {
+		unsigned k = (s->rq_head + s->rq_len) %
+			(unsigned)(sizeof(s->rq) / sizeof(s->rq[0]));
+
+		/* A repeat of the last request adds nothing. */
+		if (s->rq_len == 0 || s->rq[(k + 63) % 64].ino != ino ||
+		    s->rq[(k + 63) % 64].idx != idx) {
+			s->rq[k].ino = ino;
+			s->rq[k].idx = idx;
+			s->rq_len++;
+			pthread_cond_signal(&s->restore_cv);
+		}
+	}
+	pthread_mutex_unlock(&s->spill_lock);
+}
+
+static void *
+restore_main(void *arg)
+{
+	struct objfs_store *s = arg;
+	struct objfs_inode *ip;
+	uint64_t ino, idx;
+
+	pthread_mutex_lock(&s->spill_lock);
+	while (!s->spill_stop) {
+		if (s->rq_len == 0) {
+			pthread_cond_wait(&s->restore_cv, &s->spill_lock);
+			continue;
+		}
+		ino = s->rq[s->rq_head].ino;
+		idx = s->rq[s->rq_head].idx;
+		s->rq_head = (s->rq_head + 1) % 64;
+		s->rq_len--;
+		pthread_mutex_unlock(&s->spill_lock);
+		if (objfs_store_iget_cached(s, ino, &ip) == 0) {
+			pthread_mutex_lock(&ip->lock);
+			objfs_data_restore_range(s, ip, idx, RESTORE_AHEAD);
+			pthread_mutex_unlock(&ip->lock);
+			objfs_store_iput(s, ip);
+		}
+		pthread_mutex_lock(&s->spill_lock);
+	}
+	pthread_mutex_unlock(&s->spill_lock);
+	return NULL;
+}
+
+int
+objfs_spiller_start(struct objfs_store *s)
+{
+	int rc;
+
+	pthread_mutex_init(&s->spill_lock, NULL);
+	pthread_cond_init(&s->spill_cv, NULL);
+	pthread_cond_init(&s->space_cv, NULL);
+	pthread_cond_init(&s->restore_cv, NULL);
+	rc = pthread_create(&s->spill_thread, NULL, spill_main, s);
+	if (rc)
+		return -rc;
+	rc = pthread_create(&s->restore_thread, NULL, restore_main, s);
+	if (rc) {
+		pthread_mutex_lock(&s->spill_lock);
+		s->spill_stop = 1;
+		pthread_cond_broadcast(&s->spill_cv);
+		pthread_mutex_unlock(&s->spill_lock);
+		pthread_join(s->spill_thread, NULL);
+		return -rc;
+	}
+	s->spill_started = 1;
+	return 0;
+}
+
+void
+objfs_spiller_stop(struct objfs_store *s)
+{
+	if (!s->spill_started)
+		return;
+	pthread_mutex_lock(&s->spill_lock);
+	s->spill_stop = 1;
+	pthread_cond_broadcast(&s->spill_cv);
+	pthread_cond_broadcast(&s->space_cv);
+	pthread_cond_broadcast(&s->restore_cv);
+	pthread_mutex_unlock(&s->spill_lock);
+	pthread_join(s->spill_thread, NULL);
+	pthread_join(s->restore_thread, NULL);
+	s->spill_started = 0;
+}
