@@ -303,14 +303,17 @@ objfs_ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void
 objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int rc = objfs_store_open_file(req_store(req), ino, fi->flags);
+	int direct = 0;
+	int rc = objfs_store_open_file(req_store(req), ino, fi->flags, &direct);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	/* Only the kernel changes file contents, so its cache stays valid. */
-	fi->keep_cache = 1;
+	/* Only the kernel changes file contents, so its cache stays valid;
+	 * the status file changes on its own and is read directly. */
+	fi->direct_io = direct;
+	fi->keep_cache = !direct;
 	fuse_reply_open(req, fi);
 }
 

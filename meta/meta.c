@@ -67,6 +67,8 @@ map_err(int rc, const char *what)
 		return -ENOSPC;
 	case ENOMEM:
 		return -ENOMEM;
+	case ENOSPC:
+		return -ENOSPC;
 	default:
 		objfs_log(OBJFS_LOG_ERR, "index: %s: %s", what, mdb_strerror(rc));
 		return -EIO;
@@ -669,6 +671,33 @@ objfs_meta_chunk_list(struct objfs_meta_txn *t, uint64_t ino,
 	struct chunk_list_ctx c = { cb, arg };
 
 	return range(t, DB_CHUNK, ino, NULL, 0, 0, chunk_list_one, &c);
+}
+
+int
+objfs_meta_chunk_total(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t idx, uint64_t csum, uint32_t len),
+		void *arg)
+{
+	struct chunk_list_ctx c = { cb, arg };
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc;
+
+	rc = mdb_cursor_open(t->txn, t->m->dbi[DB_CHUNK], &cur);
+	if (rc)
+		return map_err(rc, "cursor");
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		int r = chunk_list_one(&c, &k, &v);
+
+		if (r) {
+			mdb_cursor_close(cur);
+			return r < 0 ? r : 0;
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : map_err(rc, "chunk totals");
 }
 
 int

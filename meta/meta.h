@@ -130,6 +130,11 @@ int objfs_meta_chunk_list(struct objfs_meta_txn *t, uint64_t ino,
 		int (*cb)(void *arg, uint64_t idx, uint64_t csum, uint32_t len),
 		void *arg);
 
+/* Every chunk record of every object (for totals). */
+int objfs_meta_chunk_total(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t idx, uint64_t csum, uint32_t len),
+		void *arg);
+
 /* Orphans: inodes with no name that were still open. */
 int objfs_meta_orphan_add(struct objfs_meta_txn *t, uint64_t ino);
 int objfs_meta_orphan_del(struct objfs_meta_txn *t, uint64_t ino);

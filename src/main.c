@@ -41,6 +41,8 @@ struct opts {
 	int foreground;
 	int debug;
 	int prefault;
+	unsigned spill_high;
+	unsigned spill_low;
 	unsigned max_threads;
 	char *passthrough;	/* options for libfuse and the kernel */
 	size_t passlen;
@@ -84,6 +86,10 @@ usage(FILE *f)
 "                           ~/.local/share/objfs)\n"
 "    -o chunk=SIZE          chunk size, a power of two from 8K to 256M\n"
 "                           (default 1M; fixed when DIR is created)\n"
+"    -o spill_high=PCT      start writing chunks out above PCT%% of the\n"
+"                           arena (default 90)\n"
+"    -o spill_low=PCT       stop at PCT%% (default 70); reads restore\n"
+"                           into the arena only below it\n"
 "    -o prefault            fault the whole arena in at mount\n"
 "    -o threads=N           at most N request threads (default 16)\n"
 "\n"
@@ -172,6 +178,19 @@ parse_one_option(struct opts *o, const char *opt)
 			refuse("chunk=%s: must be a power of two from 8K to 256M",
 				opt + 6);
 		o->chunk = (uint32_t)v;
+	} else if (strncmp(opt, "spill_high=", 11) == 0 ||
+		   strncmp(opt, "spill_low=", 10) == 0) {
+		const char *pct = strchr(opt, '=') + 1;
+		char *end;
+		long n = strtol(pct, &end, 10);
+
+		if (end == pct || (*end && strcmp(end, "%") != 0) || n < 1 ||
+		    n > 100)
+			refuse("%s: must be a percentage from 1 to 100", opt);
+		if (opt[6] == 'h')
+			o->spill_high = (unsigned)n;
+		else
+			o->spill_low = (unsigned)n;
 	} else if (strcmp(opt, "prefault") == 0) {
 		o->prefault = 1;
 	} else if (strncmp(opt, "threads=", 8) == 0) {
@@ -404,6 +423,15 @@ main(int argc, char **argv)
 	cfg.arena_size = o.arena;
 	cfg.chunk_size = o.chunk;
 	cfg.prefault = o.prefault;
+	{
+		unsigned hi = o.spill_high ? o.spill_high : 90;
+		unsigned lo = o.spill_low ? o.spill_low : 70;
+
+		if (lo >= hi)
+			refuse("spill_low=%u must be below spill_high=%u", lo, hi);
+		cfg.spill_high = hi;
+		cfg.spill_low = lo;
+	}
 	rc = objfs_store_open(&cfg, &store, &msg, &holder);
 	if (rc < 0) {
 		objfs_fuse_destroy(fuse);

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "status.h"
 #include "store_int.h"
 #include "../meta/meta_keys.h"
 
@@ -70,6 +71,34 @@ static void
 touch_c(struct objfs_attr *a)
 {
 	objfs_time_now(&a->ctime_sec, &a->ctime_nsec);
+}
+
+/* ---- the status file (status.c serves its text) ---------------------- */
+
+static int
+is_status(uint64_t ino)
+{
+	return ino == OBJFS_STATUS_INO;
+}
+
+static int
+is_reserved(uint64_t parent, const char *name)
+{
+	return parent == OBJFS_ROOT_INO && strcmp(name, OBJFS_STATUS_NAME) == 0;
+}
+
+static void
+status_attr(struct objfs_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = OBJFS_STATUS_INO;
+	a->mode = S_IFREG | 0444;
+	a->nlink = 1;
+	a->uid = (uint32_t)getuid();
+	a->gid = (uint32_t)getgid();
+	touch_mc(a);
+	a->atime_sec = a->mtime_sec;
+	a->atime_nsec = a->mtime_nsec;
 }
 
 /* ---- inode table ---------------------------------------------------- */
@@ -694,6 +723,10 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 
 	if (len > OBJFS_NAME_MAX)
 		return -ENAMETOOLONG;
+	if (is_reserved(parent, name)) {
+		status_attr(out);
+		return 0;
+	}
 	pthread_mutex_lock(&s->lock);
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
@@ -735,8 +768,13 @@ objfs_store_getattr(struct objfs_store *s, uint64_t ino,
 		struct objfs_attr *out)
 {
 	struct objfs_inode *ip;
-	int rc = iget(s, ino, &ip);
+	int rc;
 
+	if (is_status(ino)) {
+		status_attr(out);
+		return 0;
+	}
+	rc = iget(s, ino, &ip);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&ip->lock);
@@ -752,8 +790,11 @@ objfs_store_setattr(struct objfs_store *s, uint64_t ino,
 {
 	struct objfs_inode *ip;
 	struct objfs_attr a;
-	int rc = iget(s, ino, &ip);
+	int rc;
 
+	if (is_status(ino))
+		return -EPERM;
+	rc = iget(s, ino, &ip);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&ip->lock);
@@ -850,6 +891,8 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 
 	if (len > OBJFS_NAME_MAX)
 		return -ENAMETOOLONG;
+	if (is_reserved(parent, name))
+		return -EEXIST;
 	pthread_mutex_lock(&s->lock);
 	rc = get_dir_locked(s, parent, &dp);
 	if (rc < 0)
@@ -1011,6 +1054,10 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 
 	if (len > OBJFS_NAME_MAX)
 		return -ENAMETOOLONG;
+	if (is_reserved(newparent, newname))
+		return -EEXIST;
+	if (is_status(ino))
+		return -EPERM;
 	pthread_mutex_lock(&s->lock);
 	rc = get_dir_locked(s, newparent, &dp);
 	if (rc < 0)
@@ -1086,6 +1133,8 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 
 	if (len > OBJFS_NAME_MAX)
 		return -ENAMETOOLONG;
+	if (is_reserved(parent, name))
+		return -EPERM;
 	pthread_mutex_lock(&s->lock);
 	rc = get_dir_locked(s, parent, &dp);
 	if (rc < 0)
@@ -1240,6 +1289,10 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 		return -EINVAL;
 	if (len > OBJFS_NAME_MAX || nlen > OBJFS_NAME_MAX)
 		return -ENAMETOOLONG;
+	if (is_reserved(parent, name))
+		return -EPERM;
+	if (is_reserved(newparent, newname))
+		return -EEXIST;
 	pthread_mutex_lock(&s->lock);
 	rc = get_dir_locked(s, parent, &src.dp);
 	if (rc < 0)
@@ -1436,11 +1489,19 @@ objfs_store_readlink(struct objfs_store *s, uint64_t ino, char *buf,
 /* ---- open files and their bytes -------------------------------------- */
 
 int
-objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags)
+objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
+		int *direct)
 {
 	struct objfs_inode *ip;
 	int rc;
 
+	*direct = 0;
+	if (is_status(ino)) {
+		if ((flags & O_ACCMODE) != O_RDONLY)
+			return -EACCES;
+		*direct = 1;	/* its size is not known in advance */
+		return 0;
+	}
 	pthread_mutex_lock(&s->lock);
 	rc = get_locked(s, ino, &ip);
 	if (rc == 0)
@@ -1481,6 +1542,8 @@ objfs_store_release(struct objfs_store *s, uint64_t ino)
 	struct objfs_inode *ip;
 	int rc = 0;
 
+	if (is_status(ino))
+		return 0;
 	pthread_mutex_lock(&s->lock);
 	ip = find_locked(s, ino);
 	if (!ip) {
@@ -1499,13 +1562,35 @@ objfs_store_release(struct objfs_store *s, uint64_t ino)
 	return rc;
 }
 
+static int
+read_status(struct objfs_store *s, uint64_t off, void *buf, size_t len,
+		size_t *n_out)
+{
+	char text[4096];
+	size_t n;
+	int rc = objfs_status_text(s, text, sizeof(text), &n);
+
+	if (rc < 0)
+		return rc;
+	if (off >= n) {
+		*n_out = 0;
+		return 0;
+	}
+	*n_out = n - off < len ? n - off : len;
+	memcpy(buf, text + off, *n_out);
+	return 0;
+}
+
 int
 objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off, void *buf,
 		size_t len, size_t *n_out)
 {
 	struct objfs_inode *ip;
-	int rc = iget(s, ino, &ip);
+	int rc;
 
+	if (is_status(ino))
+		return read_status(s, off, buf, len, n_out);
+	rc = iget(s, ino, &ip);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&ip->lock);
@@ -1527,8 +1612,11 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 	const char *p = buf;
 	struct objfs_inode *ip;
 	size_t done = 0, n;
-	int rc = iget(s, ino, &ip);
+	int rc;
 
+	if (is_status(ino))
+		return -EBADF;
+	rc = iget(s, ino, &ip);
 	if (rc < 0)
 		return rc;
 	for (;;) {
@@ -1566,8 +1654,11 @@ int
 objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 {
 	struct objfs_inode *ip;
-	int rc = iget(s, ino, &ip);
+	int rc;
 
+	if (is_status(ino))
+		return 0;
+	rc = iget(s, ino, &ip);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&ip->lock);
@@ -1727,13 +1818,36 @@ out:
 
 /* ---- extended attributes --------------------------------------------- */
 
+static int
+is_objfs_xattr(const char *name)
+{
+	return strncmp(name, OBJFS_XATTR_PREFIX,
+			sizeof(OBJFS_XATTR_PREFIX) - 1) == 0;
+}
+
 int
 objfs_store_getxattr(struct objfs_store *s, uint64_t ino, const char *name,
 		void *buf, size_t size, size_t *len_out)
 {
 	struct objfs_meta_txn *t;
-	int rc = objfs_meta_begin(s->meta, 0, &t);
+	struct objfs_inode *ip;
+	int rc;
 
+	if (is_status(ino))
+		return -ENODATA;
+	if (is_objfs_xattr(name)) {
+		rc = iget(s, ino, &ip);
+		if (rc < 0)
+			return rc;
+		pthread_mutex_lock(&ip->lock);
+		rc = S_ISREG(ip->attr.mode) ?
+			objfs_status_xattr(s, ip, name, buf, size, len_out) :
+			-ENODATA;
+		pthread_mutex_unlock(&ip->lock);
+		iput(s, ip);
+		return rc;
+	}
+	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		return rc;
 	rc = objfs_meta_xattr_get(t, ino, name, buf, size, len_out);
@@ -1746,7 +1860,13 @@ objfs_store_listxattr(struct objfs_store *s, uint64_t ino, char *buf,
 		size_t size, size_t *len_out)
 {
 	struct objfs_meta_txn *t;
-	int rc = objfs_meta_begin(s->meta, 0, &t);
+	int rc;
+
+	if (is_status(ino)) {
+		*len_out = 0;
+		return 0;
+	}
+	rc = objfs_meta_begin(s->meta, 0, &t);
 
 	if (rc < 0)
 		return rc;
@@ -1762,8 +1882,12 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	struct objfs_meta_txn *t;
 	struct objfs_inode *ip;
 	struct objfs_attr a;
-	int rc = iget(s, ino, &ip);
+	int rc;
 
+	/* The user.objfs.* names are figures objfs computes: read-only. */
+	if (is_status(ino) || is_objfs_xattr(name))
+		return -EPERM;
+	rc = iget(s, ino, &ip);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&ip->lock);

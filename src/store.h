@@ -128,8 +128,11 @@ int objfs_store_rename(struct objfs_store *s, uint64_t parent,
 int objfs_store_readlink(struct objfs_store *s, uint64_t ino, char *buf,
 		size_t size, size_t *len_out);
 
-/* Open an existing object (O_TRUNC truncates); create = mknod + open. */
-int objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags);
+/* Open an existing object (O_TRUNC truncates); create = mknod + open.
+ * *direct is set when the object must bypass the page cache (the status
+ * file, whose size is not known in advance). */
+int objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
+		int *direct);
 int objfs_store_create(struct objfs_store *s, uint64_t parent,
 		const char *name, uint32_t mode, int flags,
 		const struct objfs_cred *cr, struct objfs_attr *out);

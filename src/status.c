@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * status.c - introspection that any language can read.
+ *
+ *   MOUNT/.objfs-status	a read-only text file, one "key: value" line
+ *				per figure (see doc/objfs.1); not listed by
+ *				readdir, so copies of the tree never take it
+ *   user.objfs.* xattrs	per file: resident, dirty, disk, spilled
+ *				bytes, chunk size and chunk counts; answered
+ *				by getxattr but never listed, so cp -a and
+ *				rsync -X do not copy them; setting one is EPERM
+ *
+ * Values are decimal ASCII.  Reading takes the locks an ordinary read
+ * would; nothing here is on the data path.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "status.h"
+#include "store_int.h"
+
+struct disk_sum {
+	uint64_t bytes;
+	uint64_t chunks;
+};
+
+static int
+add_chunk(void *arg, uint64_t idx, uint64_t csum, uint32_t len)
+{
+	struct disk_sum *d = arg;
+
+	d->bytes += len;
+	d->chunks++;
+	return 0;
+}
+
+int
+objfs_status_text(struct objfs_store *s, char *buf, size_t size,
+		size_t *len_out)
+{
+	struct objfs_store_stats st;
+	struct disk_sum d = { 0, 0 };
+	struct objfs_meta_txn *t;
+	uint64_t total = 0, avail = 0;
+	int n, rc;
+
+	objfs_store_get_stats(s, &st);
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_chunk_total(t, add_chunk, &d);
+	objfs_meta_abort(t);
+	if (rc < 0)
+		return rc;
+	(void)objfs_backing_free(s->backing, &total, &avail);
+	n = snprintf(buf, size,
+		"arena_capacity_bytes: %" PRIu64 "\n"
+		"arena_used_bytes: %" PRIu64 "\n"
+		"arena_high_watermark_bytes: %" PRIu64 "\n"
+		"arena_low_watermark_bytes: %" PRIu64 "\n"
+		"chunk_size_bytes: %" PRIu64 "\n"
+		"resident_bytes: %" PRIu64 "\n"
+		"disk_bytes: %" PRIu64 "\n"
+		"disk_chunks: %" PRIu64 "\n"
+		"backing_fs_bytes: %" PRIu64 "\n"
+		"backing_fs_avail_bytes: %" PRIu64 "\n"
+		"spilled_chunks: %" PRIu64 "\n"
+		"spilled_bytes: %" PRIu64 "\n"
+		"restored_chunks: %" PRIu64 "\n"
+		"restored_bytes: %" PRIu64 "\n"
+		"direct_read_chunks: %" PRIu64 "\n"
+		"evicted_bytes: %" PRIu64 "\n"
+		"writer_waits: %" PRIu64 "\n"
+		"checksum_failures: %" PRIu64 "\n"
+		"cached_inodes: %" PRIu64 "\n",
+		st.arena_capacity, st.arena_used, st.spill_high, st.spill_low,
+		st.chunk_size, st.resident_bytes, d.bytes, d.chunks, total,
+		avail, st.written_out_chunks, st.written_out_bytes,
+		st.restored_chunks, st.restored_bytes, st.direct_reads,
+		st.dropped_bytes, st.write_waits, st.csum_failures,
+		st.inodes_cached);
+	if (n < 0)
+		return -EIO;
+	*len_out = (size_t)n < size ? (size_t)n : size - 1;
+	return 0;
+}
+
+int
+objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
+		const char *name, char *buf, size_t size, size_t *len_out)
+{
+	uint64_t resident = 0, dirty = 0, disk = 0, spilled = 0;
+	uint64_t nres = 0, nspill = 0, nhole = 0, v;
+	char tmp[32];
+	int n;
+
+	for (uint64_t i = 0; i < ip->chunks.n; i++) {
+		const struct objfs_chunk *c = &ip->chunks.v[i];
+
+		resident += c->cap;
+		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY))
+			dirty += c->cap;
+		if ((c->flags & OBJFS_CHUNK_ONDISK) &&
+		    !(c->flags & OBJFS_CHUNK_DIRTY))
+			disk += c->disk_len;
+		switch (objfs_chunk_state(c)) {
+		case OBJFS_CHUNK_SPILLED:
+			spilled += c->disk_len;
+			nspill++;
+			break;
+		case OBJFS_CHUNK_HOLE:
+			nhole++;
+			break;
+		default:
+			nres++;
+		}
+	}
+	nhole += (ip->attr.size + s->chunk_size - 1) / s->chunk_size -
+		(ip->chunks.n < (ip->attr.size + s->chunk_size - 1) /
+		 s->chunk_size ? ip->chunks.n :
+		 (ip->attr.size + s->chunk_size - 1) / s->chunk_size);
+	if (strcmp(name, OBJFS_XATTR_PREFIX "resident") == 0)
+		v = resident;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "dirty") == 0)
+		v = dirty;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "disk") == 0)
+		v = disk;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "spilled") == 0)
+		v = spilled;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "chunk_size") == 0)
+		v = s->chunk_size;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "chunks_resident") == 0)
+		v = nres;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "chunks_spilled") == 0)
+		v = nspill;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "chunks_hole") == 0)
+		v = nhole;
+	else
+		return -ENODATA;
+	n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v);
+	if (size) {
+		if (size < (size_t)n)
+			return -ERANGE;
+		memcpy(buf, tmp, (size_t)n);
+	}
+	*len_out = (size_t)n;
+	return 0;
+}
