@@ -2,8 +2,10 @@
 /*
  * test_store.c - the store without FUSE: bytes survive reopening, write-out
  * failures (EIO, ENOSPC, short writes, injected with --wrap=pwrite) lose
- * nothing, corrupt backing files give EIO and never wrong bytes, a full
- * arena gives ENOSPC, unlinked-open objects are reclaimed.
+ * nothing, corrupt backing files give EIO and never wrong bytes, files
+ * larger than the arena spill (clean chunks evicted first), a failing
+ * backing directory fails writes without losing bytes, unlinked-open
+ * objects are reclaimed.
  */
 #include <config.h>
 
@@ -30,10 +32,15 @@ ssize_t __wrap_pwrite(int fd, const void *buf, size_t n, off_t off);
 
 static int fail_after = -1;	/* calls that succeed before the fault */
 static int fail_errno;		/* 0: a short write of half, -1: returns 0 */
+static _Atomic int fail_always;	/* every backing write fails with this */
 
 ssize_t
 __wrap_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
+	if (fail_always) {
+		errno = fail_always;
+		return -1;
+	}
 	if (fail_after >= 0 && fail_after-- == 0) {
 		if (fail_errno > 0) {
 			errno = fail_errno;
@@ -88,6 +95,7 @@ teardown(void **state)
 	char cmd[128];
 
 	fail_after = -1;
+	fail_always = 0;
 	objfs_store_close(f->s);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
 	assert_int_equal(system(cmd), 0);
@@ -239,29 +247,6 @@ test_checksum_mismatch(void **state)
 }
 
 static void
-test_arena_full(void **state)
-{
-	struct fx *f = *state;
-	size_t len = 4u << 20, n;
-	unsigned char *keep = pattern(len, 4), *big = pattern(16u << 20, 5);
-	uint64_t ino_keep = make_file(f, "keep", keep, len, 0), ino;
-	struct objfs_attr a;
-
-	assert_int_equal(objfs_store_create(f->s, 1, "big", 0644, O_RDWR, &cr,
-				&a), 0);
-	ino = a.ino;
-	assert_int_equal(objfs_store_write(f->s, ino, 0, big, 16u << 20, &n), 0);
-	assert_true(n > 0 && n < (16u << 20));		/* short write */
-	assert_int_equal(objfs_store_write(f->s, ino, n, big + n, CHUNK, &n),
-			-ENOSPC);
-	assert_content(f, ino_keep, keep, len, 0);
-	assert_int_equal(objfs_store_getattr(f->s, ino, &a), 0);
-	assert_content(f, ino, big, a.size, 0);
-	free(keep);
-	free(big);
-}
-
-static void
 test_unlink_open_and_orphans(void **state)
 {
 	struct fx *f = *state;
@@ -380,6 +365,126 @@ test_data_dir_locked(void **state)
 	reopen(f);
 }
 
+/* Wait (at most 10 s) until the spiller has brought use to @limit. */
+static uint64_t
+settle(struct fx *f, uint64_t limit)
+{
+	struct objfs_store_stats st;
+
+	for (int i = 0; i < 1000; i++) {
+		objfs_store_get_stats(f->s, &st);
+		if (st.arena_used <= limit)
+			break;
+		usleep(10000);
+	}
+	return st.arena_used;
+}
+
+static void
+test_larger_than_arena(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 24u << 20;		/* three times the arena */
+	unsigned char *buf = pattern(len, 8);
+	struct objfs_store_stats st;
+	uint64_t ino = make_file(f, "big", buf, len, 0);
+
+	objfs_store_get_stats(f->s, &st);
+	assert_true(st.arena_used <= st.arena_capacity);
+	assert_true(st.written_out_bytes >= len - st.arena_capacity);
+	assert_true(st.write_waits > 0);
+	assert_true(settle(f, st.spill_high) <= st.spill_high);
+	assert_content(f, ino, buf, len, 0);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+}
+
+static void
+test_clean_chunks_evicted_first(void **state)
+{
+	struct fx *f = *state;
+	struct objfs_store_stats st, st2;
+	unsigned char *a = pattern(4u << 20, 9), *b = pattern(3584u << 10, 10);
+	uint64_t ia, ib;
+	char v[32];
+	size_t n;
+
+	ia = make_file(f, "a", a, 4u << 20, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ia, 0), 0);	/* clean */
+	objfs_store_get_stats(f->s, &st);
+	ib = make_file(f, "b", b, 3584u << 10, 0);		/* dirty */
+	settle(f, st.spill_low + CHUNK);
+	objfs_store_get_stats(f->s, &st2);
+	assert_true(st2.arena_used <= st2.spill_low + CHUNK);
+	/* Room came from dropping clean chunks: nothing was written. */
+	assert_int_equal(st2.written_out_bytes, st.written_out_bytes);
+	assert_int_equal(objfs_store_getxattr(f->s, ib, "user.objfs.dirty", v,
+				sizeof(v) - 1, &n), 0);
+	v[n] = '\0';
+	assert_int_equal(strtoull(v, NULL, 10), 3584u << 10);
+	assert_int_equal(objfs_store_getxattr(f->s, ia, "user.objfs.spilled", v,
+				sizeof(v) - 1, &n), 0);
+	v[n] = '\0';
+	assert_true(strtoull(v, NULL, 10) > 0);
+	assert_content(f, ia, a, 4u << 20, 0);
+	assert_content(f, ib, b, 3584u << 10, 0);
+	free(a);
+	free(b);
+}
+
+static void
+test_spill_errors_lose_nothing(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 6u << 20, n;
+	unsigned char *buf = pattern(len, 11), *more = pattern(8u << 20, 12);
+	uint64_t ino = make_file(f, "e", buf, len, 0);
+	struct objfs_attr a;
+	int rc;
+
+	/* The backing directory fails every write: the arena fills, and
+	 * then the writer gets the error instead of waiting forever. */
+	fail_always = EIO;
+	assert_int_equal(objfs_store_create(f->s, 1, "more", 0644, O_RDWR, &cr,
+				&a), 0);
+	rc = objfs_store_write(f->s, a.ino, 0, more, 8u << 20, &n);
+	assert_true(rc == -EIO || (rc == 0 && n < (8u << 20)));
+	assert_content(f, ino, buf, len, 0);
+	/* The same with ENOSPC. */
+	fail_always = ENOSPC;
+	rc = objfs_store_write(f->s, a.ino, 4u << 20, more, 8u << 20, &n);
+	assert_true(rc == -ENOSPC || (rc == 0 && n < (8u << 20)));
+	assert_content(f, ino, buf, len, 0);
+	/* Once the disk takes writes again, so does objfs. */
+	fail_always = 0;
+	assert_int_equal(objfs_store_write(f->s, a.ino, 0, more, 8u << 20, &n), 0);
+	assert_int_equal(n, 8u << 20);
+	assert_content(f, a.ino, more, 8u << 20, 0);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+	free(more);
+}
+
+static void
+test_direct_reads_under_pressure(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 2u << 20;
+	unsigned char *buf = pattern(len, 13), *fill = pattern(6u << 20, 14);
+	struct objfs_store_stats st;
+	uint64_t ino = make_file(f, "spilled", buf, len, 0);
+
+	reopen(f);			/* now only on disk */
+	make_file(f, "fill", fill, 6u << 20, 0);	/* above the low mark */
+	assert_content(f, ino, buf, len, 0);
+	objfs_store_get_stats(f->s, &st);
+	assert_true(st.direct_reads > 0);	/* served without restoring */
+	assert_true(st.arena_used <= st.arena_capacity);
+	free(buf);
+	free(fill);
+}
+
 int
 main(void)
 {
@@ -391,13 +496,19 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_flush_short_write_retried,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checksum_mismatch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_arena_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_open_and_orphans, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_rename_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncate_written_out, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_data_dir_locked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_larger_than_arena, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clean_chunks_evicted_first,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spill_errors_lose_nothing,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_direct_reads_under_pressure,
+				setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
