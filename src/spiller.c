@@ -101,7 +101,7 @@ spill_main(void *arg)
 	struct objfs_store *s = arg;
 	struct timespec ts;
 	uint64_t freed, f;
-	int err, waiters;
+	int err, waiters, stop;
 
 	pthread_mutex_lock(&s->spill_lock);
 	while (!s->spill_stop) {
@@ -122,6 +122,7 @@ spill_main(void *arg)
 			freed += f;
 			pthread_mutex_lock(&s->spill_lock);
 			waiters = (int)s->waiters;
+			stop = s->spill_stop;
 			if (f && waiters) {
 				/* Let waiting writers go as soon as there
 				 * is room, not only at the end of the pass. */
@@ -130,7 +131,7 @@ spill_main(void *arg)
 				pthread_cond_broadcast(&s->space_cv);
 			}
 			pthread_mutex_unlock(&s->spill_lock);
-		} while (f && need_room(s, waiters) && !s->spill_stop);
+		} while (f && !stop && need_room(s, waiters));
 		pthread_mutex_lock(&s->spill_lock);
 		s->spill_gen++;
 		s->spill_stuck = freed == 0;
