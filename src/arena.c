@@ -332,6 +332,13 @@ objfs_arena_get_stats(struct objfs_arena *a, struct objfs_arena_stats *st)
 	pthread_mutex_unlock(&a->lock);
 }
 
+uint64_t
+objfs_arena_used(struct objfs_arena *a)
+{
+	return atomic_load_explicit(&a->hdr->used, memory_order_relaxed) -
+		OBJFS_ARENA_MIN_BLOCK;
+}
+
 int
 objfs_arena_prefault(struct objfs_arena *a)
 {

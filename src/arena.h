@@ -60,6 +60,8 @@ uint32_t objfs_arena_block_size(const struct objfs_arena *a, size_t size);
 
 void objfs_arena_get_stats(struct objfs_arena *a,
 		struct objfs_arena_stats *st);
+/* Bytes allocated, without taking the lock (may be a moment old). */
+uint64_t objfs_arena_used(struct objfs_arena *a);
 
 /* Fault every page of the arena in now (MADV_POPULATE_WRITE). */
 int objfs_arena_prefault(struct objfs_arena *a);

@@ -96,6 +96,10 @@ block_alloc(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (rc == 0) {
 		objfs_arena_set_owner(s->arena, *off, ip->ino, idx);
 		objfs_arena_touch(s->arena, *off, 0);
+		/* Past the high watermark: start the spiller now, so that
+		 * writers rarely have to wait for it. */
+		if (objfs_arena_used(s->arena) > s->high_bytes)
+			objfs_spiller_kick(s);
 	}
 	return rc;
 }
@@ -109,6 +113,16 @@ extent_in_file(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx)
 	if (ip->attr.size <= start)
 		return 0;
 	return (uint32_t)min64(s->chunk_size, ip->attr.size - start);
+}
+
+/* A buffer for a disk copy of @len bytes, aligned for direct I/O. */
+static void *
+bounce_alloc(uint32_t len)
+{
+	void *p;
+
+	return posix_memalign(&p, OBJFS_SPILL_ALIGN,
+			objfs_spill_span(len ? len : 1)) ? NULL : p;
 }
 
 /* Read the disk copy of @c into @buf (disk_len bytes), verifying it. */
@@ -187,7 +201,7 @@ objfs_data_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		void *buf, size_t len, size_t *n_out)
 {
 	struct objfs_arena_stats st;
-	unsigned char *dst = buf, *bounce;
+	unsigned char *dst = buf;
 	size_t done = 0;
 	int rc;
 
@@ -219,16 +233,26 @@ objfs_data_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 				goto resident;
 			if (rc != -ENOSPC)
 				return rc;
-			bounce = malloc(c->disk_len ? c->disk_len : 1);
-			if (!bounce)
-				return -ENOMEM;
-			rc = read_disk_copy(s, ip, idx, c, bounce);
-			if (rc == 0)
-				copy_out(dst + done, bounce, c->disk_len, co, n);
-			free(bounce);
-			if (rc < 0)
-				return rc;
-			atomic_fetch_add(&s->direct_reads, 1);
+			/* Keep the verified copy: the kernel reads a chunk
+			 * in several requests, and each must not read and
+			 * check the whole chunk again. */
+			if (!ip->dcache || ip->dcache_idx != idx ||
+			    ip->dcache_csum != c->csum ||
+			    ip->dcache_len != c->disk_len) {
+				if (!ip->dcache)
+					ip->dcache = bounce_alloc(s->chunk_size);
+				if (!ip->dcache)
+					return -ENOMEM;
+				ip->dcache_len = UINT32_MAX;
+				rc = read_disk_copy(s, ip, idx, c, ip->dcache);
+				if (rc < 0)
+					return rc;
+				ip->dcache_idx = idx;
+				ip->dcache_csum = c->csum;
+				ip->dcache_len = c->disk_len;
+				atomic_fetch_add(&s->direct_reads, 1);
+			}
+			copy_out(dst + done, ip->dcache, c->disk_len, co, n);
 			break;
 		case OBJFS_CHUNK_RESIDENT_CLEAN:
 		case OBJFS_CHUNK_RESIDENT_DIRTY:
@@ -268,11 +292,12 @@ grow(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 
 /*
  * Make chunk @idx resident with a block covering [0, need), zero-filled
- * where it had no bytes.  The caller marks it dirty.
+ * where it had no bytes, except [wlo, need) of a new block, which the
+ * caller is about to overwrite.  The caller marks it dirty.
  */
 static int
 make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		struct objfs_chunk *c, uint32_t need)
+		struct objfs_chunk *c, uint32_t need, uint32_t wlo)
 {
 	unsigned char *p;
 	int rc;
@@ -285,7 +310,8 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, c->off);
-	memset(p, 0, c->cap);
+	memset(p, 0, wlo);
+	memset(p + need, 0, c->cap - need);
 	return 0;
 }
 
@@ -310,7 +336,7 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (rc < 0)
 			break;
 		c = objfs_chunkmap_get(&ip->chunks, idx);
-		rc = make_resident(s, ip, idx, c, co + n);
+		rc = make_resident(s, ip, idx, c, co + n, co);
 		if (rc < 0)
 			break;
 		p = objfs_arena_ptr(s->arena, c->off);
@@ -382,7 +408,7 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 					c->disk_len = tail;
 				}
 			} else {
-				unsigned char *b = malloc(c->disk_len);
+				unsigned char *b = bounce_alloc(c->disk_len);
 
 				rc = b ? read_disk_copy(s, ip, keep - 1, c, b)
 					: -ENOMEM;
@@ -682,7 +708,7 @@ objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip, int mode,
 				return rc;
 			c = objfs_chunkmap_get(&ip->chunks, idx);
 			if (!(c->flags & OBJFS_CHUNK_ONDISK) || c->cap) {
-				rc = make_resident(s, ip, idx, c, need);
+				rc = make_resident(s, ip, idx, c, need, need);
 				if (rc < 0)
 					return rc;
 				c->flags |= OBJFS_CHUNK_DIRTY;
@@ -742,6 +768,8 @@ objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 void
 objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip)
 {
+	free(ip->dcache);
+	ip->dcache = NULL;
 	objfs_chunkmap_fini(&ip->chunks, s->arena);
 	if (ip->bfd >= 0)
 		close(ip->bfd);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 struct objfs_backing {
 	int dirfd;
+	_Atomic int no_direct;	/* the filesystem refused O_DIRECT */
 };
 
 int
@@ -29,7 +31,7 @@ objfs_backing_open(const char *path, struct objfs_backing **out)
 
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	b = malloc(sizeof(*b));
+	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -61,11 +63,19 @@ int
 objfs_backing_file(struct objfs_backing *b, uint64_t ino, int create)
 {
 	char name[17];
-	int fd;
+	int fd, flags;
 
 	file_name(name, ino);
-	fd = openat(b->dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC |
-			(create ? O_CREAT : 0), 0600);
+	flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0);
+	if (!atomic_load(&b->no_direct)) {
+		fd = openat(b->dirfd, name, flags | O_DIRECT, 0600);
+		if (fd >= 0 || errno != EINVAL)
+			return fd < 0 ? -errno : fd;
+		objfs_log(OBJFS_LOG_INFO, "backing filesystem refuses O_DIRECT; "
+			"using buffered I/O");
+		atomic_store(&b->no_direct, 1);
+	}
+	fd = openat(b->dirfd, name, flags, 0600);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -104,11 +114,11 @@ objfs_spill_write(int fd, uint64_t idx, uint32_t chunk_size, const void *buf,
 {
 	off_t pos = (off_t)(idx * chunk_size);
 	const char *p = buf;
-	uint32_t done = 0;
+	uint32_t done = 0, span = objfs_spill_span(len);
 	ssize_t n;
 
-	while (done < len) {
-		n = pwrite(fd, p + done, len - done, pos + done);
+	while (done < span) {
+		n = pwrite(fd, p + done, span - done, pos + done);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -128,11 +138,12 @@ objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint32_t chunk_size,
 {
 	off_t pos = (off_t)(idx * chunk_size);
 	char *p = buf;
-	uint32_t done = 0;
+	uint32_t done = 0, span = objfs_spill_span(len);
 	ssize_t n;
 
+	/* Read the whole aligned span; the file may end inside it. */
 	while (done < len) {
-		n = pread(fd, p + done, len - done, pos + done);
+		n = pread(fd, p + done, span - done, pos + done);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

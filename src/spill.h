@@ -22,8 +22,21 @@ int objfs_backing_open(const char *path, struct objfs_backing **out);
 void objfs_backing_close(struct objfs_backing *b);
 
 /* Open (with @create, creating) the file of object @ino.  Returns an fd
- * or -errno; -ENOENT when absent and !@create. */
+ * or -errno; -ENOENT when absent and !@create.  The fd does direct I/O
+ * (O_DIRECT) when the backing filesystem supports it, so that spilled
+ * bytes neither fill the page cache nor pay for fresh page-cache memory;
+ * objfs_spill_write/read handle the alignment either way. */
 int objfs_backing_file(struct objfs_backing *b, uint64_t ino, int create);
+
+/* Direct I/O moves whole aligned blocks: buffers passed to
+ * objfs_spill_write/read must be OBJFS_SPILL_ALIGN-aligned and hold
+ * objfs_spill_span(len) bytes (the bytes past @len zero for writes). */
+#define OBJFS_SPILL_ALIGN	4096u
+static inline uint32_t
+objfs_spill_span(uint32_t len)
+{
+	return (len + OBJFS_SPILL_ALIGN - 1) & ~(OBJFS_SPILL_ALIGN - 1);
+}
 /* Remove the file of object @ino; absent is not an error. */
 int objfs_backing_remove(struct objfs_backing *b, uint64_t ino);
 /* Make directory entries durable (fsync of the directory). */
@@ -33,8 +46,9 @@ int objfs_backing_free(struct objfs_backing *b, uint64_t *total,
 		uint64_t *avail);
 
 /*
- * Write @len bytes of chunk @idx from @buf to @fd, and compute their
- * checksum into @csum_out.  Returns 0, -ENOSPC, -EIO (short write) or
+ * Write @len bytes of chunk @idx from @buf to @fd (a whole span of
+ * aligned blocks; the caller truncates the file to its size afterwards),
+ * and compute the checksum of the @len bytes into @csum_out.  Returns 0, -ENOSPC, -EIO (short write) or
  * another -errno; on failure the file's bytes for that chunk are undefined
  * (the caller must not have a record pointing at them).
  */

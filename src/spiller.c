@@ -114,6 +114,7 @@ spill_main(void *arg)
 			pthread_cond_timedwait(&s->spill_cv, &s->spill_lock, &ts);
 			continue;
 		}
+		atomic_store(&s->spill_busy, 1);
 		pthread_mutex_unlock(&s->spill_lock);
 		freed = 0;
 		err = 0;
@@ -133,6 +134,7 @@ spill_main(void *arg)
 			pthread_mutex_unlock(&s->spill_lock);
 		} while (f && !stop && need_room(s, waiters));
 		pthread_mutex_lock(&s->spill_lock);
+		atomic_store(&s->spill_busy, 0);
 		s->spill_gen++;
 		s->spill_stuck = freed == 0;
 		s->spill_err = err;
@@ -151,6 +153,16 @@ spill_main(void *arg)
 	}
 	pthread_mutex_unlock(&s->spill_lock);
 	return NULL;
+}
+
+void
+objfs_spiller_kick(struct objfs_store *s)
+{
+	if (atomic_load_explicit(&s->spill_busy, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&s->spill_lock);
+	pthread_cond_signal(&s->spill_cv);
+	pthread_mutex_unlock(&s->spill_lock);
 }
 
 int

@@ -1139,7 +1139,10 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	rc = get_dir_locked(s, parent, &dp);
 	if (rc < 0)
 		goto out_unlock;
-	rc = objfs_meta_begin(s->meta, 1, &t);
+	/* Look with a read transaction: the write transaction is taken only
+	 * after the inode locks (store_int.h), and what it sees cannot change
+	 * meanwhile, since every namespace change holds s->lock. */
+	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		goto out_dp;
 	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
@@ -1158,8 +1161,17 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	}
 	if (want_dir && (rc = objfs_meta_dir_empty(t, d.ino)) < 0)
 		goto out_ip;
+	objfs_meta_abort(t);
+	t = NULL;
 	pthread_mutex_lock(&dp->lock);
 	pthread_mutex_lock(&ip->lock);
+	rc = objfs_meta_begin(s->meta, 1, &t);
+	if (rc < 0) {
+		t = NULL;
+		pthread_mutex_unlock(&ip->lock);
+		pthread_mutex_unlock(&dp->lock);
+		goto out_ip;
+	}
 	a = ip->attr;
 	pa = dp->attr;
 	if (want_dir) {
@@ -1253,7 +1265,8 @@ struct rename_side {
 	struct objfs_attr pa, a;
 };
 
-/* Lock each distinct inode of the rename once, in address order. */
+/* Lock each distinct inode of the rename once.  The order does not
+ * matter: several inode locks are only ever taken under s->lock. */
 static void
 lock_set(struct objfs_inode **v, int n, int lock)
 {
@@ -1300,9 +1313,12 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 	rc = get_dir_locked(s, newparent, &dst.dp);
 	if (rc < 0)
 		goto out_put;
-	rc = objfs_meta_begin(s->meta, 1, &t);
-	if (rc < 0)
+	/* Read first; the write transaction comes after the inode locks. */
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0) {
+		t = NULL;
 		goto out_put;
+	}
 	rc = objfs_meta_dirent_get(t, parent, name, len, &src.d);
 	if (rc < 0)
 		goto out_put;
@@ -1363,11 +1379,18 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 		}
 	}
 
+	objfs_meta_abort(t);
+	t = NULL;
 	set[0] = src.dp;
 	set[1] = dst.dp;
 	set[2] = src.ip;
 	set[3] = dst.ip;
 	lock_set(set, 4, 1);
+	rc = objfs_meta_begin(s->meta, 1, &t);
+	if (rc < 0) {
+		t = NULL;
+		goto out_locks;
+	}
 	objfs_time_now(&sec, &nsec);
 	src.a = src.ip->attr;
 	if (dst.ip)

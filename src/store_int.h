@@ -36,6 +36,12 @@ struct objfs_inode {
 					 * yet in the index */
 	struct objfs_chunkmap chunks;	/* protected by lock */
 	int bfd;			/* protected by lock: backing file, -1 */
+	/* The last chunk read straight from disk, verified (protected by
+	 * lock); valid while that chunk is spilled with this checksum. */
+	unsigned char *dcache;
+	uint64_t dcache_idx;
+	uint64_t dcache_csum;
+	uint32_t dcache_len;
 };
 
 struct objfs_store {
@@ -69,6 +75,7 @@ struct objfs_store {
 	pthread_cond_t spill_cv;	/* wakes the spiller */
 	pthread_cond_t space_cv;	/* wakes writers waiting for space */
 	int spill_started;		/* protected by spill_lock */
+	_Atomic int spill_busy;		/* the spiller is in a pass */
 	int spill_stop;			/* protected by spill_lock */
 	unsigned waiters;		/* protected by spill_lock */
 	uint64_t spill_gen;		/* protected by spill_lock: passes */
@@ -123,6 +130,8 @@ void objfs_spiller_stop(struct objfs_store *s);
 /* Wake the spiller and wait for one pass: 0 when it freed something,
  * -ENOSPC (or its write error) when it could free nothing. */
 int objfs_spiller_wait_space(struct objfs_store *s);
+/* Wake the spiller unless it is already at work.  Cheap when it is. */
+void objfs_spiller_kick(struct objfs_store *s);
 /* Ask for chunks from @idx of @ino to be restored in the background. */
 void objfs_spiller_restore_ahead(struct objfs_store *s, uint64_t ino,
 		uint64_t idx);

