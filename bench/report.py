@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Summarise scripts/bench results: medians, scaling exponents, ratios
+against the targets, a markdown report and a log-log plot (gnuplot)."""
+import csv
+import math
+import os
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+out, arena, published = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+GiB = 1 << 30
+med = defaultdict(list)
+with open(os.path.join(out, "results.csv")) as f:
+    for row in csv.DictReader(f):
+        med[(row["system"], row["test"], int(row["size_bytes"]))].append(
+            float(row["seconds"]))
+M = {k: statistics.median(v) for k, v in med.items()}
+
+
+def get(system, test, size):
+    return M.get((system, test, size))
+
+
+def rt(system, size):
+    w, r = get(system, "write", size), get(system, "read", size)
+    return None if w is None or r is None else w + r
+
+
+systems = ["objfs", "tmpfs", "disk", "passthrough", "disk_direct"]
+sizes = sorted({k[2] for k in M if k[1] == "write"})
+lines = []
+say = lines.append
+say("# objfs benchmark results\n")
+say("Arena: %.2f GiB. Round trip = write N GiB (1 MiB writes), drop the page "
+    "cache, read back and check every byte. Medians of the repetitions.\n"
+    % (arena / GiB))
+say("## Round trip\n")
+say("| system | size GiB | write s | read s | total s | GiB/s | s/GiB vs smallest |")
+say("|---|---|---|---|---|---|---|")
+curves = {}
+for sy in systems:
+    pts = [(s, rt(sy, s)) for s in sizes if rt(sy, s) is not None]
+    if not pts:
+        continue
+    curves[sy] = pts
+    base = pts[0][1] / (pts[0][0] / GiB)
+    for s, t in pts:
+        say("| %s | %g | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+            sy, s / GiB, get(sy, "write", s), get(sy, "read", s), t,
+            (s / GiB) / t, (t / (s / GiB)) / base))
+say("")
+
+
+def exponent(pts):
+    if len(pts) < 2:
+        return None
+    xs = [math.log(s) for s, _ in pts]
+    ys = [math.log(t) for _, t in pts]
+    mx, my = statistics.mean(xs), statistics.mean(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else None
+
+
+pub = []
+with open(published) as f:
+    for row in csv.reader(l for l in f if not l.startswith("#")):
+        if row and row[0] != "size_gb":
+            pub.append((float(row[0]) * 1e9, float(row[1])))
+say("## Scaling exponent k (time ∝ size^k, least squares on log-log)\n")
+say("| system | k | sizes |")
+say("|---|---|---|")
+for sy, pts in curves.items():
+    k = exponent(pts)
+    say("| %s | %s | %s |" % (sy, "%.3f" % k if k is not None else "-",
+                                ", ".join("%g" % (s / GiB) for s, _ in pts)))
+k = exponent(pub)
+say("| published object store (reference) | %.3f | 0.25-24 GB |" % k)
+say("")
+
+say("## Targets (ratios within this run)\n")
+say("| measure | objfs | baseline | ratio | target | met |")
+say("|---|---|---|---|---|---|")
+
+
+def target(name, mine, base, want, higher_is_better=True):
+    if mine is None or base is None:
+        say("| %s | - | - | - | %s | not measured |" % (name, want))
+        return
+    ratio = base / mine if higher_is_better else mine / base
+    ok = ratio >= want if higher_is_better else ratio <= want
+    say("| %s | %.2f s | %.2f s | %.2f | %s %.2f | %s |" % (
+        name, mine, base, ratio, ">=" if higher_is_better else "<=", want,
+        "yes" if ok else "**no**"))
+
+
+for n in (1, 4):
+    b = n * GiB
+    target("dd write %d GiB vs passthrough (speedup)" % n,
+           get("objfs", "dd_write", b), get("passthrough", "dd_write", b), 1.5)
+    target("dd read %d GiB vs passthrough (speedup)" % n,
+           get("objfs", "dd_read", b), get("passthrough", "dd_read", b), 1.8)
+    for test in ("dd_write", "dd_read"):
+        m, t = get("objfs", test, b), get("tmpfs", test, b)
+        if m and t:
+            say("| %s %d GiB vs tmpfs (report only) | %.2f s | %.2f s | %.2f | - | - |"
+                % (test.replace("_", " "), n, m, t, t / m))
+target("cp into the mount vs passthrough", get("objfs", "cp_in", GiB),
+       get("passthrough", "cp_in", GiB), 1.0)
+target("cp out of the mount vs passthrough", get("objfs", "cp_out", GiB),
+       get("passthrough", "cp_out", GiB), 1.0)
+big = 4 * arena
+if (("objfs", "write", big) in M):
+    target("round trip at 4x arena vs disk O_DIRECT (time ratio)", rt("objfs", big),
+           rt("disk_direct", big), 1.3, higher_is_better=False)
+two = 2 * arena
+if rt("objfs", big) and rt("objfs", two):
+    r = (rt("objfs", big) / 4) / (rt("objfs", two) / 2)
+    say("| s/GiB at 4x arena over s/GiB at 2x arena | | | %.2f | <= 1.15 | %s |"
+        % (r, "yes" if r <= 1.15 else "**no**"))
+if "objfs" in curves:
+    k = exponent(curves["objfs"])
+    say("| objfs scaling exponent k | | | %.3f | <= 1.05 | %s |"
+        % (k, "yes" if k <= 1.05 else "**no**"))
+for test in ("create", "stat", "unlink", "rsync_in", "rsync_out"):
+    size = 10000 if test in ("create", "stat", "unlink") else 1000
+    target("%s vs passthrough" % test.replace("_", " "), get("objfs", test, size),
+           get("passthrough", test, size), 1.0)
+    m, t = get("objfs", test, size), get("tmpfs", test, size)
+    if m and t:
+        say("| %s vs tmpfs (report only) | %.2f s | %.2f s | %.2f | - | - |"
+            % (test.replace("_", " "), m, t, t / m))
+say("")
+memf = os.path.join(out, "memory.csv")
+if os.path.exists(memf):
+    mem = dict(l.strip().split(",") for l in open(memf))
+    say("## Memory during the largest objfs round trip\n")
+    say("- peak daemon RSS (arena pages it touched included): %.0f MiB; arena %.0f MiB"
+        % (int(mem["peak_rss_kib"]) / 1024, int(mem["arena_kib"]) / 1024))
+    say("- page cache growth (excluding shared memory): %.0f MiB\n"
+        % (int(mem["page_cache_growth_kib"]) / 1024))
+
+with open(os.path.join(out, "roundtrip.dat"), "w") as f:
+    for sy, pts in curves.items():
+        f.write("# %s\n" % sy)
+        for s, t in pts:
+            f.write("%g %g\n" % (s / GiB, t))
+        f.write("\n\n")
+    f.write("# published\n")
+    for s, t in pub:
+        f.write("%g %g\n" % (s / GiB, t))
+names = list(curves) + ["published object store (reference, 128 GB host)"]
+plot = ", ".join("'%s' index %d with linespoints title '%s'" % (
+    os.path.join(out, "roundtrip.dat"), i, n) for i, n in enumerate(names))
+gp = """set terminal pngcairo size 900,600
+set output '%s'
+set logscale xy
+set xlabel 'blob size (GiB)'
+set ylabel 'round trip (s): write, then read back'
+set key top left
+set grid
+set title 'objfs round trip, arena %.2f GiB, against other systems (this machine, one run)'
+plot %s
+""" % (os.path.join(out, "roundtrip.png"), arena / GiB, plot)
+try:
+    subprocess.run(["gnuplot"], input=gp.encode(), check=True)
+except (OSError, subprocess.CalledProcessError) as e:
+    say("(plot not drawn: %s)" % e)
+with open(os.path.join(out, "report.md"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+print("\n".join(lines))
