@@ -1942,7 +1942,7 @@ int
 objfs_store_setxattr(struct objfs_store *s, uint64_t ino, const char *name,
 		const void *val, size_t len, int flags)
 {
-	/* POSIX ACLs are not implemented: storing them as plain bytes would
+	/* POSIX ACLs are not supported: storing them as plain bytes would
 	 * let them disagree with the mode bits the kernel enforces.  Saying
 	 * so makes cp -a and rsync -A fall back to the mode bits. */
 	if (strncmp(name, "system.posix_acl_", 17) == 0)
