@@ -154,7 +154,7 @@ with open(os.path.join(out, "roundtrip.dat"), "w") as f:
 names = list(curves) + ["published object store (reference, 128 GB host)"]
 plot = ", ".join("'%s' index %d with linespoints title '%s'" % (
     os.path.join(out, "roundtrip.dat"), i, n) for i, n in enumerate(names))
-gp = """set terminal pngcairo size 900,600
+gp = """set terminal pngcairo size 900,600 noenhanced
 set output '%s'
 set logscale xy
 set xlabel 'blob size (GiB)'
