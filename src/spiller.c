@@ -23,9 +23,8 @@
  *
  * Restoring: the restore thread serves a small ring of (inode, chunk)
  * requests made on open and by sequential reads; it restores only while
- * arena use stays below the high watermark, so restores never take the
- * room writers need, and what they bring in is clean: the first thing the
- * spiller drops, at no I/O cost.
+ * arena use stays below the low watermark, so restores never take the
+ * room writers and the spiller need.
  *
  * Locking: spill_lock guards the fields marked so in store_int.h; it is
  * never held across an inode lock or I/O.
