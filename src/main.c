@@ -27,6 +27,7 @@
 #include "../fuse/ops.h"
 #include "log.h"
 #include "store.h"
+#include "units.h"
 
 #define MIN_ARENA	(16ull << 20)
 #define MIN_CHUNK	(8u << 10)
@@ -291,20 +292,6 @@ meminfo_kb(const char *key)
 }
 
 static void
-human(uint64_t v, char *buf, size_t n)
-{
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double d = (double)v;
-	int i = 0;
-
-	while (d >= 1024 && i < 4) {
-		d /= 1024;
-		i++;
-	}
-	snprintf(buf, n, "%.1f %s", d, u[i]);
-}
-
-static void
 choose_arena(struct opts *o)
 {
 	uint64_t avail = meminfo_kb("MemAvailable") * 1024;
@@ -314,13 +301,13 @@ choose_arena(struct opts *o)
 
 	if (o->arena) {
 		if (avail && o->arena > avail) {
-			human(o->arena, a, sizeof(a));
-			human(avail, b, sizeof(b));
+			objfs_format_size(o->arena, a, sizeof(a));
+			objfs_format_size(avail, b, sizeof(b));
 			refuse("arena=%s is larger than the available memory (%s)",
 				a, b);
 		}
 		if (o->arena < MIN_ARENA || o->arena < 2 * chunk) {
-			human(o->arena, a, sizeof(a));
+			objfs_format_size(o->arena, a, sizeof(a));
 			refuse("arena=%s is too small: at least 16M and two chunks",
 				a);
 		}
@@ -447,7 +434,7 @@ main(int argc, char **argv)
 		objfs_fuse_destroy(fuse);
 		return 1;
 	}
-	human(o.arena, a, sizeof(a));
+	objfs_format_size(o.arena, a, sizeof(a));
 	objfs_log(OBJFS_LOG_INFO, "mounted %s: arena %s, chunk %u KiB, data %s",
 		o.mountpoint, a, objfs_store_chunk_size(store) >> 10, o.data_dir);
 	if (objfs_fuse_daemonize(fuse, o.foreground) < 0) {

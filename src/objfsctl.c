@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "units.h"
+
 static void
 usage(FILE *f)
 {
@@ -30,24 +32,6 @@ usage(FILE *f)
 "status  the mount's arena, spill and restore figures (MOUNTPOINT/.objfs-status)\n"
 "stat    for each file in an objfs mount: bytes in the arena, not yet on\n"
 "        disk, on disk, only on disk, and its chunks\n");
-}
-
-static const char *
-human(uint64_t v, char *buf, size_t n)
-{
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double d = (double)v;
-	int i = 0;
-
-	while (d >= 1024 && i < 4) {
-		d /= 1024;
-		i++;
-	}
-	if (i == 0)
-		snprintf(buf, n, "%" PRIu64 " B", v);
-	else
-		snprintf(buf, n, "%.1f %s", d, u[i]);
-	return buf;
 }
 
 static int
@@ -68,7 +52,7 @@ cmd_status(const char *mnt)
 		if (sscanf(line, "%127[^:]: %llu", key, &v) != 2)
 			continue;
 		if (strstr(key, "_bytes"))
-			printf("%-28s %s\n", key, human(v, h, sizeof(h)));
+			printf("%-28s %s\n", key, objfs_format_size(v, h, sizeof(h)));
 		else
 			printf("%-28s %llu\n", key, v);
 	}
@@ -118,13 +102,13 @@ cmd_stat(int n, char **files)
 			continue;
 		}
 		printf("%s\n", files[i]);
-		printf("  size      %s\n", human((uint64_t)st.st_size, h, sizeof(h)));
-		printf("  resident  %s (in the arena)\n", human(v[0], h, sizeof(h)));
-		printf("  dirty     %s (in the arena, not yet on disk)\n", human(v[1], h, sizeof(h)));
-		printf("  disk      %s (current copy on disk)\n", human(v[2], h, sizeof(h)));
-		printf("  spilled   %s (only on disk)\n", human(v[3], h, sizeof(h)));
+		printf("  size      %s\n", objfs_format_size((uint64_t)st.st_size, h, sizeof(h)));
+		printf("  resident  %s (in the arena)\n", objfs_format_size(v[0], h, sizeof(h)));
+		printf("  dirty     %s (in the arena, not yet on disk)\n", objfs_format_size(v[1], h, sizeof(h)));
+		printf("  disk      %s (current copy on disk)\n", objfs_format_size(v[2], h, sizeof(h)));
+		printf("  spilled   %s (only on disk)\n", objfs_format_size(v[3], h, sizeof(h)));
 		printf("  chunks    %" PRIu64 " resident, %" PRIu64 " spilled, %" PRIu64
-			" holes, of %s each\n", v[5], v[6], v[7], human(v[4], h, sizeof(h)));
+			" holes, of %s each\n", v[5], v[6], v[7], objfs_format_size(v[4], h, sizeof(h)));
 	}
 	return status;
 }
