@@ -86,16 +86,18 @@ backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create)
 	return fd;
 }
 
-/* A block for chunk @idx of @ip, tagged so that the spiller can find it. */
+/* A block for chunk @idx of @ip, tagged so that the spiller can find it;
+ * @dirty says whether its bytes are about to differ from the disk (so the
+ * clock never takes it for a clean block in the meantime). */
 static int
 block_alloc(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		size_t size, uint64_t *off, uint32_t *cap)
+		size_t size, int dirty, uint64_t *off, uint32_t *cap)
 {
 	int rc = objfs_arena_alloc(s->arena, size ? size : 1, off, cap);
 
 	if (rc == 0) {
 		objfs_arena_set_owner(s->arena, *off, ip->ino, idx);
-		objfs_arena_touch(s->arena, *off, 0);
+		objfs_arena_touch(s->arena, *off, dirty);
 		/* Past the high watermark: start the spiller now, so that
 		 * writers rarely have to wait for it. */
 		if (objfs_arena_used(s->arena) > s->high_bytes)
@@ -164,7 +166,7 @@ restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		want = c->disk_len;
 	if (want < min_cap)
 		want = min_cap;
-	rc = block_alloc(s, ip, idx, want, &off, &cap);
+	rc = block_alloc(s, ip, idx, want, 0, &off, &cap);
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, off);
@@ -278,7 +280,7 @@ grow(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	unsigned char *p;
 	int rc;
 
-	rc = block_alloc(s, ip, idx, need, &off, &cap);
+	rc = block_alloc(s, ip, idx, need, 1, &off, &cap);
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, off);
@@ -306,7 +308,7 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		return c->cap >= need ? 0 : grow(s, ip, idx, c, need);
 	if (c->flags & OBJFS_CHUNK_ONDISK)
 		return restore(s, ip, idx, c, need);
-	rc = block_alloc(s, ip, idx, need, &c->off, &c->cap);
+	rc = block_alloc(s, ip, idx, need, 1, &c->off, &c->cap);
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, c->off);
