@@ -115,6 +115,7 @@ spill_main(void *arg)
 			continue;
 		}
 		atomic_store(&s->spill_busy, 1);
+		s->pass_id++;
 		pthread_mutex_unlock(&s->spill_lock);
 		freed = 0;
 		err = 0;
@@ -137,6 +138,7 @@ spill_main(void *arg)
 		atomic_store(&s->spill_busy, 0);
 		s->spill_gen++;
 		s->spill_stuck = freed == 0;
+		s->stuck_pass = s->pass_id;
 		s->spill_err = err;
 		pthread_cond_broadcast(&s->space_cv);
 		if (freed == 0 && s->waiters == 0) {
@@ -168,22 +170,34 @@ objfs_spiller_kick(struct objfs_store *s)
 int
 objfs_spiller_wait_space(struct objfs_store *s)
 {
-	uint64_t gen;
+	uint64_t gen, first;
 	int rc = 0;
 
 	atomic_fetch_add(&s->write_waits, 1);
 	pthread_mutex_lock(&s->spill_lock);
-	gen = s->spill_gen;
+	/* Only a pass that starts after this call may say "nothing can be
+	 * freed": one already under way may have failed for a reason (a full
+	 * disk, say) that is gone now. */
+	first = s->pass_id + 1;
 	s->waiters++;
-	pthread_cond_signal(&s->spill_cv);
-	while (s->spill_gen == gen && !s->spill_stop)
-		pthread_cond_wait(&s->space_cv, &s->spill_lock);
+	for (;;) {
+		gen = s->spill_gen;
+		pthread_cond_signal(&s->spill_cv);
+		while (s->spill_gen == gen && !s->spill_stop)
+			pthread_cond_wait(&s->space_cv, &s->spill_lock);
+		if (s->spill_stop) {
+			rc = -ENOSPC;
+			break;
+		}
+		if (!s->spill_stuck)
+			break;
+		if (s->stuck_pass >= first) {
+			rc = s->spill_err == -ENOSPC || s->spill_err == 0 ?
+				-ENOSPC : s->spill_err;
+			break;
+		}
+	}
 	s->waiters--;
-	if (s->spill_stop)
-		rc = -ENOSPC;
-	else if (s->spill_stuck)
-		rc = s->spill_err == -ENOSPC || s->spill_err == 0 ? -ENOSPC :
-			s->spill_err;
 	pthread_mutex_unlock(&s->spill_lock);
 	return rc;
 }

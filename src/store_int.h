@@ -81,6 +81,10 @@ struct objfs_store {
 	uint64_t spill_gen;		/* protected by spill_lock: passes */
 	int spill_stuck;		/* protected by spill_lock: last pass
 					 * freed nothing */
+	uint64_t pass_id;		/* protected by spill_lock: passes
+					 * started */
+	uint64_t stuck_pass;		/* protected by spill_lock: the pass
+					 * spill_stuck is about */
 	int spill_err;			/* protected by spill_lock: its error */
 
 	/* Restore-ahead requests (spiller.c), a small ring. */
