@@ -741,12 +741,6 @@ objfs_fuse_mount(struct objfs_fuse *f, struct objfs_store *store,
 }
 
 int
-objfs_fuse_daemonize(struct objfs_fuse *f, int foreground)
-{
-	return fuse_daemonize(foreground) == 0 ? 0 : -1;
-}
-
-int
 objfs_fuse_loop(struct objfs_fuse *f, unsigned max_threads)
 {
 	struct fuse_loop_config *cfg = fuse_loop_cfg_create();

@@ -4,9 +4,9 @@
  * libfuse type, so main.c needs no fuse header.
  *
  * Sequence: objfs_fuse_new() (validates the mount options, before anything
- * is opened), objfs_fuse_mount(), objfs_fuse_daemonize(), objfs_fuse_loop()
- * (returns on unmount or SIGINT/SIGTERM/SIGHUP), objfs_fuse_destroy()
- * (unmounts).  One session per process; not thread-safe itself.
+ * is opened), objfs_fuse_mount(), objfs_fuse_loop() (returns on unmount or
+ * SIGINT/SIGTERM/SIGHUP), objfs_fuse_destroy() (unmounts).  main.c
+ * detaches from the terminal itself, before the store is opened.  One session per process; not thread-safe itself.
  */
 #ifndef OBJFS_FUSE_OPS_H
 #define OBJFS_FUSE_OPS_H
@@ -24,8 +24,6 @@ int objfs_fuse_new(const char *mount_opts, const char *fsname, int debug,
 /* Attach @store and mount at @mountpoint.  0 or a negative errno. */
 int objfs_fuse_mount(struct objfs_fuse *f, struct objfs_store *store,
 		const char *mountpoint);
-/* Detach from the terminal unless @foreground.  0 or -1. */
-int objfs_fuse_daemonize(struct objfs_fuse *f, int foreground);
 /* Serve requests with up to @max_threads threads until unmounted. */
 int objfs_fuse_loop(struct objfs_fuse *f, unsigned max_threads);
 /* Unmount (if mounted) and free the session. */

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -49,6 +50,23 @@ struct opts {
 	size_t passlen;
 };
 
+/* Write end of the pipe to the waiting parent, once detached (-1: none). */
+static int parent_fd = -1;
+
+/* Tell the parent, which still holds the terminal, how mounting went. */
+static void
+report_to_parent(int status)
+{
+	unsigned char b = (unsigned char)status;
+
+	if (parent_fd < 0)
+		return;
+	if (write(parent_fd, &b, 1) != 1)
+		objfs_log(OBJFS_LOG_WARNING, "cannot report to the parent: %m");
+	close(parent_fd);
+	parent_fd = -1;
+}
+
 static void __attribute__((noreturn, format(printf, 1, 2)))
 refuse(const char *fmt, ...)
 {
@@ -59,7 +77,59 @@ refuse(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	report_to_parent(2);
 	exit(2);
+}
+
+/*
+ * Detach before anything is opened: LMDB must not be used across fork(),
+ * and threads do not survive it.  The parent waits until the child has
+ * mounted (or failed, having printed why) and exits with its status.
+ */
+static void
+detach(void)
+{
+	unsigned char b;
+	int pfd[2];
+	pid_t pid;
+
+	if (pipe(pfd) < 0)
+		refuse("cannot detach: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		refuse("cannot detach: %s", strerror(errno));
+	if (pid > 0) {
+		close(pfd[1]);
+		if (read(pfd[0], &b, 1) != 1)
+			_exit(1);	/* the child died without a word */
+		_exit(b);
+	}
+	close(pfd[0]);
+	parent_fd = pfd[1];
+	if (setsid() < 0)
+		objfs_log(OBJFS_LOG_WARNING, "setsid: %m");
+}
+
+/* Mounted: release the parent and let go of the terminal. */
+static void
+detached(void)
+{
+	int fd;
+
+	if (parent_fd < 0)
+		return;
+	if (chdir("/") < 0)
+		objfs_log(OBJFS_LOG_WARNING, "chdir /: %m");
+	fd = open("/dev/null", O_RDWR);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+	objfs_log_use_syslog(1);
+	report_to_parent(0);
 }
 
 static void
@@ -403,6 +473,8 @@ main(int argc, char **argv)
 	if (objfs_fuse_new(o.passthrough ? o.passthrough : "", o.source,
 			o.debug, &fuse) < 0)
 		exit(2);	/* libfuse has named the option it refused */
+	if (!o.foreground)
+		detach();
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.data_dir = o.data_dir;
@@ -432,20 +504,13 @@ main(int argc, char **argv)
 		objfs_log(OBJFS_LOG_ERR, "cannot mount on %s", o.mountpoint);
 		objfs_store_close(store);
 		objfs_fuse_destroy(fuse);
+		report_to_parent(1);
 		return 1;
 	}
 	objfs_format_size(o.arena, a, sizeof(a));
 	objfs_log(OBJFS_LOG_INFO, "mounted %s: arena %s, chunk %u KiB, data %s",
 		o.mountpoint, a, objfs_store_chunk_size(store) >> 10, o.data_dir);
-	if (objfs_fuse_daemonize(fuse, o.foreground) < 0) {
-		objfs_fuse_destroy(fuse);
-		objfs_store_close(store);
-		return 1;
-	}
-	if (!o.foreground) {
-		objfs_log_use_syslog(1);
-		objfs_store_note_pid(store);
-	}
+	detached();
 	/* A signal (SIGTERM, SIGINT, SIGHUP) ends the loop with its number:
 	 * that is a requested, clean stop.  Negative is a failure. */
 	rc = objfs_fuse_loop(fuse, o.max_threads);
