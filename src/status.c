@@ -95,7 +95,7 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 		const char *name, char *buf, size_t size, size_t *len_out)
 {
 	uint64_t resident = 0, dirty = 0, disk = 0, spilled = 0;
-	uint64_t nres = 0, nspill = 0, nhole = 0, v;
+	uint64_t nres = 0, nspill = 0, nhole = 0, nchunks, v;
 	char tmp[32];
 	int n;
 
@@ -120,10 +120,10 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 			nres++;
 		}
 	}
-	nhole += (ip->attr.size + s->chunk_size - 1) / s->chunk_size -
-		(ip->chunks.n < (ip->attr.size + s->chunk_size - 1) /
-		 s->chunk_size ? ip->chunks.n :
-		 (ip->attr.size + s->chunk_size - 1) / s->chunk_size);
+	/* Chunks of the file past the end of the map are holes too. */
+	nchunks = (ip->attr.size + s->chunk_size - 1) / s->chunk_size;
+	if (nchunks > ip->chunks.n)
+		nhole += nchunks - ip->chunks.n;
 	if (strcmp(name, OBJFS_XATTR_PREFIX "resident") == 0)
 		v = resident;
 	else if (strcmp(name, OBJFS_XATTR_PREFIX "dirty") == 0)

@@ -1513,6 +1513,16 @@ objfs_store_readlink(struct objfs_store *s, uint64_t ino, char *buf,
 
 /* ---- open files and their bytes -------------------------------------- */
 
+/* 0 for a regular file; the errno a local filesystem gives otherwise
+ * (@other: for special files, which have no bytes here). */
+static int
+bytes_allowed(uint32_t mode, int other)
+{
+	if (S_ISDIR(mode))
+		return -EISDIR;
+	return S_ISREG(mode) ? 0 : other;
+}
+
 int
 objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 		int *direct)
@@ -1619,11 +1629,8 @@ objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off, void *buf,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&ip->lock);
-	if (S_ISDIR(ip->attr.mode))
-		rc = -EISDIR;
-	else if (!S_ISREG(ip->attr.mode))
-		rc = -EINVAL;
-	else
+	rc = bytes_allowed(ip->attr.mode, -EINVAL);
+	if (rc == 0)
 		rc = objfs_data_read(s, ip, off, buf, len, n_out);
 	pthread_mutex_unlock(&ip->lock);
 	iput(s, ip);
@@ -1647,11 +1654,8 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 	for (;;) {
 		n = 0;
 		pthread_mutex_lock(&ip->lock);
-		if (S_ISDIR(ip->attr.mode))
-			rc = -EISDIR;
-		else if (!S_ISREG(ip->attr.mode))
-			rc = -EINVAL;
-		else
+		rc = bytes_allowed(ip->attr.mode, -EINVAL);
+		if (rc == 0)
 			rc = objfs_data_write(s, ip, off + done, p + done,
 					len - done, &n);
 		if (n) {
@@ -1708,11 +1712,8 @@ objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&ip->lock);
-	if (S_ISDIR(ip->attr.mode))
-		rc = -EISDIR;
-	else if (!S_ISREG(ip->attr.mode))
-		rc = -ENODEV;
-	else
+	rc = bytes_allowed(ip->attr.mode, -ENODEV);
+	if (rc == 0)
 		rc = objfs_data_fallocate(s, ip, mode, off, len);
 	if (rc == 0) {
 		touch_mc(&ip->attr);
