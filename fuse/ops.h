@@ -6,7 +6,8 @@
  * Sequence: objfs_fuse_new() (validates the mount options, before anything
  * is opened), objfs_fuse_mount(), objfs_fuse_loop() (returns on unmount or
  * SIGINT/SIGTERM/SIGHUP), objfs_fuse_destroy() (unmounts).  main.c
- * detaches from the terminal itself, before the store is opened.  One session per process; not thread-safe itself.
+ * detaches from the terminal itself, before the store is opened.  One
+ * session per process; not thread-safe itself.
  */
 #ifndef OBJFS_FUSE_OPS_H
 #define OBJFS_FUSE_OPS_H
@@ -14,14 +15,34 @@
 struct objfs_fuse;
 struct objfs_store;
 
+/* Which opens of regular files bypass the kernel's page cache. */
+enum objfs_direct_io {
+	OBJFS_DIO_AUTO,		/* ALL where the kernel keeps shared mmap
+				 * of such files working (6.6+), else
+				 * WRITES (default) */
+	OBJFS_DIO_WRITES,	/* write-only opens: writers cannot mmap,
+				 * so nothing is lost */
+	OBJFS_DIO_ALL,		/* every open: no page cache at all; on
+				 * older kernels MAP_SHARED fails (ENODEV) */
+	OBJFS_DIO_NONE,		/* none: everything through the cache */
+};
+
+struct objfs_fuse_opts {
+	int debug;			/* trace every request */
+	enum objfs_direct_io direct_io;
+	unsigned readahead_kb;		/* the mount's read-ahead window */
+};
+
 /*
  * @mount_opts: comma-separated options for libfuse and the kernel (may be
  * empty); @fsname: the source shown in /proc/mounts.  Returns 0, -EINVAL
  * (libfuse has printed which option it refused) or -ENOMEM.
  */
-int objfs_fuse_new(const char *mount_opts, const char *fsname, int debug,
-		struct objfs_fuse **out);
-/* Attach @store and mount at @mountpoint.  0 or a negative errno. */
+int objfs_fuse_new(const char *mount_opts, const char *fsname,
+		const struct objfs_fuse_opts *fo, struct objfs_fuse **out);
+/* Attach @store and mount at @mountpoint, then set the mount's read-ahead
+ * (needs root; otherwise the kernel's 128 KiB stays, and a note is
+ * logged).  0 or a negative errno. */
 int objfs_fuse_mount(struct objfs_fuse *f, struct objfs_store *store,
 		const char *mountpoint);
 /* Serve requests with up to @max_threads threads until unmounted. */

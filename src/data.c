@@ -184,34 +184,316 @@ restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	return 0;
 }
 
-/* Copy bytes [co, co+n) of a chunk whose valid bytes are src[0..have). */
+/* Add @n bytes at @p to the iovec list (zeros when @p is NULL, in
+ * pieces of the static zero page). */
 static void
-copy_out(unsigned char *dst, const unsigned char *src, uint32_t have,
+iov_add(struct objfs_iov *v, const void *p, size_t n)
+{
+	while (n) {
+		size_t k = p ? n : n < sizeof(zeros) ? n : sizeof(zeros);
+
+		v->iov[v->n].iov_base = (void *)(p ? p : zeros);
+		v->iov[v->n].iov_len = k;
+		v->n++;
+		n -= k;
+	}
+}
+
+/* Bytes [co, co+n) of a chunk whose valid bytes are src[0..have). */
+static void
+iov_add_chunk(struct objfs_iov *v, const unsigned char *src, uint32_t have,
 		uint32_t co, uint32_t n)
 {
 	uint32_t k = 0;
 
 	if (co < have) {
 		k = have - co < n ? have - co : n;
-		memcpy(dst, src + co, k);
+		iov_add(v, src + co, k);
 	}
-	memset(dst + k, 0, n - k);
+	iov_add(v, NULL, n - k);
+}
+
+/* ---- read-ahead of spilled chunks, outside the arena ---------------- */
+
+/* Bytes of read-ahead buffers per inode, in whole chunks (2 to 8). */
+#define RA_BYTES	(8u << 20)
+#define RA_MAX_SLOTS	8
+
+static struct objfs_rahead *
+ra_get(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_rahead *ra = ip->ra;
+	unsigned n = RA_BYTES / s->chunk_size;
+
+	if (ra)
+		return ra;
+	n = n < 2 ? 2 : n > RA_MAX_SLOTS ? RA_MAX_SLOTS : n;
+	ra = calloc(1, sizeof(*ra) + n * sizeof(ra->slot[0]));
+	if (!ra)
+		return NULL;
+	pthread_cond_init(&ra->cv, NULL);
+	ra->n = n;
+	ra->last = UINT64_MAX;
+	for (unsigned i = 0; i < n; i++) {
+		ra->slot[i].buf = bounce_alloc(s->chunk_size);
+		if (!ra->slot[i].buf) {
+			while (i--)
+				free(ra->slot[i].buf);
+			pthread_cond_destroy(&ra->cv);
+			free(ra);
+			return NULL;
+		}
+	}
+	ip->ra = ra;
+	return ra;
+}
+
+static void
+ra_free(struct objfs_inode *ip)
+{
+	struct objfs_rahead *ra = ip->ra;
+
+	if (!ra)
+		return;
+	for (unsigned i = 0; i < ra->n; i++)
+		free(ra->slot[i].buf);
+	pthread_cond_destroy(&ra->cv);
+	free(ra);
+	ip->ra = NULL;
+}
+
+void
+objfs_data_ra_release(struct objfs_inode *ip)
+{
+	if (!ip->ra)
+		return;
+	for (unsigned i = 0; i < ip->ra->n; i++)
+		if (ip->ra->slot[i].state == OBJFS_RA_LOADING)
+			return;
+	ra_free(ip);
+}
+
+/* The slot holding (or loading) the current disk copy of chunk @idx. */
+static struct objfs_ra_slot *
+ra_find(struct objfs_rahead *ra, uint64_t idx, const struct objfs_chunk *c)
+{
+	for (unsigned i = 0; i < ra->n; i++) {
+		struct objfs_ra_slot *sl = &ra->slot[i];
+
+		if (sl->state != OBJFS_RA_EMPTY && sl->idx == idx &&
+		    sl->csum == c->csum && sl->len == c->disk_len)
+			return sl;
+	}
+	return NULL;
+}
+
+/* A slot to fill, for a request that reads chunks @first to @idx: an
+ * empty one, else the ready one furthest behind @first; with @ahead_ok,
+ * else the ready one furthest beyond @idx.  NULL when every candidate is
+ * loading or in use. */
+static struct objfs_ra_slot *
+ra_victim(struct objfs_rahead *ra, uint64_t first, uint64_t idx, int ahead_ok)
+{
+	struct objfs_ra_slot *best = NULL;
+
+	for (unsigned i = 0; i < ra->n; i++) {
+		struct objfs_ra_slot *sl = &ra->slot[i];
+
+		if (sl->state == OBJFS_RA_EMPTY)
+			return sl;
+		if (sl->state != OBJFS_RA_READY)
+			continue;
+		if (sl->idx < first) {
+			if (!best || best->idx >= first || sl->idx < best->idx)
+				best = sl;
+		} else if (ahead_ok && sl->idx > idx &&
+			   (!best || (best->idx > idx && sl->idx > best->idx))) {
+			best = sl;
+		}
+	}
+	return best;
+}
+
+/* A sequential reader at chunk @idx (this request began at @first):
+ * queue loads of the spilled chunks after it into slots it has finished
+ * with. */
+static void
+ra_ahead(struct objfs_store *s, struct objfs_inode *ip,
+		struct objfs_rahead *ra, uint64_t first, uint64_t idx)
+{
+	int seq = idx == ra->last || idx == ra->last + 1;
+
+	ra->last = idx;
+	if (!seq)
+		return;
+	for (uint64_t j = idx + 1; j < idx + ra->n && j < ip->chunks.n; j++) {
+		struct objfs_chunk *c = &ip->chunks.v[j];
+		struct objfs_ra_slot *sl;
+
+		if (objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED ||
+		    ra_find(ra, j, c))
+			continue;
+		sl = ra_victim(ra, first, idx, 0);
+		if (!sl)
+			return;
+		sl->state = OBJFS_RA_LOADING;
+		sl->idx = j;
+		sl->csum = c->csum;
+		sl->len = c->disk_len;
+		sl->gen = ++ra->next_gen;
+		if (objfs_spiller_read_ahead(s, ip->ino, j, (int)(sl - ra->slot),
+				sl->gen) < 0) {
+			sl->state = OBJFS_RA_EMPTY;
+			return;
+		}
+	}
+}
+
+/* Read chunk @idx into a buffer that belongs to @v alone. */
+static int
+read_bounce(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, struct objfs_iov *v, uint32_t co,
+		uint32_t n)
+{
+	unsigned char *b;
+	void **nb;
+	int rc;
+
+	nb = realloc(v->bounce, (v->nbounce + 1) * sizeof(*nb));
+	if (!nb)
+		return -ENOMEM;
+	v->bounce = nb;
+	b = bounce_alloc(s->chunk_size);
+	if (!b)
+		return -ENOMEM;
+	v->bounce[v->nbounce++] = b;
+	rc = read_disk_copy(s, ip, idx, c, b);
+	if (rc < 0)
+		return rc;
+	atomic_fetch_add(&s->direct_reads, 1);
+	iov_add_chunk(v, b, c->disk_len, co, n);
+	return 0;
+}
+
+void
+objfs_iov_release(struct objfs_iov *v)
+{
+	for (size_t i = 0; i < v->nbounce; i++)
+		free(v->bounce[i]);
+	free(v->bounce);
+	v->bounce = NULL;
+	v->nbounce = 0;
+}
+
+/*
+ * Serve bytes [co, co+n) of spilled chunk @idx from its verified disk
+ * copy, into @v.  Slots of chunks from @first on are already in @v, so
+ * they are not reused.  -EAGAIN when it waited for a load (the inode lock
+ * was dropped, so the caller must start again).
+ */
+static int
+read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint64_t first, struct objfs_iov *v,
+		uint32_t co, uint32_t n)
+{
+	struct objfs_rahead *ra = ra_get(s, ip);
+	struct objfs_ra_slot *sl;
+	int rc;
+
+	if (!ra)
+		return -ENOMEM;
+	sl = ra_find(ra, idx, c);
+	if (!sl) {
+		sl = ra_victim(ra, first, idx, 1);
+		if (!sl)	/* one read spans more chunks than slots */
+			return read_bounce(s, ip, idx, c, v, co, n);
+		sl->state = OBJFS_RA_EMPTY;
+		rc = read_disk_copy(s, ip, idx, c, sl->buf);
+		if (rc < 0)
+			return rc;
+		sl->idx = idx;
+		sl->csum = c->csum;
+		sl->len = c->disk_len;
+		sl->state = OBJFS_RA_READY;
+		atomic_fetch_add(&s->direct_reads, 1);
+	} else if (sl->state == OBJFS_RA_LOADING) {
+		pthread_cond_wait(&ra->cv, &ip->lock);
+		return -EAGAIN;
+	}
+	/* The kernel reads a chunk in several requests: each is served from
+	 * this copy, not read and checked again. */
+	iov_add_chunk(v, sl->buf, c->disk_len, co, n);
+	if (idx != ra->last)
+		ra_ahead(s, ip, ra, first, idx);
+	return 0;
+}
+
+void
+objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
+		int slot, uint64_t gen)
+{
+	struct objfs_rahead *ra = ip->ra;
+	struct objfs_ra_slot *sl;
+	struct objfs_chunk *c;
+	uint64_t idx, csum;
+	uint32_t len;
+	int fd, rc = -ESTALE;
+
+	if (!ra || slot < 0 || (unsigned)slot >= ra->n)
+		return;
+	sl = &ra->slot[slot];
+	if (sl->state != OBJFS_RA_LOADING || sl->gen != gen)
+		return;
+	idx = sl->idx;
+	csum = sl->csum;
+	len = sl->len;
+	c = objfs_chunkmap_get(&ip->chunks, idx);
+	fd = backing_fd(s, ip, 0);
+	if (c && objfs_chunk_state(c) == OBJFS_CHUNK_SPILLED &&
+	    c->csum == csum && c->disk_len == len && fd >= 0) {
+		/* The slot is ours while LOADING, and the reference the
+		 * caller holds keeps fd open: read without the lock, so the
+		 * reader copies the chunk before this one meanwhile. */
+		pthread_mutex_unlock(&ip->lock);
+		rc = objfs_spill_read(fd, ip->ino, idx, s->chunk_size, sl->buf,
+				len, csum);
+		pthread_mutex_lock(&ip->lock);
+	}
+	/* A failure (a chunk rewritten meanwhile, or a bad copy) leaves the
+	 * slot empty: the reader then reads it itself, and reports. */
+	if (sl->state == OBJFS_RA_LOADING && sl->gen == gen) {
+		sl->state = rc == 0 ? OBJFS_RA_READY : OBJFS_RA_EMPTY;
+		if (rc == 0)
+			atomic_fetch_add(&s->direct_reads, 1);
+	}
+	pthread_cond_broadcast(&ra->cv);
+}
+
+size_t
+objfs_data_iov_max(struct objfs_store *s, size_t len)
+{
+	/* Per chunk touched: one piece of data and zeros after it; zeros
+	 * come in pieces of sizeof(zeros). */
+	return 2 * (len / s->chunk_size + 2) + len / sizeof(zeros) + 2;
 }
 
 int
-objfs_data_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
-		void *buf, size_t len, size_t *n_out)
+objfs_data_read_iov(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t off, size_t len, struct objfs_iov *v)
 {
 	struct objfs_arena_stats st;
-	unsigned char *dst = buf;
-	size_t done = 0;
+	uint64_t first = off >> s->chunk_shift;
+	size_t done;
 	int rc;
 
-	if (off >= ip->attr.size) {
-		*n_out = 0;
+again:
+	objfs_iov_release(v);
+	v->n = 0;
+	v->len = 0;
+	if (off >= ip->attr.size)
 		return 0;
-	}
 	len = (size_t)min64(len, ip->attr.size - off);
+	done = 0;
 	while (done < len) {
 		uint64_t pos = off + done, idx = pos >> s->chunk_shift;
 		uint32_t co = (uint32_t)(pos & (s->chunk_size - 1));
@@ -220,54 +502,64 @@ objfs_data_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 
 		switch (c ? objfs_chunk_state(c) : OBJFS_CHUNK_HOLE) {
 		case OBJFS_CHUNK_HOLE:
-			memset(dst + done, 0, n);
+			iov_add(v, NULL, n);
 			break;
 		case OBJFS_CHUNK_SPILLED:
-			/* Bring the next chunks back ahead of a reader. */
-			objfs_spiller_restore_ahead(s, ip->ino, idx + 1);
-			/* Restore unless that would eat into what writers
-			 * need; then serve this read from the disk copy. */
+			/* Restore, bringing the next chunks back ahead of a
+			 * reader, unless that would eat into what writers
+			 * need; then serve the read from the disk copy. */
 			objfs_arena_get_stats(s->arena, &st);
 			rc = -ENOSPC;
-			if (st.used < s->restore_limit)
+			if (st.used < s->restore_limit) {
+				objfs_spiller_restore_ahead(s, ip->ino, idx + 1);
 				rc = restore(s, ip, idx, c, 0);
+			}
 			if (rc == 0)
 				goto resident;
 			if (rc != -ENOSPC)
 				return rc;
-			/* Keep the verified copy: the kernel reads a chunk
-			 * in several requests, and each must not read and
-			 * check the whole chunk again. */
-			if (!ip->dcache || ip->dcache_idx != idx ||
-			    ip->dcache_csum != c->csum ||
-			    ip->dcache_len != c->disk_len) {
-				if (!ip->dcache)
-					ip->dcache = bounce_alloc(s->chunk_size);
-				if (!ip->dcache)
-					return -ENOMEM;
-				ip->dcache_len = UINT32_MAX;
-				rc = read_disk_copy(s, ip, idx, c, ip->dcache);
-				if (rc < 0)
-					return rc;
-				ip->dcache_idx = idx;
-				ip->dcache_csum = c->csum;
-				ip->dcache_len = c->disk_len;
-				atomic_fetch_add(&s->direct_reads, 1);
-			}
-			copy_out(dst + done, ip->dcache, c->disk_len, co, n);
+			rc = read_from_disk(s, ip, idx, c, first, v, co, n);
+			if (rc == -EAGAIN)
+				goto again;	/* waited: all may have moved */
+			if (rc < 0)
+				return rc;
 			break;
 		case OBJFS_CHUNK_RESIDENT_CLEAN:
 		case OBJFS_CHUNK_RESIDENT_DIRTY:
 resident:
 			objfs_arena_touch(s->arena, c->off, 0);
-			copy_out(dst + done, objfs_arena_ptr(s->arena, c->off),
+			iov_add_chunk(v, objfs_arena_ptr(s->arena, c->off),
 					c->cap, co, n);
 			break;
 		}
 		done += n;
+		v->len = done;
 	}
-	*n_out = done;
 	return 0;
+}
+
+int
+objfs_data_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
+		void *buf, size_t len, size_t *n_out)
+{
+	struct objfs_iov v = { 0 };
+	unsigned char *dst = buf;
+	int rc;
+
+	v.iov = malloc(objfs_data_iov_max(s, len) * sizeof(v.iov[0]));
+	if (!v.iov)
+		return -ENOMEM;
+	rc = objfs_data_read_iov(s, ip, off, len, &v);
+	if (rc == 0) {
+		for (size_t i = 0; i < v.n; i++) {
+			memcpy(dst, v.iov[i].iov_base, v.iov[i].iov_len);
+			dst += v.iov[i].iov_len;
+		}
+		*n_out = v.len;
+	}
+	objfs_iov_release(&v);
+	free(v.iov);
+	return rc;
 }
 
 /* Make the block of @c at least @need bytes, keeping its content. */
@@ -770,8 +1062,7 @@ objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 void
 objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip)
 {
-	free(ip->dcache);
-	ip->dcache = NULL;
+	ra_free(ip);
 	objfs_chunkmap_fini(&ip->chunks, s->arena);
 	if (ip->bfd >= 0)
 		close(ip->bfd);

@@ -43,6 +43,8 @@ struct opts {
 	int foreground;
 	int debug;
 	int prefault;
+	int direct_io;			/* enum objfs_direct_io */
+	uint64_t readahead;
 	unsigned spill_high;
 	unsigned spill_low;
 	unsigned max_threads;
@@ -161,6 +163,11 @@ usage(FILE *f)
 "                           arena (default 90)\n"
 "    -o spill_low=PCT       stop at PCT%% (default 70)\n"
 "    -o prefault            fault the whole arena in at mount\n"
+"    -o direct_io=WHICH     opens that bypass the page cache: auto\n"
+"                           (default: all where the kernel keeps shared\n"
+"                           mmap working, Linux 6.6+, else writes),\n"
+"                           writes (write-only opens), all, or none\n"
+"    -o readahead=SIZE      the mount's read-ahead (default 1M; root only)\n"
 "    -o threads=N           at most N request threads (default 16)\n"
 "\n"
 "FUSE options (passed on): allow_other, ro, noatime, nosuid, nodev, ...\n"
@@ -263,6 +270,26 @@ parse_one_option(struct opts *o, const char *opt)
 			o->spill_low = (unsigned)n;
 	} else if (strcmp(opt, "prefault") == 0) {
 		o->prefault = 1;
+	} else if (strncmp(opt, "direct_io=", 10) == 0) {
+		if (strcmp(opt + 10, "auto") == 0)
+			o->direct_io = OBJFS_DIO_AUTO;
+		else if (strcmp(opt + 10, "writes") == 0)
+			o->direct_io = OBJFS_DIO_WRITES;
+		else if (strcmp(opt + 10, "all") == 0)
+			o->direct_io = OBJFS_DIO_ALL;
+		else if (strcmp(opt + 10, "none") == 0)
+			o->direct_io = OBJFS_DIO_NONE;
+		else
+			refuse("direct_io=%s: must be auto, writes, all or "
+				"none", opt + 10);
+	} else if (strcmp(opt, "direct_io") == 0) {
+		refuse("direct_io needs a value: auto, writes, all or none");
+	} else if (strncmp(opt, "readahead=", 10) == 0) {
+		if (parse_size(opt + 10, &v) < 0 || v < 4096 || v > (1ull << 30) ||
+		    (v & 4095))
+			refuse("readahead=%s: must be a multiple of 4K from 4K to 1G",
+				opt + 10);
+		o->readahead = v;
 	} else if (strncmp(opt, "threads=", 8) == 0) {
 		char *end;
 		long n = strtol(opt + 8, &end, 10);
@@ -458,7 +485,9 @@ main(int argc, char **argv)
 	struct objfs_store_config cfg;
 	struct objfs_store *store;
 	struct objfs_fuse *fuse;
-	struct opts o = { .max_threads = 16 };
+	struct opts o = { .max_threads = 16, .direct_io = OBJFS_DIO_AUTO,
+			  .readahead = 1 << 20 };
+	struct objfs_fuse_opts fo;
 	const char *msg;
 	long holder = 0;
 	char a[32];
@@ -470,8 +499,11 @@ main(int argc, char **argv)
 	check_mountpoint(&o);
 	choose_arena(&o);
 	choose_data_dir(&o);
+	fo.debug = o.debug;
+	fo.direct_io = (enum objfs_direct_io)o.direct_io;
+	fo.readahead_kb = (unsigned)(o.readahead >> 10);
 	if (objfs_fuse_new(o.passthrough ? o.passthrough : "", o.source,
-			o.debug, &fuse) < 0)
+			&fo, &fuse) < 0)
 		exit(2);	/* libfuse has named the option it refused */
 	if (!o.foreground)
 		detach();

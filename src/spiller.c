@@ -24,7 +24,9 @@
  * Restoring: the restore thread serves a small ring of (inode, chunk)
  * requests made on open and by sequential reads; it restores only while
  * arena use stays below the low watermark, so restores never take the
- * room writers and the spiller need.
+ * room writers and the spiller need.  Above it, the same thread reads
+ * chunks ahead of a sequential reader into the inode's read-ahead slots
+ * (outside the arena; data.c), so the disk works while the reader copies.
  *
  * Locking: spill_lock guards the fields marked so in store_int.h; it is
  * never held across an inode lock or I/O.
@@ -210,11 +212,15 @@ objfs_spiller_restore_ahead(struct objfs_store *s, uint64_t ino, uint64_t idx)
 		unsigned k = (s->rq_head + s->rq_len) %
 			(unsigned)(sizeof(s->rq) / sizeof(s->rq[0]));
 
+		const struct objfs_rq *prev = &s->rq[(k + 63) % 64];
+
 		/* A repeat of the last request adds nothing. */
-		if (s->rq_len == 0 || s->rq[(k + 63) % 64].ino != ino ||
-		    s->rq[(k + 63) % 64].idx != idx) {
+		if (s->rq_len == 0 || prev->ino != ino || prev->idx != idx ||
+		    prev->slot >= 0) {
 			s->rq[k].ino = ino;
 			s->rq[k].idx = idx;
+			s->rq[k].slot = -1;
+			s->rq[k].gen = 0;
 			s->rq_len++;
 			pthread_cond_signal(&s->restore_cv);
 		}
@@ -222,12 +228,36 @@ objfs_spiller_restore_ahead(struct objfs_store *s, uint64_t ino, uint64_t idx)
 	pthread_mutex_unlock(&s->spill_lock);
 }
 
+int
+objfs_spiller_read_ahead(struct objfs_store *s, uint64_t ino, uint64_t idx,
+		int slot, uint64_t gen)
+{
+	int rc = -EAGAIN;
+
+	pthread_mutex_lock(&s->spill_lock);
+	if (s->rq_len < sizeof(s->rq) / sizeof(s->rq[0]) && !s->spill_stop) {
+		unsigned k = (s->rq_head + s->rq_len) %
+			(unsigned)(sizeof(s->rq) / sizeof(s->rq[0]));
+
+		s->rq[k].ino = ino;
+		s->rq[k].idx = idx;
+		s->rq[k].slot = slot;
+		s->rq[k].gen = gen;
+		s->rq_len++;
+		pthread_cond_signal(&s->restore_cv);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&s->spill_lock);
+	return rc;
+}
+
 static void *
 restore_main(void *arg)
 {
 	struct objfs_store *s = arg;
 	struct objfs_inode *ip;
-	uint64_t ino, idx;
+	uint64_t ino, idx, gen;
+	int slot;
 
 	pthread_mutex_lock(&s->spill_lock);
 	while (!s->spill_stop) {
@@ -237,12 +267,18 @@ restore_main(void *arg)
 		}
 		ino = s->rq[s->rq_head].ino;
 		idx = s->rq[s->rq_head].idx;
+		slot = s->rq[s->rq_head].slot;
+		gen = s->rq[s->rq_head].gen;
 		s->rq_head = (s->rq_head + 1) % 64;
 		s->rq_len--;
 		pthread_mutex_unlock(&s->spill_lock);
 		if (objfs_store_iget_cached(s, ino, &ip) == 0) {
 			pthread_mutex_lock(&ip->lock);
-			objfs_data_restore_range(s, ip, idx, RESTORE_AHEAD);
+			if (slot >= 0)
+				objfs_data_read_ahead(s, ip, slot, gen);
+			else
+				objfs_data_restore_range(s, ip, idx,
+						RESTORE_AHEAD);
 			pthread_mutex_unlock(&ip->lock);
 			objfs_store_iput(s, ip);
 		}
@@ -264,16 +300,16 @@ objfs_spiller_start(struct objfs_store *s)
 	rc = pthread_create(&s->spill_thread, NULL, spill_main, s);
 	if (rc)
 		return -rc;
-	rc = pthread_create(&s->restore_thread, NULL, restore_main, s);
-	if (rc) {
-		pthread_mutex_lock(&s->spill_lock);
-		s->spill_stop = 1;
-		pthread_cond_broadcast(&s->spill_cv);
-		pthread_mutex_unlock(&s->spill_lock);
-		pthread_join(s->spill_thread, NULL);
-		return -rc;
-	}
 	s->spill_started = 1;
+	for (s->restore_threads = 0;
+	     s->restore_threads < OBJFS_RESTORE_THREADS; s->restore_threads++) {
+		rc = pthread_create(&s->restore_thread[s->restore_threads],
+				NULL, restore_main, s);
+		if (rc) {
+			objfs_spiller_stop(s);
+			return -rc;
+		}
+	}
 	return 0;
 }
 
@@ -289,6 +325,7 @@ objfs_spiller_stop(struct objfs_store *s)
 	pthread_cond_broadcast(&s->restore_cv);
 	pthread_mutex_unlock(&s->spill_lock);
 	pthread_join(s->spill_thread, NULL);
-	pthread_join(s->restore_thread, NULL);
+	while (s->restore_threads > 0)
+		pthread_join(s->restore_thread[--s->restore_threads], NULL);
 	s->spill_started = 0;
 }

@@ -1025,10 +1025,46 @@ objfs_store_symlink(struct objfs_store *s, uint64_t parent, const char *name,
 			NULL);
 }
 
+/*
+ * Count an open (store->lock held) and say how it meets the page cache.
+ * A direct writer marks the cached pages of the file stale; the next
+ * cached open drops them, and they stay marked while a direct writer
+ * remains open.  (Kernels since 6.x also drop the pages a direct write
+ * covers; this covers the ones that do not.)
+ */
+static enum objfs_cache
+open_locked(struct objfs_inode *ip, int flags, int bypass)
+{
+	enum objfs_cache c = OBJFS_CACHE_KEEP;
+
+	ip->nopen++;
+	if (bypass) {
+		if ((flags & O_ACCMODE) != O_RDONLY) {
+			ip->ndirect_w++;
+			ip->cache_stale = 1;
+		}
+		return OBJFS_CACHE_BYPASS;
+	}
+	if (ip->cache_stale) {
+		c = OBJFS_CACHE_DROP;
+		ip->cache_stale = ip->ndirect_w > 0;
+	}
+	return c;
+}
+
+static void
+close_locked(struct objfs_inode *ip, int flags, int bypass)
+{
+	if (ip->nopen)
+		ip->nopen--;
+	if (bypass && (flags & O_ACCMODE) != O_RDONLY && ip->ndirect_w)
+		ip->ndirect_w--;
+}
+
 int
 objfs_store_create(struct objfs_store *s, uint64_t parent, const char *name,
-		uint32_t mode, int flags, const struct objfs_cred *cr,
-		struct objfs_attr *out)
+		uint32_t mode, int flags, int bypass,
+		const struct objfs_cred *cr, struct objfs_attr *out)
 {
 	struct objfs_inode *ip;
 	int rc;
@@ -1038,7 +1074,7 @@ objfs_store_create(struct objfs_store *s, uint64_t parent, const char *name,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&s->lock);
-	ip->nopen++;
+	open_locked(ip, flags, bypass);
 	put_locked(s, ip);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
@@ -1525,22 +1561,18 @@ bytes_allowed(uint32_t mode, int other)
 
 int
 objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
-		int *direct)
+		int bypass, enum objfs_cache *cache)
 {
 	struct objfs_inode *ip;
 	int rc;
 
-	*direct = 0;
-	if (is_status(ino)) {
-		if ((flags & O_ACCMODE) != O_RDONLY)
-			return -EACCES;
-		*direct = 1;	/* its size is not known in advance */
-		return 0;
-	}
+	*cache = OBJFS_CACHE_BYPASS;
+	if (is_status(ino))
+		return (flags & O_ACCMODE) == O_RDONLY ? 0 : -EACCES;
 	pthread_mutex_lock(&s->lock);
 	rc = get_locked(s, ino, &ip);
 	if (rc == 0)
-		ip->nopen++;
+		*cache = open_locked(ip, flags, bypass);
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
 		return rc;
@@ -1565,17 +1597,18 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	}
 	pthread_mutex_lock(&s->lock);
 	if (rc < 0)
-		ip->nopen--;
+		close_locked(ip, flags, bypass);
 	put_locked(s, ip);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
 
 int
-objfs_store_release(struct objfs_store *s, uint64_t ino)
+objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
+		int bypass)
 {
 	struct objfs_inode *ip;
-	int rc = 0;
+	int rc = 0, last;
 
 	if (is_status(ino))
 		return 0;
@@ -1586,12 +1619,14 @@ objfs_store_release(struct objfs_store *s, uint64_t ino)
 		return -EBADF;
 	}
 	ip->refs++;
-	if (ip->nopen)
-		ip->nopen--;
+	close_locked(ip, flags, bypass);
+	last = ip->nopen == 0;
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_lock(&ip->lock);
 	if (ip->attr_dirty && ip->attr.nlink)
 		rc = persist_attr(s, ip);
+	if (last)
+		objfs_data_ra_release(ip);	/* no reader left */
 	pthread_mutex_unlock(&ip->lock);
 	iput(s, ip);
 	return rc;
@@ -1638,14 +1673,74 @@ objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off, void *buf,
 }
 
 int
+objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
+		size_t len, void (*reply)(void *arg, const struct objfs_iov *v),
+		void *arg)
+{
+	struct objfs_inode *ip;
+	struct objfs_iov v = { 0 };
+	int rc;
+
+	if (is_status(ino)) {
+		v.iov = &(struct iovec){ .iov_base = malloc(len ? len : 1) };
+		if (!v.iov->iov_base)
+			return -ENOMEM;
+		rc = read_status(s, off, v.iov->iov_base, len,
+				&v.iov->iov_len);
+		if (rc == 0) {
+			v.n = 1;
+			v.len = v.iov->iov_len;
+			reply(arg, &v);
+		}
+		free(v.iov->iov_base);
+		return rc;
+	}
+	rc = iget(s, ino, &ip);
+	if (rc < 0)
+		return rc;
+	v.iov = malloc(objfs_data_iov_max(s, len) * sizeof(v.iov[0]));
+	if (!v.iov) {
+		iput(s, ip);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&ip->lock);
+	rc = bytes_allowed(ip->attr.mode, -EINVAL);
+	if (rc == 0)
+		rc = objfs_data_read_iov(s, ip, off, len, &v);
+	/* The pieces are the arena's and the read-ahead slots' own memory:
+	 * only the inode lock keeps them from being evicted or reused. */
+	if (rc == 0)
+		reply(arg, &v);
+	pthread_mutex_unlock(&ip->lock);
+	objfs_iov_release(&v);
+	free(v.iov);
+	iput(s, ip);
+	return rc;
+}
+
+/* What a write by someone without CAP_FSETID does to the mode, as the
+ * kernel does it (should_remove_suid): 1 when bits were cleared. */
+static int
+kill_suid(uint32_t *mode)
+{
+	uint32_t kill = *mode & S_ISUID;
+
+	if ((*mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		kill |= S_ISGID;
+	*mode &= ~kill;
+	return kill != 0;
+}
+
+int
 objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
-		const void *buf, size_t len, size_t *n_out)
+		const void *buf, size_t len, int *kill_priv, size_t *n_out)
 {
 	const char *p = buf;
 	struct objfs_inode *ip;
 	size_t done = 0, n;
-	int rc;
+	int rc, kill = *kill_priv;
 
+	*kill_priv = 0;
 	if (is_status(ino))
 		return -EBADF;
 	rc = iget(s, ino, &ip);
@@ -1661,6 +1756,10 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 		if (n) {
 			touch_mc(&ip->attr);
 			ip->attr_dirty = 1;
+			if (kill && kill_suid(&ip->attr.mode)) {
+				(void)persist_attr(s, ip);
+				*kill_priv = 1;
+			}
 		}
 		pthread_mutex_unlock(&ip->lock);
 		done += n;

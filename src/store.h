@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include <sys/types.h>
 
 #include "../meta/meta.h"
@@ -128,23 +129,60 @@ int objfs_store_rename(struct objfs_store *s, uint64_t parent,
 int objfs_store_readlink(struct objfs_store *s, uint64_t ino, char *buf,
 		size_t size, size_t *len_out);
 
-/* Open an existing object (O_TRUNC truncates); create = mknod + open.
- * *direct is set when the object must bypass the page cache (the status
- * file, whose size is not known in advance). */
-int objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
-		int *direct);
-int objfs_store_create(struct objfs_store *s, uint64_t parent,
-		const char *name, uint32_t mode, int flags,
-		const struct objfs_cred *cr, struct objfs_attr *out);
-int objfs_store_release(struct objfs_store *s, uint64_t ino);
+/*
+ * How an open file meets the kernel's page cache.  The adapter asks for
+ * BYPASS (direct I/O) by policy; the store answers for cached opens:
+ * KEEP when the pages the kernel may hold are still right, DROP when a
+ * direct writer may have changed the file since they were read.
+ */
+enum objfs_cache {
+	OBJFS_CACHE_KEEP = 0,
+	OBJFS_CACHE_DROP = 1,
+	OBJFS_CACHE_BYPASS = 2,
+};
 
+/* Open an existing object (O_TRUNC truncates); create = mknod + open.
+ * @bypass: the caller will do direct I/O on this open.  *cache says how
+ * the open meets the page cache (always BYPASS for the status file, whose
+ * size is not known in advance).  Pass @bypass again to release. */
+int objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
+		int bypass, enum objfs_cache *cache);
+int objfs_store_create(struct objfs_store *s, uint64_t parent,
+		const char *name, uint32_t mode, int flags, int bypass,
+		const struct objfs_cred *cr, struct objfs_attr *out);
+int objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
+		int bypass);
+
+/* A read's bytes, in place (see objfs_store_read_reply). */
+struct objfs_iov {
+	struct iovec *iov;
+	size_t n;		/* entries used */
+	size_t len;		/* bytes they hold */
+	void **bounce;		/* buffers of this read alone, freed with */
+	size_t nbounce;		/* it (when read-ahead slots ran out) */
+};
+
+/*
+ * Read up to @len bytes at @off without copying them: @reply gets them as
+ * pieces of the store's memory, which stay valid only until it returns,
+ * so it must send them at once.  It runs with the object's lock held and
+ * must not call back into the store.  Returns 0 once @reply has been
+ * called (its result is ignored), or a negative errno (then it was not).
+ */
+int objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
+		size_t len, void (*reply)(void *arg, const struct objfs_iov *v),
+		void *arg);
 /* Read up to @len bytes at @off into @buf; *n_out is 0 at end of file. */
 int objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off,
 		void *buf, size_t len, size_t *n_out);
 /* Write; a short count means the arena filled part-way (then retrying
- * the rest gives -ENOSPC).  Bytes already written are never lost. */
+ * the rest gives -ENOSPC).  Bytes already written are never lost.
+ * *kill_priv in: the writer lacks CAP_FSETID, so the write clears setuid
+ * (and setgid with group execute), as the kernel does for cached writes
+ * but leaves to the filesystem for direct ones; out: 1 when it cleared
+ * bits (the kernel's cached attributes are then stale). */
 int objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
-		const void *buf, size_t len, size_t *n_out);
+		const void *buf, size_t len, int *kill_priv, size_t *n_out);
 int objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync);
 int objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 		uint64_t off, uint64_t len);

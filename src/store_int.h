@@ -28,6 +28,11 @@ struct objfs_inode {
 	struct objfs_inode *hnext;	/* protected by store->lock */
 	uint64_t nlookup;		/* protected by store->lock */
 	uint32_t nopen;			/* protected by store->lock */
+	uint32_t ndirect_w;		/* protected by store->lock: opens
+					 * that write past the page cache */
+	int cache_stale;		/* protected by store->lock: a direct
+					 * writer may have made cached pages
+					 * wrong */
 	uint32_t refs;			/* protected by store->lock */
 
 	pthread_mutex_t lock;
@@ -36,13 +41,41 @@ struct objfs_inode {
 					 * yet in the index */
 	struct objfs_chunkmap chunks;	/* protected by lock */
 	int bfd;			/* protected by lock: backing file, -1 */
-	/* The last chunk read straight from disk, verified (protected by
-	 * lock); valid while that chunk is spilled with this checksum. */
-	unsigned char *dcache;
-	uint64_t dcache_idx;
-	uint64_t dcache_csum;
-	uint32_t dcache_len;
+	struct objfs_rahead *ra;	/* protected by lock: chunks read
+					 * straight from disk, or NULL */
 };
+
+/*
+ * Read-ahead of spilled chunks, outside the arena (data.c).  When the
+ * arena is too full to restore into, a reader is served from verified
+ * disk copies in these slots, and the restore thread fills the slots
+ * ahead of a sequential reader while it copies out the current one.
+ * A slot is valid for chunk idx while that chunk is spilled with this
+ * checksum and length.  All fields are protected by the inode's lock,
+ * except a LOADING slot's buf, which belongs to the restore thread until
+ * it sets the state (readers wait on cv).
+ */
+enum { OBJFS_RA_EMPTY, OBJFS_RA_LOADING, OBJFS_RA_READY };
+
+struct objfs_ra_slot {
+	unsigned char *buf;
+	uint64_t idx;
+	uint64_t csum;
+	uint64_t gen;			/* which request is loading it */
+	uint32_t len;
+	int state;
+};
+
+struct objfs_rahead {
+	pthread_cond_t cv;		/* with the inode's lock */
+	uint64_t last;			/* chunk of the last disk read */
+	uint64_t next_gen;
+	unsigned n;
+	struct objfs_ra_slot slot[];
+};
+
+/* Restore and read-ahead threads: two keep two disk reads in flight. */
+#define OBJFS_RESTORE_THREADS	2
 
 struct objfs_store {
 	struct objfs_meta *meta;
@@ -87,10 +120,16 @@ struct objfs_store {
 					 * spill_stuck is about */
 	int spill_err;			/* protected by spill_lock: its error */
 
-	/* Restore-ahead requests (spiller.c), a small ring. */
-	pthread_t restore_thread;
+	/* Restore-ahead and read-ahead requests (spiller.c), a small ring:
+	 * slot < 0 restores chunks from idx into the arena, slot >= 0
+	 * loads chunk idx into that read-ahead slot (request gen). */
+	pthread_t restore_thread[OBJFS_RESTORE_THREADS];
+	int restore_threads;		/* started */
 	pthread_cond_t restore_cv;	/* with spill_lock */
-	struct { uint64_t ino, idx; } rq[64];	/* protected by spill_lock */
+	struct objfs_rq {
+		uint64_t ino, idx, gen;
+		int slot;
+	} rq[64];			/* protected by spill_lock */
 	unsigned rq_head, rq_len;	/* protected by spill_lock */
 };
 
@@ -98,6 +137,15 @@ struct objfs_store {
 int objfs_data_load(struct objfs_store *s, struct objfs_inode *ip);
 int objfs_data_read(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, void *buf, size_t len, size_t *n_out);
+/* Room for objfs_data_read_iov()'s list, for a read of @len bytes. */
+size_t objfs_data_iov_max(struct objfs_store *s, size_t len);
+/* Describe the bytes of a read, without copying them, by pieces of the
+ * arena, of read-ahead slots and of a static zero page: valid while
+ * ip->lock stays held.  v->iov must have objfs_data_iov_max() entries. */
+int objfs_data_read_iov(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t off, size_t len, struct objfs_iov *v);
+/* Free what a read's list holds besides the iovecs themselves. */
+void objfs_iov_release(struct objfs_iov *v);
 int objfs_data_write(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, const void *buf, size_t len, size_t *n_out);
 int objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
@@ -115,6 +163,13 @@ int objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
 /* Restore spilled chunks [idx, idx+n) while below the restore limit. */
 void objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t idx, uint64_t n);
+/* Load chunk @idx into read-ahead slot @slot if request @gen still
+ * wants it.  Called by the restore thread with ip->lock held; drops the
+ * lock for the disk read. */
+void objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
+		int slot, uint64_t gen);
+/* Free the read-ahead slots unless a load is in flight (last close). */
+void objfs_data_ra_release(struct objfs_inode *ip);
 /* Free the arena blocks and the backing fd (the object stays on disk). */
 void objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip);
 /* Remove the object's backing file and all its index records. */
@@ -139,5 +194,9 @@ void objfs_spiller_kick(struct objfs_store *s);
 /* Ask for chunks from @idx of @ino to be restored in the background. */
 void objfs_spiller_restore_ahead(struct objfs_store *s, uint64_t ino,
 		uint64_t idx);
+/* Ask for chunk @idx of @ino to be loaded into read-ahead slot @slot;
+ * -EAGAIN when the ring is full (then nothing will load it). */
+int objfs_spiller_read_ahead(struct objfs_store *s, uint64_t ino,
+		uint64_t idx, int slot, uint64_t gen);
 
 #endif

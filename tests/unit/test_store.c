@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "src/status.h"
 #include "src/store.h"
 
 #define CHUNK	(64u << 10)
@@ -117,10 +118,10 @@ make_file(struct fx *f, const char *name, const void *buf, size_t len,
 	struct objfs_attr a;
 	size_t n;
 
-	assert_int_equal(objfs_store_create(f->s, 1, name, 0644, O_RDWR, &cr,
+	assert_int_equal(objfs_store_create(f->s, 1, name, 0644, O_RDWR, 0, &cr,
 				&a), 0);
 	if (len) {
-		assert_int_equal(objfs_store_write(f->s, a.ino, off, buf, len,
+		assert_int_equal(objfs_store_write(f->s, a.ino, off, buf, len, &(int){0},
 					&n), 0);
 		assert_int_equal(n, len);
 	}
@@ -280,7 +281,7 @@ test_unlink_open_and_orphans(void **state)
 	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
 			(unsigned long long)ino);
 	assert_int_equal(objfs_store_unlink(f->s, 1, "v"), 0);
-	assert_int_equal(objfs_store_release(f->s, ino), 0);
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
 	assert_int_equal(access(path, F_OK), 0);	/* still looked up */
 	objfs_store_forget(f->s, ino, 1);
 	assert_int_equal(access(path, F_OK), -1);	/* last reference */
@@ -454,19 +455,19 @@ test_spill_errors_lose_nothing(void **state)
 	/* The backing directory fails every write: the arena fills, and
 	 * then the writer gets the error instead of waiting forever. */
 	fail_always = EIO;
-	assert_int_equal(objfs_store_create(f->s, 1, "more", 0644, O_RDWR, &cr,
+	assert_int_equal(objfs_store_create(f->s, 1, "more", 0644, O_RDWR, 0, &cr,
 				&a), 0);
-	rc = objfs_store_write(f->s, a.ino, 0, more, 8u << 20, &n);
+	rc = objfs_store_write(f->s, a.ino, 0, more, 8u << 20, &(int){0}, &n);
 	assert_true(rc == -EIO || (rc == 0 && n < (8u << 20)));
 	assert_content(f, ino, buf, len, 0);
 	/* The same with ENOSPC. */
 	fail_always = ENOSPC;
-	rc = objfs_store_write(f->s, a.ino, 4u << 20, more, 8u << 20, &n);
+	rc = objfs_store_write(f->s, a.ino, 4u << 20, more, 8u << 20, &(int){0}, &n);
 	assert_true(rc == -ENOSPC || (rc == 0 && n < (8u << 20)));
 	assert_content(f, ino, buf, len, 0);
 	/* Once the disk takes writes again, so does objfs. */
 	fail_always = 0;
-	assert_int_equal(objfs_store_write(f->s, a.ino, 0, more, 8u << 20, &n), 0);
+	assert_int_equal(objfs_store_write(f->s, a.ino, 0, more, 8u << 20, &(int){0}, &n), 0);
 	assert_int_equal(n, 8u << 20);
 	assert_content(f, a.ino, more, 8u << 20, 0);
 	assert_content(f, ino, buf, len, 0);
@@ -514,14 +515,58 @@ test_namespace_changes_during_eviction(void **state)
 	assert_true(pwrites_entered > 0);
 	assert_int_equal(objfs_store_rename(f->s, 1, "victim", 1, "moved", 0), 0);
 	assert_int_equal(objfs_store_unlink(f->s, 1, "moved"), 0);
-	assert_int_equal(objfs_store_create(f->s, 1, "next", 0644, O_RDWR, &cr,
+	assert_int_equal(objfs_store_create(f->s, 1, "next", 0644, O_RDWR, 0, &cr,
 				&a), 0);
 	assert_content(f, ino, buf, len, 0);	/* still open */
 	slow_pwrite = 0;
 	alarm(0);
-	assert_int_equal(objfs_store_release(f->s, ino), 0);
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
 	objfs_store_forget(f->s, ino, 1);
 	free(buf);
+}
+
+/*
+ * A direct writer goes around the kernel's page cache, so a cached open
+ * after it must drop the pages (DROP); while the writer stays open every
+ * cached open drops them; afterwards, one drop is enough (KEEP).
+ */
+static void
+test_page_cache_after_direct_writes(void **state)
+{
+	struct fx *f = *state;
+	enum objfs_cache c;
+	struct objfs_attr a;
+	uint64_t ino;
+
+	assert_int_equal(objfs_store_create(f->s, 1, "c", 0644, O_WRONLY, 1,
+				&cr, &a), 0);
+	ino = a.ino;
+	assert_int_equal(objfs_store_open_file(f->s, ino, O_RDONLY, 0, &c), 0);
+	assert_int_equal(c, OBJFS_CACHE_DROP);
+	assert_int_equal(objfs_store_open_file(f->s, ino, O_RDONLY, 0, &c), 0);
+	assert_int_equal(c, OBJFS_CACHE_DROP);	/* the writer is still open */
+	assert_int_equal(objfs_store_release(f->s, ino, O_WRONLY, 1), 0);
+	assert_int_equal(objfs_store_open_file(f->s, ino, O_RDONLY, 0, &c), 0);
+	assert_int_equal(c, OBJFS_CACHE_DROP);	/* pages read meanwhile */
+	assert_int_equal(objfs_store_open_file(f->s, ino, O_RDONLY, 0, &c), 0);
+	assert_int_equal(c, OBJFS_CACHE_KEEP);
+	/* A direct reader changes nothing; a cached writer neither. */
+	assert_int_equal(objfs_store_open_file(f->s, ino, O_RDONLY, 1, &c), 0);
+	assert_int_equal(c, OBJFS_CACHE_BYPASS);
+	assert_int_equal(objfs_store_open_file(f->s, ino, O_RDWR, 0, &c), 0);
+	assert_int_equal(c, OBJFS_CACHE_KEEP);
+	assert_int_equal(objfs_store_open_file(f->s, ino, O_RDONLY, 0, &c), 0);
+	assert_int_equal(c, OBJFS_CACHE_KEEP);
+	/* The status file is always read directly, and only read. */
+	assert_int_equal(objfs_store_open_file(f->s, OBJFS_STATUS_INO,
+				O_RDONLY, 0, &c), 0);
+	assert_int_equal(c, OBJFS_CACHE_BYPASS);
+	assert_int_equal(objfs_store_open_file(f->s, OBJFS_STATUS_INO,
+				O_WRONLY, 1, &c), -EACCES);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(objfs_store_release(f->s, ino, O_RDONLY, 0), 0);
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDONLY, 1), 0);
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
 }
 
 int
@@ -549,6 +594,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_direct_reads_under_pressure,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_namespace_changes_during_eviction,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_page_cache_after_direct_writes,
 				setup, teardown),
 	};
 
