@@ -382,6 +382,7 @@ objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = bypass;
 	fi->direct_io = cache == OBJFS_CACHE_BYPASS;
 	fi->keep_cache = cache == OBJFS_CACHE_KEEP;
+	fi->noflush = 1;	/* close() has nothing to wait for */
 	fuse_reply_open(req, fi);
 }
 
@@ -408,6 +409,7 @@ objfs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fi->fh = bypass;
 	fi->direct_io = bypass;
 	fi->keep_cache = !bypass;
+	fi->noflush = 1;	/* close() has nothing to wait for */
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		/* The caller was interrupted: undo its open and lookup. */
 		objfs_store_release(req_store(req), a.ino, fi->flags, bypass);
@@ -461,7 +463,8 @@ objfs_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 static void
 objfs_ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	/* Bytes are in the arena already; close() has nothing to wait for. */
+	/* Bytes are in the arena already; close() has nothing to wait for.
+	 * Opens say so (noflush), so only kernels that ignore that ask. */
 	fuse_reply_err(req, 0);
 }
 
