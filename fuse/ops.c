@@ -460,6 +460,33 @@ objfs_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_write(req, n);
 }
 
+/* cp inside the mount: one request per call instead of a read and a
+ * write per 128 KiB through the kernel's fallback. */
+static void
+objfs_ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+		struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+		off_t off_out, struct fuse_file_info *fi_out, size_t len,
+		int flags)
+{
+	int kill_priv = fuse_req_ctx(req)->uid != 0;
+	size_t n = 0;
+	int rc;
+
+	if (flags || off_in < 0 || off_out < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	rc = objfs_store_copy_range(req_store(req), ino_in, (uint64_t)off_in,
+			ino_out, (uint64_t)off_out, len, &kill_priv, &n);
+	if (kill_priv)
+		fuse_lowlevel_notify_inval_inode(req_session(req), ino_out, -1,
+				0);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, n);
+}
+
 static void
 objfs_ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -725,6 +752,7 @@ static const struct fuse_lowlevel_ops objfs_ll_ops = {
 	.read = objfs_ll_read,
 	.write = objfs_ll_write,
 	.flush = objfs_ll_flush,
+	.copy_file_range = objfs_ll_copy_file_range,
 	.release = objfs_ll_release,
 	.fsync = objfs_ll_fsync,
 	.opendir = objfs_ll_opendir,

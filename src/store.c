@@ -1779,6 +1779,51 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 }
 
 int
+objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
+		uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len,
+		int *kill_priv, size_t *n_out)
+{
+	size_t piece = s->chunk_size, done = 0, got, put;
+	int kill = *kill_priv, rc = 0;
+	char *buf;
+
+	*kill_priv = 0;
+	*n_out = 0;
+	if (is_status(ino_out))
+		return -EBADF;
+	if (len < piece)
+		piece = len ? len : 1;
+	buf = malloc(piece);
+	if (!buf)
+		return -ENOMEM;
+	/* One piece at a time through a buffer: the source's lock is never
+	 * held with the destination's, so copying a file onto itself (the
+	 * kernel has refused overlapping ranges) cannot deadlock. */
+	while (done < len) {
+		size_t n = len - done < piece ? len - done : piece;
+		int k = kill;
+
+		rc = objfs_store_read(s, ino_in, off_in + done, buf, n, &got);
+		if (rc < 0 || got == 0)
+			break;
+		rc = objfs_store_write(s, ino_out, off_out + done, buf, got, &k,
+				&put);
+		if (k)
+			*kill_priv = 1;
+		if (rc < 0)
+			break;
+		done += put;
+		if (put < got || got < n)
+			break;	/* arena full, or the source's end */
+	}
+	free(buf);
+	if (done == 0 && rc < 0)
+		return rc;
+	*n_out = done;
+	return 0;
+}
+
+int
 objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 {
 	struct objfs_inode *ip;

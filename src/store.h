@@ -183,6 +183,12 @@ int objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off,
  * bits (the kernel's cached attributes are then stale). */
 int objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 		const void *buf, size_t len, int *kill_priv, size_t *n_out);
+/* copy_file_range: up to @len bytes from one object to another (or the
+ * same one, ranges not overlapping), like a read and then a write; stops
+ * early at the source's end.  *kill_priv as for objfs_store_write. */
+int objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
+		uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len,
+		int *kill_priv, size_t *n_out);
 int objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync);
 int objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 		uint64_t off, uint64_t len);

@@ -356,5 +356,28 @@ st = os.stat(p("sg", "subdir"))
 check("directory in a setgid directory is setgid too",
       st.st_gid == 4242 and st.st_mode & stat.S_ISGID)
 
+# ---- copy_file_range inside the mount ------------------------------------------------
+src_bytes = os.urandom(3 * CHUNK + 5)
+write_file(p("cfr_src"), src_bytes)
+fi = os.open(p("cfr_src"), os.O_RDONLY)
+fo = os.open(p("cfr_dst"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+n = os.copy_file_range(fi, fo, len(src_bytes), 0, 0)
+check("copy_file_range copies a whole file", n == len(src_bytes) and
+      read_file(p("cfr_dst")) == src_bytes, "(%d bytes)" % n)
+n = os.copy_file_range(fi, fo, 100, CHUNK - 50, 10)
+check("copy_file_range into the middle of a file",
+      n == 100 and read_file(p("cfr_dst"))[10:110] == src_bytes[CHUNK - 50:CHUNK + 50] and
+      read_file(p("cfr_dst"))[:10] == src_bytes[:10])
+n = os.copy_file_range(fi, fo, 1000, len(src_bytes) - 5, 4 * CHUNK)
+check("copy_file_range stops at the source's end and extends the target",
+      n == 5 and os.fstat(fo).st_size == 4 * CHUNK + 5 and
+      read_file(p("cfr_dst"))[-5:] == src_bytes[-5:], "(%d bytes)" % n)
+check("copy_file_range at the source's end copies nothing",
+      os.copy_file_range(fi, fo, 10, len(src_bytes), 0) == 0)
+check("the bytes between are a hole of zeros",
+      read_file(p("cfr_dst"))[len(src_bytes):4 * CHUNK] == bytes(4 * CHUNK - len(src_bytes)))
+os.close(fi)
+os.close(fo)
+
 with open(RESULT, "w") as f:
     f.write("%d %d\n" % (count, failed))
