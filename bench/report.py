@@ -120,7 +120,7 @@ if rt("objfs", big) and rt("objfs", two):
     r = (rt("objfs", big) / 4) / (rt("objfs", two) / 2)
     say("| s/GiB at 4x arena over s/GiB at 2x arena | | | %.2f | <= 1.15 | %s |"
         % (r, "yes" if r <= 1.15 else "**no**"))
-if "objfs" in curves:
+if "objfs" in curves and exponent(curves["objfs"]) is not None:
     k = exponent(curves["objfs"])
     say("| objfs scaling exponent k | | | %.3f | <= 1.05 | %s |"
         % (k, "yes" if k <= 1.05 else "**no**"))
