@@ -389,7 +389,8 @@ objfs_iov_release(struct objfs_iov *v)
  * Serve bytes [co, co+n) of spilled chunk @idx from its verified disk
  * copy, into @v.  Slots of chunks from @first on are already in @v, so
  * they are not reused.  -EAGAIN when it waited for a load (the inode lock
- * was dropped, so the caller must start again).
+ * was dropped, so the caller must start again; it held no pieces, so
+ * every wait is followed by progress).
  */
 static int
 read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
@@ -417,6 +418,11 @@ read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		sl->state = OBJFS_RA_READY;
 		atomic_fetch_add(&s->direct_reads, 1);
 	} else if (sl->state == OBJFS_RA_LOADING) {
+		/* Waiting drops the lock, which keeps the pieces already in
+		 * @v valid: only a request that holds none may wait (and then
+		 * start over); others read the chunk themselves. */
+		if (v->n)
+			return read_bounce(s, ip, idx, c, v, co, n);
 		pthread_cond_wait(&ra->cv, &ip->lock);
 		return -EAGAIN;
 	}
