@@ -9,26 +9,11 @@
  * for machine crashes).  The map is sized generously once: LMDB maps are
  * sparse, and a full map is reported as -ENOSPC.
  *
- * MDB_WRITEMAP: a commit then writes pages in place through the map
- * instead of with pwrite, which made namespace changes 20-35 % faster.
- * The data file becomes a sparse file of the map's size, and a page that
- * lands in a hole needs a disk block when the kernel writes it: on a full
- * disk that is SIGBUS, not an error.  So the file is kept allocated
- * (fallocate) up to 32 MiB beyond its last page (less when the disk has
- * less at open), checked as each write transaction begins; when that
- * fails, the transaction fails with ENOSPC before it touches anything.
- * Essential transactions (deletes, write-out) need only a quarter of it,
- * so a full disk still lets files be deleted.  Where fallocate is not
- * supported, or not even 2 MiB fit at open, the index is opened without
- * MDB_WRITEMAP.
- *
- * Locking: LMDB's own; @allocated is only touched inside a write
- * transaction, which LMDB serialises.
+ * Locking: LMDB's own.  struct objfs_meta is immutable after open.
  */
 #include <config.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <lmdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +26,6 @@
 #include "meta_keys.h"
 
 #define MAP_SIZE	(16ull << 30)
-#define RESERVE		(32ull << 20)	/* allocated beyond the last page */
-#define MIN_RESERVE	(2ull << 20)	/* below this, no writable map */
 
 enum { DB_SUPER, DB_INODE, DB_DIRENT, DB_DIRCOOKIE, DB_XATTR, DB_SYMLINK,
 	DB_CHUNK, DB_ORPHAN };
@@ -55,12 +38,6 @@ static const char *const db_names[OBJFS_META_NDBS] = {
 struct objfs_meta {
 	MDB_env *env;
 	MDB_dbi dbi[OBJFS_META_NDBS];
-	int writemap;
-	int fd;				/* the data file, with writemap */
-	uint64_t allocated;		/* bytes of it fallocated */
-	uint64_t reserve;		/* kept allocated beyond the last page
-					 * (a quarter of it for essential
-					 * writes) */
 };
 
 struct objfs_meta_txn {
@@ -127,134 +104,56 @@ make_key(unsigned char *buf, uint64_t id, const void *tail, size_t len)
 	return 8 + len;
 }
 
-/* Extend the data file's disk blocks to @to bytes (writemap only). */
-static int
-allocate_to(struct objfs_meta *m, uint64_t to)
-{
-	if (to > MAP_SIZE)
-		to = MAP_SIZE;
-	if (to <= m->allocated)
-		return 0;
-	if (fallocate(m->fd, 0, (off_t)m->allocated,
-			(off_t)(to - m->allocated)) < 0)
-		return -errno;
-	m->allocated = to;
-	return 0;
-}
-
-/*
- * Make sure the data file has disk blocks well beyond its last page
- * (writemap only): m->reserve for a plain write, a quarter of it for an
- * essential one.  Grows in steps of m->reserve.  0 or a negative errno.
- */
-static int
-reserve(struct objfs_meta *m, int essential)
-{
-	MDB_envinfo info;
-	MDB_stat st;
-	uint64_t last;
-
-	if (!m->writemap)
-		return 0;
-	if (mdb_env_info(m->env, &info) || mdb_env_stat(m->env, &st))
-		return -EIO;
-	last = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
-	if (last + (essential ? m->reserve / 4 : m->reserve) <= m->allocated)
-		return 0;
-	if (allocate_to(m, last + 2 * m->reserve) == 0)
-		return 0;
-	return allocate_to(m, last + (essential ? m->reserve / 4 :
-				m->reserve));
-}
-
-static int
-open_env(struct objfs_meta *m, const char *dir, int writemap)
-{
-	MDB_txn *txn;
-	int rc, i;
-
-	m->writemap = writemap;
-	m->allocated = 0;
-	rc = mdb_env_create(&m->env);
-	if (rc)
-		return map_err(rc, "create");
-	rc = mdb_env_set_maxdbs(m->env, OBJFS_META_NDBS);
-	if (rc == 0)
-		rc = mdb_env_set_mapsize(m->env, MAP_SIZE);
-	if (rc == 0)
-		rc = mdb_env_open(m->env, dir, MDB_NOTLS | MDB_NOSYNC |
-				(writemap ? MDB_WRITEMAP : 0), 0600);
-	if (rc) {
-		if (rc == EACCES || rc == ENOENT || rc == EROFS)
-			rc = -rc;
-		else
-			rc = map_err(rc, "open");
-		goto err_env;
-	}
-	if (writemap) {
-		rc = mdb_env_get_fd(m->env, &m->fd);
-		if (rc) {
-			rc = map_err(rc, "open");
-			goto err_env;
-		}
-		/* As much as the disk has, down to MIN_RESERVE. */
-		for (m->reserve = RESERVE; m->reserve >= MIN_RESERVE;
-		     m->reserve /= 2)
-			if ((rc = reserve(m, 0)) != -ENOSPC)
-				break;
-		if (rc < 0 || m->reserve < MIN_RESERVE) {
-			rc = rc < 0 ? rc : -ENOSPC;
-			goto err_env;
-		}
-	}
-	rc = mdb_txn_begin(m->env, NULL, 0, &txn);
-	if (rc) {
-		rc = map_err(rc, "open");
-		goto err_env;
-	}
-	for (i = 0; i < OBJFS_META_NDBS; i++) {
-		rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE, &m->dbi[i]);
-		if (rc) {
-			mdb_txn_abort(txn);
-			rc = map_err(rc, "open");
-			goto err_env;
-		}
-	}
-	rc = mdb_txn_commit(txn);
-	if (rc) {
-		rc = map_err(rc, "open");
-		goto err_env;
-	}
-	return 0;
-
-err_env:
-	mdb_env_close(m->env);
-	m->env = NULL;
-	return rc;
-}
-
 int
 objfs_meta_open(const char *dir, struct objfs_meta **out)
 {
 	struct objfs_meta *m;
-	int rc;
+	MDB_txn *txn;
+	int rc, i;
 
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	rc = open_env(m, dir, 1);
-	if (rc == -EOPNOTSUPP || rc == -ENOSPC || rc == -ENOSYS) {
-		objfs_log(OBJFS_LOG_INFO, "index: cannot reserve disk blocks "
-			"for a writable map (%s); using plain writes",
-			strerror(-rc));
-		rc = open_env(m, dir, 0);
+	rc = mdb_env_create(&m->env);
+	if (rc)
+		goto err_free;
+	rc = mdb_env_set_maxdbs(m->env, OBJFS_META_NDBS);
+	if (rc)
+		goto err_env;
+	rc = mdb_env_set_mapsize(m->env, MAP_SIZE);
+	if (rc)
+		goto err_env;
+	rc = mdb_env_open(m->env, dir, MDB_NOTLS | MDB_NOSYNC, 0600);
+	if (rc) {
+		if (rc == EACCES || rc == ENOENT || rc == EROFS) {
+			rc = -rc;
+			goto err_env_errno;
+		}
+		goto err_env;
 	}
-	if (rc < 0) {
-		free(m);
-		return rc;
+	rc = mdb_txn_begin(m->env, NULL, 0, &txn);
+	if (rc)
+		goto err_env;
+	for (i = 0; i < OBJFS_META_NDBS; i++) {
+		rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE, &m->dbi[i]);
+		if (rc) {
+			mdb_txn_abort(txn);
+			goto err_env;
+		}
 	}
+	rc = mdb_txn_commit(txn);
+	if (rc)
+		goto err_env;
 	*out = m;
 	return 0;
+
+err_env:
+	rc = map_err(rc, "open");
+err_env_errno:
+	mdb_env_close(m->env);
+err_free:
+	free(m);
+	return rc < 0 ? rc : map_err(rc, "create");
 }
 
 void
@@ -303,14 +202,6 @@ objfs_meta_begin(struct objfs_meta *m, int write, struct objfs_meta_txn **out)
 	if (rc) {
 		free(t);
 		return map_err(rc, "begin");
-	}
-	/* Holding LMDB's writer lock: room for what this one may add. */
-	if (write && (rc = reserve(m, write == OBJFS_META_ESSENTIAL)) < 0) {
-		mdb_txn_abort(t->txn);
-		free(t);
-		objfs_log(OBJFS_LOG_ERR, "index: cannot reserve disk space: %s",
-			strerror(-rc));
-		return rc == -EOPNOTSUPP || rc == -EFBIG ? -ENOSPC : rc;
 	}
 	*out = t;
 	return 0;

@@ -64,16 +64,6 @@ void objfs_meta_close(struct objfs_meta *m);
 /* Flush everything committed to stable storage. */
 int objfs_meta_sync(struct objfs_meta *m);
 
-/*
- * Begin a transaction: @write 0 reads, OBJFS_META_WRITE writes, and
- * OBJFS_META_ESSENTIAL writes what frees space or records bytes already
- * on disk (unlink, truncate, write-out).  On a full disk, plain writes
- * fail with -ENOSPC first; essential ones may still use the last part of
- * the disk blocks the index keeps reserved, so that deleting files always
- * works.
- */
-#define OBJFS_META_WRITE	1
-#define OBJFS_META_ESSENTIAL	2
 int objfs_meta_begin(struct objfs_meta *m, int write,
 		struct objfs_meta_txn **out);
 /* Commit and free @t.  On failure @t is freed too (aborted). */
