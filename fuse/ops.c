@@ -42,10 +42,12 @@ struct objfs_fuse {
 	struct objfs_store *store;
 	int mounted;
 	struct objfs_fuse_opts o;
-	/* INIT, as seen on /dev/fuse (see io_read) */
+	/* INIT, as seen on /dev/fuse (see io_read).  Written while INIT is
+	 * handled, before any other request can arrive; atomics, because
+	 * every worker thread reads them afterwards. */
 	uint64_t init_unique;
-	int init_seen;
-	int mmap_ok;		/* direct_io files may still be mmapped */
+	_Atomic int init_seen;	/* 0, 1: INIT read, 2: INIT replied */
+	_Atomic int mmap_ok;	/* direct_io files may still be mmapped */
 };
 
 static struct objfs_store *
