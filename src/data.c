@@ -349,6 +349,18 @@ ra_ahead(struct objfs_store *s, struct objfs_inode *ip,
 	}
 }
 
+/* A verified disk copy of chunk @idx, for a read served from disk. */
+static int
+load_direct(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, void *buf)
+{
+	int rc = read_disk_copy(s, ip, idx, c, buf);
+
+	if (rc == 0)
+		atomic_fetch_add(&s->direct_reads, 1);
+	return rc;
+}
+
 /* Read chunk @idx into a buffer that belongs to @v alone. */
 static int
 read_bounce(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
@@ -367,10 +379,9 @@ read_bounce(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (!b)
 		return -ENOMEM;
 	v->bounce[v->nbounce++] = b;
-	rc = read_disk_copy(s, ip, idx, c, b);
+	rc = load_direct(s, ip, idx, c, b);
 	if (rc < 0)
 		return rc;
-	atomic_fetch_add(&s->direct_reads, 1);
 	iov_add_chunk(v, b, c->disk_len, co, n);
 	return 0;
 }
@@ -409,14 +420,13 @@ read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		if (!sl)	/* one read spans more chunks than slots */
 			return read_bounce(s, ip, idx, c, v, co, n);
 		sl->state = OBJFS_RA_EMPTY;
-		rc = read_disk_copy(s, ip, idx, c, sl->buf);
+		rc = load_direct(s, ip, idx, c, sl->buf);
 		if (rc < 0)
 			return rc;
 		sl->idx = idx;
 		sl->csum = c->csum;
 		sl->len = c->disk_len;
 		sl->state = OBJFS_RA_READY;
-		atomic_fetch_add(&s->direct_reads, 1);
 	} else if (sl->state == OBJFS_RA_LOADING) {
 		/* Waiting drops the lock, which keeps the pieces already in
 		 * @v valid: only a request that holds none may wait (and then
@@ -542,30 +552,6 @@ resident:
 		v->len = done;
 	}
 	return 0;
-}
-
-int
-objfs_data_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
-		void *buf, size_t len, size_t *n_out)
-{
-	struct objfs_iov v = { 0 };
-	unsigned char *dst = buf;
-	int rc;
-
-	v.iov = malloc(objfs_data_iov_max(s, len) * sizeof(v.iov[0]));
-	if (!v.iov)
-		return -ENOMEM;
-	rc = objfs_data_read_iov(s, ip, off, len, &v);
-	if (rc == 0) {
-		for (size_t i = 0; i < v.n; i++) {
-			memcpy(dst, v.iov[i].iov_base, v.iov[i].iov_len);
-			dst += v.iov[i].iov_len;
-		}
-		*n_out = v.len;
-	}
-	objfs_iov_release(&v);
-	free(v.iov);
-	return rc;
 }
 
 /* Make the block of @c at least @need bytes, keeping its content. */

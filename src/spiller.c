@@ -204,27 +204,34 @@ objfs_spiller_wait_space(struct objfs_store *s)
 	return rc;
 }
 
+#define RQ_SIZE	(sizeof(((struct objfs_store *)0)->rq) / \
+			 sizeof(((struct objfs_store *)0)->rq[0]))
+
+/* Queue @r for the restore threads (spill_lock held); -EAGAIN when the
+ * ring is full or the threads are stopping. */
+static int
+rq_push_locked(struct objfs_store *s, const struct objfs_rq *r)
+{
+	if (s->rq_len >= RQ_SIZE || s->spill_stop)
+		return -EAGAIN;
+	s->rq[(s->rq_head + s->rq_len) % RQ_SIZE] = *r;
+	s->rq_len++;
+	pthread_cond_signal(&s->restore_cv);
+	return 0;
+}
+
 void
 objfs_spiller_restore_ahead(struct objfs_store *s, uint64_t ino, uint64_t idx)
 {
+	const struct objfs_rq r = { .ino = ino, .idx = idx, .slot = -1 };
+	const struct objfs_rq *prev;
+
 	pthread_mutex_lock(&s->spill_lock);
-	if (s->rq_len < sizeof(s->rq) / sizeof(s->rq[0])) {
-		unsigned k = (s->rq_head + s->rq_len) %
-			(unsigned)(sizeof(s->rq) / sizeof(s->rq[0]));
-
-		const struct objfs_rq *prev = &s->rq[(k + 63) % 64];
-
-		/* A repeat of the last request adds nothing. */
-		if (s->rq_len == 0 || prev->ino != ino || prev->idx != idx ||
-		    prev->slot >= 0) {
-			s->rq[k].ino = ino;
-			s->rq[k].idx = idx;
-			s->rq[k].slot = -1;
-			s->rq[k].gen = 0;
-			s->rq_len++;
-			pthread_cond_signal(&s->restore_cv);
-		}
-	}
+	prev = &s->rq[(s->rq_head + s->rq_len + RQ_SIZE - 1) % RQ_SIZE];
+	/* A repeat of the last request adds nothing. */
+	if (s->rq_len == 0 || prev->ino != ino || prev->idx != idx ||
+	    prev->slot >= 0)
+		(void)rq_push_locked(s, &r);
 	pthread_mutex_unlock(&s->spill_lock);
 }
 
@@ -232,21 +239,12 @@ int
 objfs_spiller_read_ahead(struct objfs_store *s, uint64_t ino, uint64_t idx,
 		int slot, uint64_t gen)
 {
-	int rc = -EAGAIN;
+	const struct objfs_rq r = { .ino = ino, .idx = idx, .gen = gen,
+				    .slot = slot };
+	int rc;
 
 	pthread_mutex_lock(&s->spill_lock);
-	if (s->rq_len < sizeof(s->rq) / sizeof(s->rq[0]) && !s->spill_stop) {
-		unsigned k = (s->rq_head + s->rq_len) %
-			(unsigned)(sizeof(s->rq) / sizeof(s->rq[0]));
-
-		s->rq[k].ino = ino;
-		s->rq[k].idx = idx;
-		s->rq[k].slot = slot;
-		s->rq[k].gen = gen;
-		s->rq_len++;
-		pthread_cond_signal(&s->restore_cv);
-		rc = 0;
-	}
+	rc = rq_push_locked(s, &r);
 	pthread_mutex_unlock(&s->spill_lock);
 	return rc;
 }
@@ -269,7 +267,7 @@ restore_main(void *arg)
 		idx = s->rq[s->rq_head].idx;
 		slot = s->rq[s->rq_head].slot;
 		gen = s->rq[s->rq_head].gen;
-		s->rq_head = (s->rq_head + 1) % 64;
+		s->rq_head = (s->rq_head + 1) % RQ_SIZE;
 		s->rq_len--;
 		pthread_mutex_unlock(&s->spill_lock);
 		if (objfs_store_iget_cached(s, ino, &ip) == 0) {

@@ -1652,27 +1652,6 @@ read_status(struct objfs_store *s, uint64_t off, void *buf, size_t len,
 }
 
 int
-objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off, void *buf,
-		size_t len, size_t *n_out)
-{
-	struct objfs_inode *ip;
-	int rc;
-
-	if (is_status(ino))
-		return read_status(s, off, buf, len, n_out);
-	rc = iget(s, ino, &ip);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&ip->lock);
-	rc = bytes_allowed(ip->attr.mode, -EINVAL);
-	if (rc == 0)
-		rc = objfs_data_read(s, ip, off, buf, len, n_out);
-	pthread_mutex_unlock(&ip->lock);
-	iput(s, ip);
-	return rc;
-}
-
-int
 objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
 		size_t len, void (*reply)(void *arg, const struct objfs_iov *v),
 		void *arg)
@@ -1715,6 +1694,34 @@ objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
 	objfs_iov_release(&v);
 	free(v.iov);
 	iput(s, ip);
+	return rc;
+}
+
+struct copy_to {
+	unsigned char *dst;
+	size_t n;
+};
+
+static void
+copy_pieces(void *arg, const struct objfs_iov *v)
+{
+	struct copy_to *c = arg;
+
+	for (size_t i = 0; i < v->n; i++) {
+		memcpy(c->dst + c->n, v->iov[i].iov_base, v->iov[i].iov_len);
+		c->n += v->iov[i].iov_len;
+	}
+}
+
+int
+objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off, void *buf,
+		size_t len, size_t *n_out)
+{
+	struct copy_to c = { buf, 0 };
+	int rc = objfs_store_read_reply(s, ino, off, len, copy_pieces, &c);
+
+	if (rc == 0)
+		*n_out = c.n;
 	return rc;
 }
 
@@ -1783,7 +1790,7 @@ objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 		uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len,
 		int *kill_priv, size_t *n_out)
 {
-	size_t piece = s->chunk_size, done = 0, got, put;
+	size_t piece = s->chunk_size, done = 0, got = 0, put = 0;
 	int kill = *kill_priv, rc = 0;
 	char *buf;
 

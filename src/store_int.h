@@ -135,8 +135,6 @@ struct objfs_store {
 
 /* data.c: all called with ip->lock held. */
 int objfs_data_load(struct objfs_store *s, struct objfs_inode *ip);
-int objfs_data_read(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t off, void *buf, size_t len, size_t *n_out);
 /* Room for objfs_data_read_iov()'s list, for a read of @len bytes. */
 size_t objfs_data_iov_max(struct objfs_store *s, size_t len);
 /* Describe the bytes of a read, without copying them, by pieces of the
