@@ -189,6 +189,18 @@ objfs_meta_size(struct objfs_meta *m, uint64_t *bytes)
 }
 
 int
+objfs_meta_inode_count(struct objfs_meta_txn *t, uint64_t *n)
+{
+	MDB_stat st;
+	int rc = mdb_stat(t->txn, t->m->dbi[DB_INODE], &st);
+
+	if (rc)
+		return map_err(rc, "inode count");
+	*n = st.ms_entries;
+	return 0;
+}
+
+int
 objfs_meta_begin(struct objfs_meta *m, int write, struct objfs_meta_txn **out)
 {
 	struct objfs_meta_txn *t;

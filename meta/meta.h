@@ -80,6 +80,8 @@ int objfs_meta_inode_get(struct objfs_meta_txn *t, uint64_t ino,
 int objfs_meta_inode_put(struct objfs_meta_txn *t, const struct objfs_attr *a);
 /* Delete the inode and everything keyed by it: xattrs, symlink, chunks. */
 int objfs_meta_inode_del(struct objfs_meta_txn *t, uint64_t ino);
+/* How many inodes the index holds (kept by LMDB: no scan). */
+int objfs_meta_inode_count(struct objfs_meta_txn *t, uint64_t *n);
 
 int objfs_meta_dirent_get(struct objfs_meta_txn *t, uint64_t parent,
 		const char *name, size_t len, struct objfs_dirent *out);

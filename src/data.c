@@ -1065,7 +1065,6 @@ int
 objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 {
 	struct objfs_meta_txn *t;
-	uint64_t n;
 	int rc;
 
 	objfs_data_unload(s, ip);
@@ -1077,8 +1076,6 @@ objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 		rc = 0;
 	if (rc == 0)
 		rc = objfs_meta_orphan_del(t, ip->ino);
-	if (rc == 0 && objfs_meta_super_get(t, "inodes", &n) == 0 && n > 0)
-		rc = objfs_meta_super_put(t, "inodes", n - 1);
 	rc = commit_or_abort(t, rc);
 	if (rc < 0)
 		return rc;

@@ -4,6 +4,8 @@
  */
 #include <config.h>
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -88,6 +90,43 @@ objfs_backing_remove(struct objfs_backing *b, uint64_t ino)
 	if (unlinkat(b->dirfd, name, 0) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
+}
+
+int
+objfs_backing_list(struct objfs_backing *b,
+		int (*cb)(void *arg, uint64_t ino), void *arg)
+{
+	struct dirent *e;
+	DIR *d;
+	int fd, rc = 0;
+
+	fd = openat(b->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	errno = 0;
+	while (rc == 0 && (e = readdir(d))) {
+		uint64_t ino = 0;
+		size_t i;
+
+		for (i = 0; i < 16 && isxdigit((unsigned char)e->d_name[i]) &&
+		     !isupper((unsigned char)e->d_name[i]); i++)
+			ino = ino << 4 | (uint64_t)(isdigit((unsigned char)
+				e->d_name[i]) ? e->d_name[i] - '0' :
+				e->d_name[i] - 'a' + 10);
+		if (i == 16 && e->d_name[16] == '\0')
+			rc = cb(arg, ino);
+		errno = 0;
+	}
+	if (rc == 0 && errno)
+		rc = -errno;
+	closedir(d);
+	return rc;
 }
 
 int

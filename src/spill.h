@@ -39,6 +39,10 @@ objfs_spill_span(uint32_t len)
 }
 /* Remove the file of object @ino; absent is not an error. */
 int objfs_backing_remove(struct objfs_backing *b, uint64_t ino);
+/* Call @cb for every object file in the directory (names objfs made),
+ * stopping at the first nonzero return, which is returned. */
+int objfs_backing_list(struct objfs_backing *b,
+		int (*cb)(void *arg, uint64_t ino), void *arg);
 /* Make directory entries durable (fsync of the directory). */
 int objfs_backing_sync_dir(struct objfs_backing *b);
 /* Bytes free for unprivileged writers on the backing filesystem. */

@@ -11,12 +11,16 @@
  * In-memory inodes: an inode is in the table while the kernel holds a
  * lookup on it, while it is open, while a request uses it (refs), or while
  * it has bytes in the arena.  Its attributes are written through to the
- * index by every namespace and setattr operation; size and times changed
- * by writes are written on release, fsync, eviction and unmount.
+ * index by every namespace and setattr operation, except a directory's
+ * times when a non-directory is created in it or removed from it; those,
+ * and size and times changed by writes, are written on release, fsync,
+ * eviction and unmount.
  *
- * An unlinked inode is put on the index's orphan list in the same
- * transaction that removes its last name; it is destroyed when its last
- * lookup and open go, or, after a crash, at the next mount.
+ * An unlinked inode that is not open and has no bytes on disk leaves the
+ * index in the transaction that removes its last name (ip->gone).  Any
+ * other is put on the index's orphan list in that transaction; it is
+ * destroyed when its last lookup and open go, or, after a crash, at the
+ * next mount.
  *
  * Locking: see store_int.h.
  */
@@ -45,7 +49,6 @@
 #define RENAME_EXCHANGE		(1 << 1)
 #endif
 
-#define SUPER_INODES		"inodes"
 #define FIRST_COOKIE		3	/* 1 and 2 are "." and ".." */
 #define MAX_INODES		(1ull << 40)
 
@@ -208,6 +211,10 @@ persist_attr(struct objfs_store *s, struct objfs_inode *ip)
 	struct objfs_meta_txn *t;
 	int rc;
 
+	if (ip->gone) {
+		ip->attr_dirty = 0;	/* nothing left to write to */
+		return 0;
+	}
 	rc = objfs_meta_begin(s->meta, 1, &t);
 	if (rc < 0)
 		return rc;
@@ -243,7 +250,9 @@ put_locked(struct objfs_store *s, struct objfs_inode *ip)
 	if (--ip->refs || ip->nlookup || ip->nopen || ip->ino == OBJFS_ROOT_INO)
 		return;
 	pthread_mutex_lock(&ip->lock);
-	if (ip->attr.nlink == 0) {
+	if (ip->attr.nlink == 0 && ip->gone) {
+		objfs_data_unload(s, ip);	/* left the index at unlink */
+	} else if (ip->attr.nlink == 0) {
 		rc = objfs_data_destroy(s, ip);
 		if (rc < 0) {
 			/* Stays an orphan in the index; the next mount
@@ -398,7 +407,6 @@ init_or_check_index(struct objfs_store *s, uint32_t want_chunk,
 		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO, 2)) < 0 ||
 		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
 					FIRST_COOKIE)) < 0 ||
-		    (rc = objfs_meta_super_put(t, SUPER_INODES, 1)) < 0 ||
 		    (rc = objfs_meta_inode_put(t, &root)) < 0)
 			goto err_abort;
 		rc = objfs_meta_commit(t);
@@ -418,7 +426,7 @@ init_or_check_index(struct objfs_store *s, uint32_t want_chunk,
 				&s->next_ino)) < 0 ||
 	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_NEXT_COOKIE,
 				&s->next_cookie)) < 0 ||
-	    (rc = objfs_meta_super_get(t, SUPER_INODES, &s->ninodes)) < 0)
+	    (rc = objfs_meta_inode_count(t, &s->ninodes)) < 0)
 		goto err_abort;
 	objfs_meta_abort(t);
 	if (want_chunk && want_chunk != chunk) {
@@ -448,6 +456,49 @@ count_orphan(void *arg, uint64_t ino)
 {
 	(*(size_t *)arg)++;
 	return 0;
+}
+
+struct sweep {
+	struct objfs_store *s;
+	struct objfs_meta_txn *t;
+	size_t removed;
+};
+
+static int
+sweep_one(void *arg, uint64_t ino)
+{
+	struct sweep *w = arg;
+	struct objfs_attr a;
+	int rc = objfs_meta_inode_get(w->t, ino, &a);
+
+	if (rc != -ENOENT)
+		return rc < 0 ? rc : 0;
+	rc = objfs_backing_remove(w->s->backing, ino);
+	if (rc < 0)
+		return rc;
+	w->removed++;
+	return 0;
+}
+
+/*
+ * Remove backing files whose object is no longer in the index: an object
+ * leaves the index first and loses its file just after, so a daemon that
+ * died in between leaves the file behind.
+ */
+static int
+sweep_backing(struct objfs_store *s)
+{
+	struct sweep w = { .s = s };
+	int rc = objfs_meta_begin(s->meta, 0, &w.t);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_backing_list(s->backing, sweep_one, &w);
+	objfs_meta_abort(w.t);
+	if (w.removed)
+		objfs_log(OBJFS_LOG_INFO, "removed %zu backing file(s) of "
+			"objects already deleted", w.removed);
+	return rc;
 }
 
 /* Destroy objects that were unlinked but open when the daemon last died. */
@@ -609,6 +660,8 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		goto err_table;
 	}
 	rc = reap_orphans(s);
+	if (rc == 0)
+		rc = sweep_backing(s);
 	if (rc < 0) {
 		*msg = "cannot remove unlinked objects";
 		goto err_table;
@@ -938,14 +991,13 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 	if ((rc = objfs_meta_dirent_add(t, parent, name, len, a.ino,
 				a.mode & S_IFMT, s->next_cookie)) < 0 ||
 	    (rc = objfs_meta_inode_put(t, &a)) < 0 ||
-	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
+	    (S_ISDIR(mode) && (rc = objfs_meta_inode_put(t, &pa)) < 0) ||
 	    (target && (rc = objfs_meta_symlink_put(t, a.ino, target,
 				strlen(target))) < 0) ||
 	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO,
 				a.ino + 1)) < 0 ||
 	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
-				s->next_cookie + 1)) < 0 ||
-	    (rc = objfs_meta_super_put(t, SUPER_INODES, s->ninodes + 1)) < 0)
+				s->next_cookie + 1)) < 0)
 		goto out_abort;
 	rc = objfs_meta_commit(t);
 	if (rc < 0)
@@ -954,6 +1006,8 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 	s->next_cookie++;
 	s->ninodes++;
 	dp->attr = pa;
+	if (!S_ISDIR(mode))
+		dp->attr_dirty = 1;	/* only its times changed */
 	pthread_mutex_unlock(&dp->lock);
 	put_locked(s, dp);
 
@@ -1157,6 +1211,18 @@ out_unlock:
 	return rc;
 }
 
+/* Does any byte of @ip live in its backing file?  Holds ip->lock. */
+static int
+bytes_on_disk(struct objfs_inode *ip)
+{
+	uint64_t res, disk;
+
+	if (!S_ISREG(ip->attr.mode))
+		return 0;
+	objfs_chunkmap_usage(&ip->chunks, &res, &disk);
+	return disk > 0;
+}
+
 /* Remove @name from @parent; @want_dir selects rmdir semantics. */
 static int
 remove_name(struct objfs_store *s, uint64_t parent, const char *name,
@@ -1167,7 +1233,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	struct objfs_attr a, pa;
 	struct objfs_dirent d;
 	size_t len = strlen(name);
-	int rc;
+	int rc, gone;
 
 	if (len > OBJFS_NAME_MAX)
 		return -ENAMETOOLONG;
@@ -1220,10 +1286,18 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	}
 	touch_c(&a);
 	touch_mc(&pa);
+	/* Once its last name goes nothing can open it again.  If nothing
+	 * has it open and none of its bytes are on disk, its records leave
+	 * the index in this transaction: no orphan record, and no second
+	 * commit when the kernel forgets it.  Otherwise it becomes an
+	 * orphan, destroyed at the last close (or at the next mount). */
+	gone = a.nlink == 0 && ip->nopen == 0 && !bytes_on_disk(ip);
 	if ((rc = objfs_meta_dirent_del(t, parent, name, len)) < 0 ||
-	    (rc = objfs_meta_inode_put(t, &a)) < 0 ||
-	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
-	    (a.nlink == 0 && (rc = objfs_meta_orphan_add(t, a.ino)) < 0)) {
+	    (gone && (rc = objfs_meta_inode_del(t, a.ino)) < 0) ||
+	    (!gone && (rc = objfs_meta_inode_put(t, &a)) < 0) ||
+	    (want_dir && (rc = objfs_meta_inode_put(t, &pa)) < 0) ||
+	    (a.nlink == 0 && !gone &&
+	     (rc = objfs_meta_orphan_add(t, a.ino)) < 0)) {
 		pthread_mutex_unlock(&ip->lock);
 		pthread_mutex_unlock(&dp->lock);
 		goto out_ip;
@@ -1233,6 +1307,20 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	if (rc == 0) {
 		ip->attr = a;
 		dp->attr = pa;
+		/* Only the directory's times changed: they reach the
+		 * index later, like a file's after a write. */
+		if (!want_dir)
+			dp->attr_dirty = 1;
+		if (gone) {
+			ip->gone = 1;
+			ip->attr_dirty = 0;
+			s->ninodes--;
+			objfs_data_unload(s, ip);
+			/* A file spilled once and then cut to nothing
+			 * may still have an (empty) backing file. */
+			if (S_ISREG(a.mode))
+				objfs_backing_remove(s->backing, a.ino);
+		}
 	}
 	pthread_mutex_unlock(&ip->lock);
 	pthread_mutex_unlock(&dp->lock);
@@ -2068,6 +2156,10 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&ip->lock);
+	if (ip->gone) {
+		rc = -ENOENT;	/* its records left the index */
+		goto out;
+	}
 	a = ip->attr;
 	touch_c(&a);
 	rc = objfs_meta_begin(s->meta, 1, &t);

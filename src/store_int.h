@@ -39,6 +39,8 @@ struct objfs_inode {
 	struct objfs_attr attr;		/* protected by lock */
 	int attr_dirty;			/* protected by lock: size/times not
 					 * yet in the index */
+	int gone;			/* protected by lock: unlinked and its
+					 * records already out of the index */
 	struct objfs_chunkmap chunks;	/* protected by lock */
 	int bfd;			/* protected by lock: backing file, -1 */
 	struct objfs_rahead *ra;	/* protected by lock: chunks read

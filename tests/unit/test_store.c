@@ -288,6 +288,88 @@ test_unlink_open_and_orphans(void **state)
 	free(buf);
 }
 
+/* A closed object with nothing on disk leaves the index with its name, and
+ * nothing is lost or resurrected while the kernel still holds a lookup. */
+static void
+test_unlink_closed_leaves_index(void **state)
+{
+	struct fx *f = *state;
+	unsigned char *buf = pattern(1000, 9);
+	struct objfs_setattr sa = { .valid = OBJFS_SET_MODE, .mode = 0600 };
+	struct objfs_statfs before, after;
+	struct objfs_attr a, d, d2;
+	uint64_t ino;
+
+	assert_int_equal(objfs_store_mkdir(f->s, 1, "d", 0755, &cr, &d), 0);
+	assert_int_equal(objfs_store_statfs(f->s, &before), 0);
+	ino = make_file(f, "e", buf, 1000, 0);
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
+	assert_int_equal(objfs_store_statfs(f->s, &after), 0);
+	assert_int_equal(after.ffree + 1, before.ffree);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "e"), 0);
+	assert_int_equal(objfs_store_statfs(f->s, &after), 0);
+	assert_int_equal(after.ffree, before.ffree);	/* gone at once */
+	/* Still looked up: its attributes answer, changes stay in memory. */
+	assert_int_equal(objfs_store_getattr(f->s, ino, &a), 0);
+	assert_int_equal(a.nlink, 0);
+	assert_int_equal(objfs_store_setattr(f->s, ino, &sa, &a), 0);
+	assert_int_equal(a.mode & 07777, 0600);
+	assert_int_equal(objfs_store_setxattr(f->s, ino, "user.k", "v", 1, 0),
+			-ENOENT);
+	/* A name in a directory: the directory's new times survive a
+	 * remount although only memory had them. */
+	assert_int_equal(objfs_store_create(f->s, d.ino, "x", 0644, O_RDWR, 0,
+				&cr, &a), 0);
+	assert_int_equal(objfs_store_release(f->s, a.ino, O_RDWR, 0), 0);
+	assert_int_equal(objfs_store_unlink(f->s, d.ino, "x"), 0);
+	assert_int_equal(objfs_store_getattr(f->s, d.ino, &d), 0);
+	reopen(f);	/* the kernel never forgot either inode */
+	assert_int_equal(objfs_store_getattr(f->s, ino, &a), -ENOENT);
+	assert_int_equal(objfs_store_lookup(f->s, 1, "e", &a), -ENOENT);
+	assert_int_equal(objfs_store_getattr(f->s, d.ino, &d2), 0);
+	assert_int_equal(d2.mtime_sec, d.mtime_sec);
+	assert_int_equal(d2.mtime_nsec, d.mtime_nsec);
+	assert_int_equal(d2.nlink, 2);
+	assert_int_equal(objfs_store_statfs(f->s, &after), 0);
+	assert_int_equal(after.ffree, before.ffree);	/* counted afresh */
+	free(buf);
+}
+
+/* A daemon that dies between removing an object from the index and
+ * removing its backing file leaves the file; the next mount removes it,
+ * and nothing else. */
+static void
+test_stray_backing_files_removed(void **state)
+{
+	struct fx *f = *state;
+	unsigned char *buf = pattern(100000, 10);
+	char stray[128], other[128], real[128];
+	uint64_t ino;
+	int fd;
+
+	ino = make_file(f, "keep", buf, 100000, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	snprintf(real, sizeof(real), "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino);
+	snprintf(stray, sizeof(stray), "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino + 1000);
+	snprintf(other, sizeof(other), "%s/backing/README", f->dir);
+	assert_int_equal(access(real, F_OK), 0);
+	fd = open(stray, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, 4096), 4096);
+	close(fd);
+	fd = open(other, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	reopen(f);
+	assert_int_equal(access(stray, F_OK), -1);
+	assert_int_equal(access(other, F_OK), 0);	/* not objfs' name */
+	assert_int_equal(access(real, F_OK), 0);
+	assert_content(f, ino, buf, 100000, 0);
+	free(buf);
+}
+
 static void
 test_rename_rules(void **state)
 {
@@ -582,6 +664,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_checksum_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_open_and_orphans, setup,
 				teardown),
+		cmocka_unit_test_setup_teardown(test_unlink_closed_leaves_index,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stray_backing_files_removed,
+				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncate_written_out, setup,
 				teardown),
