@@ -9,7 +9,11 @@
  *
  * Caching: all changes to the filesystem pass through the kernel, so entry
  * and attribute timeouts can be long and open files keep their page cache.
- * The kernel checks permissions itself (default_permissions is always on).
+ * Permissions: with default_permissions the kernel checks modes and owners.
+ * A mount by root without allow_other goes without it, since only
+ * processes whose ids are all 0 can enter it (the kernel enforces that):
+ * the kernel then still refuses to execute files without an x bit, and
+ * asks ACCESS for access(2) and chdir, answered here by the same rules.
  */
 #include <config.h>
 
@@ -177,6 +181,10 @@ objfs_ll_init(void *userdata, struct fuse_conn_info *conn)
 			"page cache");
 		break;
 	}
+	objfs_log(OBJFS_LOG_INFO, f->o.kernel_perms ?
+		"permissions checked by the kernel (default_permissions)" :
+		"only root can enter: no kernel permission pass "
+		"(-o default_permissions to have one)");
 }
 
 static void
@@ -227,6 +235,26 @@ objfs_ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	attr_to_stat(&a, &st);
 	fuse_reply_attr(req, &st, OBJFS_ATTR_TIMEOUT);
+}
+
+/*
+ * access(2) and chdir, asked only on a mount without default_permissions,
+ * which only processes with all ids 0 can enter.  The kernel's rules for
+ * root: it may read and write anything, and execute a directory or a file
+ * with any x bit.  Anyone else cannot be here; refuse, to be safe.
+ */
+static void
+objfs_ll_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct objfs_attr a;
+	int rc = objfs_store_getattr(req_store(req), ino, &a);
+
+	if (rc == 0 && fuse_req_ctx(req)->uid != 0)
+		rc = -EACCES;
+	else if (rc == 0 && (mask & X_OK) && !S_ISDIR(a.mode) &&
+		 !(a.mode & 0111))
+		rc = -EACCES;
+	fuse_reply_err(req, -rc);
 }
 
 static void
@@ -741,6 +769,7 @@ static const struct fuse_lowlevel_ops objfs_ll_ops = {
 	.forget_multi = objfs_ll_forget_multi,
 	.getattr = objfs_ll_getattr,
 	.setattr = objfs_ll_setattr,
+	.access = objfs_ll_access,
 	.readlink = objfs_ll_readlink,
 	.mknod = objfs_ll_mknod,
 	.mkdir = objfs_ll_mkdir,
@@ -810,7 +839,8 @@ objfs_fuse_new(const char *mount_opts, const char *fsname,
 	if (!opts)
 		goto err_free;
 	/* default_permissions: the kernel checks modes and owners. */
-	snprintf(opts, n, "default_permissions,subtype=objfs,fsname=%s%s%s",
+	snprintf(opts, n, "%ssubtype=objfs,fsname=%s%s%s",
+			fo->kernel_perms ? "default_permissions," : "",
 			fsname, *mount_opts ? "," : "", mount_opts);
 	if (fuse_opt_add_arg(&args, "objfs") < 0 ||
 	    fuse_opt_add_arg(&args, "-o") < 0 ||

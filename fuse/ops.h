@@ -31,6 +31,9 @@ struct objfs_fuse_opts {
 	int debug;			/* trace every request */
 	enum objfs_direct_io direct_io;
 	unsigned readahead_kb;		/* the mount's read-ahead window */
+	int kernel_perms;		/* mount with default_permissions;
+					 * else only root can enter, and
+					 * ACCESS is answered here */
 };
 
 /*

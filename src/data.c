@@ -80,9 +80,13 @@ backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create)
 
 	if (ip->bfd >= 0)
 		return ip->bfd;
+	if (!create && ip->no_file)
+		return -ENOENT;
 	fd = objfs_backing_file(s->backing, ip->ino, create);
-	if (fd >= 0)
+	if (fd >= 0) {
 		ip->bfd = fd;
+		ip->no_file = 0;
+	}
 	return fd;
 }
 
@@ -1077,7 +1081,7 @@ objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 	if (rc == 0)
 		rc = objfs_meta_orphan_del(t, ip->ino);
 	rc = commit_or_abort(t, rc);
-	if (rc < 0)
+	if (rc < 0 || ip->no_file)
 		return rc;
 	return objfs_backing_remove(s->backing, ip->ino);
 }

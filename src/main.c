@@ -48,6 +48,8 @@ struct opts {
 	unsigned spill_high;
 	unsigned spill_low;
 	unsigned max_threads;
+	int kernel_perms;		/* -o default_permissions */
+	int shared;			/* -o allow_other or allow_root */
 	char *passthrough;	/* options for libfuse and the kernel */
 	size_t passlen;
 };
@@ -172,6 +174,8 @@ usage(FILE *f)
 "\n"
 "FUSE options (passed on): allow_other, ro, noatime, nosuid, nodev, ...\n"
 "    -o allow_other         let other users in (the kernel checks modes)\n"
+"    -o default_permissions the kernel checks modes even on a mount that\n"
+"                           only root can enter (on otherwise)\n"
 "\n"
 "Unmount with 'fusermount3 -u MOUNTPOINT' or 'umount MOUNTPOINT'.\n");
 }
@@ -301,8 +305,13 @@ parse_one_option(struct opts *o, const char *opt)
 	} else if (strcmp(opt, "debug") == 0) {
 		o->debug = 1;
 		o->foreground = 1;
-	} else if (strcmp(opt, "default_permissions") == 0 ||
-		   strncmp(opt, "fsname=", 7) == 0 ||
+	} else if (strcmp(opt, "default_permissions") == 0) {
+		o->kernel_perms = 1;
+	} else if (strcmp(opt, "allow_other") == 0 ||
+		   strcmp(opt, "allow_root") == 0) {
+		o->shared = 1;
+		pass_on(o, opt);
+	} else if (strncmp(opt, "fsname=", 7) == 0 ||
 		   strncmp(opt, "subtype=", 8) == 0 ||
 		   strcmp(opt, "_netdev") == 0 || strcmp(opt, "nofail") == 0 ||
 		   strcmp(opt, "auto") == 0 || strcmp(opt, "noauto") == 0 ||
@@ -502,6 +511,10 @@ main(int argc, char **argv)
 	fo.debug = o.debug;
 	fo.direct_io = (enum objfs_direct_io)o.direct_io;
 	fo.readahead_kb = (unsigned)(o.readahead >> 10);
+	/* Without allow_other a mount by root lets in only processes whose
+	 * ids are all 0, which the kernel's checks would always pass: they
+	 * would only cost a GETATTR round trip per directory change. */
+	fo.kernel_perms = o.kernel_perms || o.shared || geteuid() != 0;
 	if (objfs_fuse_new(o.passthrough ? o.passthrough : "", o.source,
 			&fo, &fuse) < 0)
 		exit(2);	/* libfuse has named the option it refused */

@@ -1014,6 +1014,7 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 	rc = get_locked(s, a.ino, &ip);
 	if (rc == 0) {
 		ip->nlookup++;
+		ip->no_file = 1;	/* inode numbers are never reused */
 		*out = a;
 		if (ip_out)
 			*ip_out = ip;	/* caller puts it */
@@ -1318,7 +1319,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 			objfs_data_unload(s, ip);
 			/* A file spilled once and then cut to nothing
 			 * may still have an (empty) backing file. */
-			if (S_ISREG(a.mode))
+			if (S_ISREG(a.mode) && !ip->no_file)
 				objfs_backing_remove(s->backing, a.ino);
 		}
 	}

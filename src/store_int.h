@@ -43,6 +43,9 @@ struct objfs_inode {
 					 * records already out of the index */
 	struct objfs_chunkmap chunks;	/* protected by lock */
 	int bfd;			/* protected by lock: backing file, -1 */
+	int no_file;			/* protected by lock: created by this
+					 * daemon and never given a backing
+					 * file */
 	struct objfs_rahead *ra;	/* protected by lock: chunks read
 					 * straight from disk, or NULL */
 };

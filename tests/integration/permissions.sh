@@ -1,17 +1,58 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Ownership and permissions, exercised as an unprivileged user (uid 65534)
-# on an allow_other mount, and the privacy of a mount without it.
+# on an allow_other mount, the privacy of a mount without it, and what root
+# may do there with and without the kernel's permission pass.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
 
+mount_opts() { awk -v m="$MNT" '$2 == m {print $4}' /proc/mounts; }
+can() {	# can MODE PATH: what access(2) answers (R, W, X letters)
+	python3 -c "import os, sys
+m = sum({'R': os.R_OK, 'W': os.W_OK, 'X': os.X_OK}[c] for c in sys.argv[1])
+sys.exit(0 if os.access(sys.argv[2], m) else 1)" "$@"
+}
+
+# What root may do is the same with and without the kernel's permission
+# pass; a mount only root can enter goes without it unless asked.
+root_rules() {	# root_rules LABEL
+	echo 'echo ran' >"$MNT/script" && chmod 644 "$MNT/script"
+	mkdir -p "$MNT/closed" && echo c >"$MNT/closed/f" && chmod 000 "$MNT/closed"
+	echo z >"$MNT/zero" && chmod 000 "$MNT/zero"
+	ok "$1: root reads and writes a mode-000 file" bash -c "
+		echo more >>'$MNT/zero' && [ \"\$(cat '$MNT/zero')\" = \$'z\nmore' ]"
+	ok "$1: root enters and reads a mode-000 directory" bash -c "
+		cd '$MNT/closed' && [ \"\$(cat f)\" = c ]"
+	ok "$1: access(R_OK|W_OK) of a mode-000 file is granted to root" can RW "$MNT/zero"
+	ok "$1: access(X_OK) of a mode-000 directory is granted to root" can X "$MNT/closed"
+	fails "$1: access(X_OK) of a file without x bits is refused" can X "$MNT/script"
+	fails "$1: a file without x bits does not run" "$MNT/script"
+	chmod 744 "$MNT/script"
+	ok "$1: access(X_OK) once an x bit is set" can X "$MNT/script"
+	ok "$1: and it runs" bash -c "[ \"\$('$MNT/script')\" = ran ]"
+	chmod 755 "$MNT/closed"
+	rm -rf "$MNT/closed" "$MNT/zero" "$MNT/script"
+}
+
 ok "mount without allow_other" start_objfs "$MNT" "$DATA" arena=64M
 ok "root (the mounting user) gets in" ls "$MNT"
 fails "another user cannot enter a mount without allow_other" $NOBODY ls "$MNT"
+ok "a mount only root can enter has no default_permissions" \
+	bash -c "! grep -qw default_permissions <<<'$(mount_opts)'"
+ok "and says so in its log" grep -q "only root can enter" "$T/objfs.$(basename "$MNT").log"
+root_rules "root only"
+ok "unmount" stop_objfs
+
+ok "mount with -o default_permissions" start_objfs "$MNT" "$DATA" arena=64M,default_permissions
+ok "the kernel checks permissions when asked to" \
+	bash -c "grep -qw default_permissions <<<'$(mount_opts)'"
+root_rules "default_permissions"
 ok "unmount" stop_objfs
 
 ok "mount with allow_other" start_objfs "$MNT" "$DATA" arena=64M,allow_other
+ok "a mount others can enter has default_permissions" \
+	bash -c "grep -qw default_permissions <<<'$(mount_opts)'"
 chmod 755 "$MNT"
 echo secret >"$MNT/rootfile"
 chmod 644 "$MNT/rootfile"
