@@ -120,10 +120,28 @@ if rt("objfs", big) and rt("objfs", two):
     r = (rt("objfs", big) / 4) / (rt("objfs", two) / 2)
     say("| s/GiB at 4x arena over s/GiB at 2x arena | | | %.2f | <= 1.15 | %s |"
         % (r, "yes" if r <= 1.15 else "**no**"))
+if rt("disk_direct", big) and rt("disk_direct", two):
+    r = (rt("disk_direct", big) / 4) / (rt("disk_direct", two) / 2)
+    say("| the same ratio for the disk itself, O_DIRECT (report only) | | | %.2f | - | - |" % r)
+# What two regimes give: the first arena-full at objfs' own in-memory
+# speed, every byte beyond it at the disk's own O_DIRECT speed.
+mem = [t / (s / GiB) for s, t in curves.get("objfs", []) if s <= arena / 2]
+if mem and rt("disk_direct", big):
+    m = statistics.median(mem)
+    d = rt("disk_direct", big) / (big / GiB)
+    say("| the same ratio estimated from %.2f s/GiB in memory and the disk's %.2f s/GiB beyond (report only) | | | %.2f | - | - |"
+        % (m, d, (m + 3 * d) / (2 * (m + d))))
 if "objfs" in curves and exponent(curves["objfs"]) is not None:
     k = exponent(curves["objfs"])
     say("| objfs scaling exponent k | | | %.3f | <= 1.05 | %s |"
         % (k, "yes" if k <= 1.05 else "**no**"))
+    kk = exponent([p for p in curves["objfs"] if p[0] <= arena])
+    if kk is not None:
+        say("| objfs k up to the arena size (report only) | | | %.3f | - | - |" % kk)
+if rt("objfs", big) and rt("objfs", two) and rt("disk_direct", big) and rt("disk_direct", two):
+    per = lambda sy: (rt(sy, big) - rt(sy, two)) / ((big - two) / GiB)
+    say("| s per extra GiB from 2x to 4x arena, objfs vs disk O_DIRECT (report only) | %.2f s | %.2f s | %.2f | - | - |"
+        % (per("objfs"), per("disk_direct"), per("objfs") / per("disk_direct")))
 for test in ("create", "stat", "unlink", "rsync_in", "rsync_out"):
     size = 10000 if test in ("create", "stat", "unlink") else 1000
     target("%s vs passthrough" % test.replace("_", " "), get("objfs", test, size),
