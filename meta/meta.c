@@ -6,18 +6,51 @@
  * One environment per process, opened with MDB_NOTLS (FUSE worker threads
  * come and go) and MDB_NOSYNC (a commit is in the page cache at once, so a
  * killed daemon loses nothing committed; objfs_meta_sync() is the barrier
- * for machine crashes).  The map is sized generously once: LMDB maps are
- * sparse, and a full map is reported as -ENOSPC.
+ * for machine crashes).  A full map (16 GiB at most) is -ENOSPC.
  *
- * Locking: LMDB's own.  struct objfs_meta is immutable after open.
+ * MDB_WRITEMAP: a commit then writes pages in place through the map
+ * instead of with pwrite, which made namespace changes 20-35 % faster.
+ * The data file becomes a sparse file of the map's size, and a page that
+ * lands in a hole needs a disk block when the kernel writes it: on a full
+ * disk that is SIGBUS, not an error.  So the file is kept allocated
+ * (fallocate) up to 32 MiB beyond its last page (less when the disk has
+ * less at open), checked as each write transaction begins; when that
+ * fails, the transaction fails with ENOSPC before it touches anything.
+ * Essential transactions (deletes, write-out) need only a quarter of it,
+ * so a full disk still lets files be deleted.  Where fallocate is not
+ * supported, or not even 2 MiB fit at open, the index is opened without
+ * MDB_WRITEMAP.
+ *
+ * The writable map starts at 256 MiB (or twice the data) and doubles
+ * whenever the data comes within four reserves of its end.  A map as large
+ * as the limit from the start costs nothing in production, but valgrind
+ * slows down in proportion to a writable mapping (the index's unit test
+ * took 95 s with 16 GiB).  LMDB remaps only with no transaction active in
+ * the process, so every transaction holds m->resize shared and growing
+ * takes it exclusively, before a write transaction begins; a thread that
+ * already holds a transaction (they nest: a read inside a write) leaves
+ * the growing to the next one, the margin is there for that.  Growing
+ * goes before new readers (else overlapping readers could starve it),
+ * and waits 20 ms at most, then leaves it to a later write: so a nested
+ * reader queued behind it, or a reader waiting for an inode lock the
+ * growing thread holds (a rename looks at parents inside its read
+ * transaction), is held up 20 ms at worst, never deadlocked.
+ *
+ * Locking: LMDB's own, and m->resize as above; @allocated is only touched
+ * inside a write transaction, which LMDB serialises; @mapsize changes
+ * only under m->resize held exclusively.
  */
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/xattr.h>
 
 #include "../src/csum.h"
@@ -25,7 +58,10 @@
 #include "meta.h"
 #include "meta_keys.h"
 
-#define MAP_SIZE	(16ull << 30)
+#define MAP_SIZE	(16ull << 30)	/* the index's limit */
+#define MAP_START	(256ull << 20)	/* a writable map starts here */
+#define RESERVE		(32ull << 20)	/* allocated beyond the last page */
+#define MIN_RESERVE	(2ull << 20)	/* below this, no writable map */
 
 enum { DB_SUPER, DB_INODE, DB_DIRENT, DB_DIRCOOKIE, DB_XATTR, DB_SYMLINK,
 	DB_CHUNK, DB_ORPHAN };
@@ -38,7 +74,19 @@ static const char *const db_names[OBJFS_META_NDBS] = {
 struct objfs_meta {
 	MDB_env *env;
 	MDB_dbi dbi[OBJFS_META_NDBS];
+	int writemap;
+	int fd;				/* the data file, with writemap */
+	uint64_t allocated;		/* bytes of it fallocated */
+	uint64_t reserve;		/* kept allocated beyond the last page
+					 * (a quarter of it for essential
+					 * writes) */
+	_Atomic uint64_t mapsize;	/* the map's size now */
+	_Atomic uint64_t grow_retry_ns;	/* no try to grow before this */
+	pthread_rwlock_t resize;	/* shared by every transaction */
 };
+
+/* Transactions this thread holds (they may nest). */
+static _Thread_local int txn_depth;
 
 struct objfs_meta_txn {
 	struct objfs_meta *m;
@@ -104,56 +152,227 @@ make_key(unsigned char *buf, uint64_t id, const void *tail, size_t len)
 	return 8 + len;
 }
 
-int
-objfs_meta_open(const char *dir, struct objfs_meta **out)
+/* Extend the data file's disk blocks to @to bytes (writemap only). */
+static int
+allocate_to(struct objfs_meta *m, uint64_t to)
 {
-	struct objfs_meta *m;
+	if (to > m->mapsize)
+		to = m->mapsize;	/* LMDB truncates the file to the map */
+	if (to <= m->allocated)
+		return 0;
+	if (fallocate(m->fd, 0, (off_t)m->allocated,
+			(off_t)(to - m->allocated)) < 0)
+		return -errno;
+	m->allocated = to;
+	return 0;
+}
+
+/*
+ * Make sure the data file has disk blocks well beyond its last page
+ * (writemap only): m->reserve for a plain write, a quarter of it for an
+ * essential one.  Grows in steps of m->reserve.  0 or a negative errno.
+ */
+static int
+reserve(struct objfs_meta *m, int essential)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	uint64_t last;
+
+	if (!m->writemap)
+		return 0;
+	if (mdb_env_info(m->env, &info) || mdb_env_stat(m->env, &st))
+		return -EIO;
+	last = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+	if (last + (essential ? m->reserve / 4 : m->reserve) <= m->allocated)
+		return 0;
+	if (allocate_to(m, last + 2 * m->reserve) == 0)
+		return 0;
+	return allocate_to(m, last + (essential ? m->reserve / 4 :
+				m->reserve));
+}
+
+/* Bytes of the data file in use (up to its last page). */
+static uint64_t
+used_bytes(struct objfs_meta *m)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+
+	if (mdb_env_info(m->env, &info) || mdb_env_stat(m->env, &st))
+		return 0;
+	return (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+}
+
+/* The map size the data wants: four reserves beyond it, by doublings. */
+static uint64_t
+map_wanted(struct objfs_meta *m, uint64_t used)
+{
+	uint64_t want = m->mapsize;
+
+	while (used + 4 * m->reserve > want && want < MAP_SIZE)
+		want *= 2;
+	return want < MAP_SIZE ? want : MAP_SIZE;
+}
+
+/* Grow the writable map when the data nears its end (see the top). */
+static void
+grow_map(struct objfs_meta *m)
+{
+	uint64_t want;
+	int rc;
+
+	struct timespec now, until;
+
+	if (!m->writemap || txn_depth > 0 ||
+	    map_wanted(m, used_bytes(m)) <= m->mapsize)
+		return;
+	/* The caller may hold inode or store locks that a reader holding a
+	 * transaction waits for: wait for the readers only briefly, and
+	 * then leave it to a later write (at most one try per 100 ms). */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec <
+	    m->grow_retry_ns)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 20000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	if (pthread_rwlock_timedwrlock(&m->resize, &until) != 0) {
+		m->grow_retry_ns = (uint64_t)now.tv_sec * 1000000000u +
+			(uint64_t)now.tv_nsec + 100000000u;
+		return;
+	}
+	want = map_wanted(m, used_bytes(m));
+	if (want > m->mapsize) {
+		rc = mdb_env_set_mapsize(m->env, want);
+		if (rc == 0)
+			m->mapsize = want;
+		else
+			objfs_log(OBJFS_LOG_WARNING, "index: cannot grow the "
+				"map to %llu MiB: %s", (unsigned long long)
+				(want >> 20), mdb_strerror(rc));
+	}
+	pthread_rwlock_unlock(&m->resize);
+}
+
+static int
+open_env(struct objfs_meta *m, const char *dir, int writemap)
+{
 	MDB_txn *txn;
+	uint64_t want;
 	int rc, i;
 
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
+	m->writemap = writemap;
+	m->allocated = 0;
+	m->mapsize = writemap ? MAP_START : MAP_SIZE;
 	rc = mdb_env_create(&m->env);
 	if (rc)
-		goto err_free;
+		return map_err(rc, "create");
 	rc = mdb_env_set_maxdbs(m->env, OBJFS_META_NDBS);
-	if (rc)
-		goto err_env;
-	rc = mdb_env_set_mapsize(m->env, MAP_SIZE);
-	if (rc)
-		goto err_env;
-	rc = mdb_env_open(m->env, dir, MDB_NOTLS | MDB_NOSYNC, 0600);
+	if (rc == 0)
+		rc = mdb_env_set_mapsize(m->env, m->mapsize);
+	if (rc == 0)
+		rc = mdb_env_open(m->env, dir, MDB_NOTLS | MDB_NOSYNC |
+				(writemap ? MDB_WRITEMAP : 0), 0600);
 	if (rc) {
-		if (rc == EACCES || rc == ENOENT || rc == EROFS) {
+		if (rc == EACCES || rc == ENOENT || rc == EROFS)
 			rc = -rc;
-			goto err_env_errno;
-		}
+		else
+			rc = map_err(rc, "open");
 		goto err_env;
 	}
+	if (writemap) {
+		rc = mdb_env_get_fd(m->env, &m->fd);
+		if (rc) {
+			rc = map_err(rc, "open");
+			goto err_env;
+		}
+		/* Twice the data at least (LMDB never maps less than the
+		 * data, and the file is as large as the last map). */
+		m->reserve = RESERVE;
+		want = map_wanted(m, 2 * used_bytes(m));
+		if (want > m->mapsize) {
+			rc = mdb_env_set_mapsize(m->env, want);
+			if (rc) {
+				rc = map_err(rc, "map size");
+				goto err_env;
+			}
+			m->mapsize = want;
+		}
+		/* As much as the disk has, down to MIN_RESERVE. */
+		for (m->reserve = RESERVE; m->reserve >= MIN_RESERVE;
+		     m->reserve /= 2)
+			if ((rc = reserve(m, 0)) != -ENOSPC)
+				break;
+		if (rc < 0 || m->reserve < MIN_RESERVE) {
+			rc = rc < 0 ? rc : -ENOSPC;
+			goto err_env;
+		}
+	}
 	rc = mdb_txn_begin(m->env, NULL, 0, &txn);
-	if (rc)
+	if (rc) {
+		rc = map_err(rc, "open");
 		goto err_env;
+	}
 	for (i = 0; i < OBJFS_META_NDBS; i++) {
 		rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE, &m->dbi[i]);
 		if (rc) {
 			mdb_txn_abort(txn);
+			rc = map_err(rc, "open");
 			goto err_env;
 		}
 	}
 	rc = mdb_txn_commit(txn);
-	if (rc)
+	if (rc) {
+		rc = map_err(rc, "open");
 		goto err_env;
-	*out = m;
+	}
 	return 0;
 
 err_env:
-	rc = map_err(rc, "open");
-err_env_errno:
 	mdb_env_close(m->env);
-err_free:
-	free(m);
-	return rc < 0 ? rc : map_err(rc, "create");
+	m->env = NULL;
+	return rc;
+}
+
+int
+objfs_meta_open(const char *dir, struct objfs_meta **out)
+{
+	struct objfs_meta *m;
+	int rc;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	{
+		pthread_rwlockattr_t ra;
+
+		/* Writers first, or readers that keep overlapping would
+		 * starve the growing; it waits 20 ms at most (grow_map), so
+		 * a nested reader queued behind it waits no longer. */
+		pthread_rwlockattr_init(&ra);
+		pthread_rwlockattr_setkind_np(&ra,
+			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&m->resize, &ra);
+		pthread_rwlockattr_destroy(&ra);
+	}
+	rc = open_env(m, dir, 1);
+	if (rc == -EOPNOTSUPP || rc == -ENOSPC || rc == -ENOSYS) {
+		objfs_log(OBJFS_LOG_INFO, "index: cannot reserve disk blocks "
+			"for a writable map (%s); using plain writes",
+			strerror(-rc));
+		rc = open_env(m, dir, 0);
+	}
+	if (rc < 0) {
+		pthread_rwlock_destroy(&m->resize);
+		free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
 }
 
 void
@@ -163,7 +382,14 @@ objfs_meta_close(struct objfs_meta *m)
 		return;
 	mdb_env_sync(m->env, 1);
 	mdb_env_close(m->env);
+	pthread_rwlock_destroy(&m->resize);
 	free(m);
+}
+
+uint64_t
+objfs_meta_map_size(struct objfs_meta *m)
+{
+	return m->mapsize;
 }
 
 int
@@ -210,10 +436,25 @@ objfs_meta_begin(struct objfs_meta *m, int write, struct objfs_meta_txn **out)
 	if (!t)
 		return -ENOMEM;
 	t->m = m;
+	if (write)
+		grow_map(m);
+	pthread_rwlock_rdlock(&m->resize);
 	rc = mdb_txn_begin(m->env, NULL, write ? 0 : MDB_RDONLY, &t->txn);
 	if (rc) {
+		pthread_rwlock_unlock(&m->resize);
 		free(t);
 		return map_err(rc, "begin");
+	}
+	txn_depth++;
+	/* Holding LMDB's writer lock: room for what this one may add. */
+	if (write && (rc = reserve(m, write == OBJFS_META_ESSENTIAL)) < 0) {
+		mdb_txn_abort(t->txn);
+		txn_depth--;
+		pthread_rwlock_unlock(&m->resize);
+		free(t);
+		objfs_log(OBJFS_LOG_ERR, "index: cannot reserve disk space: %s",
+			strerror(-rc));
+		return rc == -EOPNOTSUPP || rc == -EFBIG ? -ENOSPC : rc;
 	}
 	*out = t;
 	return 0;
@@ -224,6 +465,8 @@ objfs_meta_commit(struct objfs_meta_txn *t)
 {
 	int rc = mdb_txn_commit(t->txn);
 
+	txn_depth--;
+	pthread_rwlock_unlock(&t->m->resize);
 	free(t);
 	return map_err(rc, "commit");
 }
@@ -234,6 +477,8 @@ objfs_meta_abort(struct objfs_meta_txn *t)
 	if (!t)
 		return;
 	mdb_txn_abort(t->txn);
+	txn_depth--;
+	pthread_rwlock_unlock(&t->m->resize);
 	free(t);
 }
 

@@ -61,9 +61,22 @@ struct objfs_dirent {
 /* Open (creating if needed) the index in directory @dir. */
 int objfs_meta_open(const char *dir, struct objfs_meta **out);
 void objfs_meta_close(struct objfs_meta *m);
+/* The size of the index's map now: 16 GiB with plain writes; with a
+ * writable map, what it has grown to (see meta.c). */
+uint64_t objfs_meta_map_size(struct objfs_meta *m);
 /* Flush everything committed to stable storage. */
 int objfs_meta_sync(struct objfs_meta *m);
 
+/*
+ * Begin a transaction: @write 0 reads, OBJFS_META_WRITE writes, and
+ * OBJFS_META_ESSENTIAL writes what frees space or records bytes already
+ * on disk (unlink, truncate, write-out).  On a full disk, plain writes
+ * fail with -ENOSPC first; essential ones may still use the last part of
+ * the disk blocks the index keeps reserved, so that deleting files always
+ * works.
+ */
+#define OBJFS_META_WRITE	1
+#define OBJFS_META_ESSENTIAL	2
 int objfs_meta_begin(struct objfs_meta *m, int write,
 		struct objfs_meta_txn **out);
 /* Commit and free @t.  On failure @t is freed too (aborted). */

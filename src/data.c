@@ -674,7 +674,7 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		c = objfs_chunkmap_get(&ip->chunks, keep - 1);
 	if (ondisk || (c && (c->flags & OBJFS_CHUNK_ONDISK) &&
 			c->disk_len > tail)) {
-		rc = objfs_meta_begin(s->meta, 1, &t);
+		rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 		if (rc < 0)
 			return rc;
 		rc = objfs_meta_chunk_del_from(t, ip->ino, keep);
@@ -757,7 +757,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, int sync)
 		}
 	}
 	if (stale) {
-		rc = objfs_meta_begin(s->meta, 1, &t);
+		rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 		if (rc < 0)
 			goto out_clear;
 		for (uint64_t i = 0; rc == 0 && i < ip->chunks.n; i++) {
@@ -808,7 +808,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, int sync)
 			": writing to the backing directory: %s",
 			ip->ino, strerror(-rc));
 	/* Record what did reach the disk, even after an error. */
-	r = objfs_meta_begin(s->meta, 1, &t);
+	r = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (r < 0) {
 		rc = rc ? rc : r;
 		goto out_clear;
@@ -944,7 +944,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		}
 		if (off == cs && end >= ce) {
 			if (c->flags & OBJFS_CHUNK_ONDISK) {
-				if (!t && (rc = objfs_meta_begin(s->meta, 1,
+				if (!t && (rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL,
 							&t)) < 0)
 					return rc;
 				rc = objfs_meta_chunk_del(t, ip->ino, idx);
@@ -1072,7 +1072,7 @@ objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 	int rc;
 
 	objfs_data_unload(s, ip);
-	rc = objfs_meta_begin(s->meta, 1, &t);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (rc < 0)
 		return rc;
 	rc = objfs_meta_inode_del(t, ip->ino);

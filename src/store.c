@@ -215,7 +215,7 @@ persist_attr(struct objfs_store *s, struct objfs_inode *ip)
 		ip->attr_dirty = 0;	/* nothing left to write to */
 		return 0;
 	}
-	rc = objfs_meta_begin(s->meta, 1, &t);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (rc < 0)
 		return rc;
 	rc = objfs_meta_inode_put(t, &ip->attr);
@@ -384,7 +384,7 @@ init_or_check_index(struct objfs_store *s, uint32_t want_chunk,
 	uint64_t schema, chunk;
 	int rc;
 
-	rc = objfs_meta_begin(s->meta, 1, &t);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
 	if (rc < 0)
 		return rc;
 	rc = objfs_meta_super_get(t, OBJFS_SUPER_SCHEMA, &schema);
@@ -534,7 +534,7 @@ reap_orphans(struct objfs_store *s)
 			ip->attr.nlink = 0;
 			put_locked(s, ip);
 		} else if (rc == -ENOENT) {
-			rc = objfs_meta_begin(s->meta, 1, &t);
+			rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 			if (rc == 0) {
 				rc = objfs_meta_orphan_del(t, v[i]);
 				rc = rc < 0 ? (objfs_meta_abort(t), rc) :
@@ -980,7 +980,7 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 	if (S_ISDIR(mode))
 		pa.nlink++;
 
-	rc = objfs_meta_begin(s->meta, 1, &t);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
 	if (rc < 0)
 		goto out_dplock;
 	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
@@ -1178,7 +1178,7 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 	touch_c(&a);
 	pa = dp->attr;
 	touch_mc(&pa);
-	rc = objfs_meta_begin(s->meta, 1, &t);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
 	if (rc < 0)
 		goto out_locks;
 	if ((rc = objfs_meta_dirent_add(t, newparent, newname, len, ino,
@@ -1270,7 +1270,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	t = NULL;
 	pthread_mutex_lock(&dp->lock);
 	pthread_mutex_lock(&ip->lock);
-	rc = objfs_meta_begin(s->meta, 1, &t);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (rc < 0) {
 		t = NULL;
 		pthread_mutex_unlock(&ip->lock);
@@ -1513,7 +1513,7 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 	set[2] = src.ip;
 	set[3] = dst.ip;
 	lock_set(set, 4, 1);
-	rc = objfs_meta_begin(s->meta, 1, &t);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
 	if (rc < 0) {
 		t = NULL;
 		goto out_locks;
@@ -2163,7 +2163,7 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	}
 	a = ip->attr;
 	touch_c(&a);
-	rc = objfs_meta_begin(s->meta, 1, &t);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
 	if (rc < 0)
 		goto out;
 	rc = remove ? objfs_meta_xattr_del(t, ino, name) :

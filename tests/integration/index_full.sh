@@ -1,11 +1,35 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The index (LMDB) on a filesystem that fills up: namespace changes fail
-# with ENOSPC, the daemon stays up, what was created stays, and an unmount
-# that cannot write a file's bytes out says so and exits non-zero.
+# The index (LMDB, written through a shared map) on a filesystem that
+# fills up: namespace changes fail with ENOSPC or keep working from the
+# disk blocks reserved ahead, the daemon never dies of SIGBUS, and nothing
+# already written is lost.  Also the fallback to plain writes where the
+# reservation does not fit.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 
+# fill DIR: write 4 MiB files with fsync (so they reach the backing
+# directory) until the disk is full; prints how many were written.
+fill() {
+	python3 - "$1" <<'PY'
+import os, sys
+d, n, buf = sys.argv[1], 0, os.urandom(4 << 20)
+while n < 1000:
+    try:
+        fd = os.open(os.path.join(d, "fill%d" % n), os.O_WRONLY | os.O_CREAT, 0o644)
+    except OSError:
+        break
+    try:
+        os.write(fd, buf)
+        os.fsync(fd)
+    except OSError:
+        os.close(fd)
+        break
+    os.close(fd)
+    n += 1
+print(n)
+PY
+}
 # creates DIR N: create up to N empty files; prints how many, then the
 # first error's name (or OK).
 creates() {
@@ -23,9 +47,36 @@ print(want, "OK")
 PY
 }
 
+# 1. Room for the reservation: on a full disk, namespace changes go on
+#    from the disk blocks reserved ahead of the index until only the part
+#    kept for deletes is left; deletes still work then.
 mkdir -p "$DATA"
-mount -t tmpfs -o size=2m,mode=0700 objfs-test-index "$DATA" && T_MOUNTS+=("$DATA")
+mount -t tmpfs -o size=160m,mode=0700 objfs-test-index "$DATA" && T_MOUNTS+=("$DATA")
+ok "mount with the data directory on a 160 MiB filesystem" start_objfs "$MNT" "$DATA" arena=64M
+ok "the index uses a writable map" bash -c "! grep -q 'using plain writes' '$T/objfs.mnt.log'"
+n=$(fill "$MNT")
+ok "fill the disk with fsynced files ($n of 4 MiB)" test "$n" -gt 5 -a "$n" -lt 1000
+ok "the filesystem is full" bash -c "[ \$(df -k --output=avail '$DATA' | tail -n 1) -lt 4096 ]"
+out=$(creates "$MNT/names" 2000)
+ok "2,000 creates on the full disk still work ($out)" test "$out" = "2000 OK"
+out=$(creates "$MNT/more" 1000000)
+ok "creates go on until the reservation is used, then ENOSPC ($out)" bash -c "[[ '$out' == *ENOSPC ]]"
+ok "the daemon is alive" kill -0 "$OBJFS_PID"
+ok "the first filled file reads back whole" bash -c "[ \$(wc -c < '$MNT/fill0') = $((4 << 20)) ]"
+ok "deleting files works on the full disk" bash -c "rm -f '$MNT'/fill*"
+ok "and then creates work again" bash -c "echo x > '$MNT/again' && [ \"\$(cat '$MNT/again')\" = x ]"
+ok "unmount" stop_objfs
+ok "remount" start_objfs "$MNT" "$DATA" arena=64M
+ok "the 2,000 names are there" test "$(ls "$MNT/names" | wc -l)" = 2000
+ok "unmount" stop_objfs
+umount "$DATA"
+
+# 2. Not even 2 MiB for a reservation: plain writes, and a full index is
+#    ENOSPC, not a crash; an unmount that cannot write bytes out says so.
+rm -rf "$DATA" && mkdir -p "$DATA"
+mount -t tmpfs -o size=2m,mode=0700 objfs-test-index "$DATA"
 ok "mount with the data directory on a 2 MiB filesystem" start_objfs "$MNT" "$DATA" arena=64M
+ok "the index falls back to plain writes" grep -q "using plain writes" "$T/objfs.mnt.log"
 echo kept >"$MNT/kept"
 out=$(creates "$MNT/names" 1000000)
 ok "creates on the full disk end with ENOSPC ($out)" bash -c "[[ '$out' == *ENOSPC ]]"

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_meta.c - the LMDB index: namespace, listing order, xattrs, chunk
- * records, orphans, inode deletion and reopening.
+ * records, orphans, inode deletion and reopening, and the writable map
+ * growing under readers.
  */
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -255,6 +257,108 @@ test_orphans_and_reopen(void **state)
 	assert_memory_equal(target, "tar", 3);
 }
 
+/* ---- the writable map grows, with readers running and nested ------- */
+#define VAL	60000
+#define NVALS	2400		/* 144 MB of values: past half of 256 MiB */
+
+struct reader {
+	struct objfs_meta *m;
+	_Atomic int stop;
+	_Atomic long reads;
+};
+
+static void
+fill_val(unsigned char *v, unsigned i)
+{
+	for (unsigned k = 0; k < VAL; k++)
+		v[k] = (unsigned char)(i * 7 + k);
+}
+
+static void *
+read_loop(void *arg)
+{
+	struct reader *r = arg;
+	static unsigned char want[VAL];
+	unsigned char *got = malloc(VAL);
+	struct objfs_meta_txn *t;
+	size_t len;
+
+	fill_val(want, 0);
+	while (!r->stop) {
+		if (objfs_meta_begin(r->m, 0, &t) != 0)
+			abort();
+		if (objfs_meta_xattr_get(t, 1, "user.v0", got, VAL, &len) != 0 ||
+		    len != VAL || memcmp(got, want, VAL) != 0)
+			abort();
+		objfs_meta_abort(t);
+		r->reads++;
+		usleep(200);
+	}
+	free(got);
+	return NULL;
+}
+
+static void
+test_map_grows(void **state)
+{
+	struct fx *f = *state;
+	unsigned char *v = malloc(VAL), *got = malloc(VAL);
+	struct objfs_meta_txn *t, *rt;
+	struct reader r = { .m = f->m };
+	pthread_t th;
+	char name[32];
+	size_t len;
+
+	objfs_meta_abort(f->t);
+	f->t = NULL;
+	alarm(300);		/* a deadlock fails the test */
+	assert_int_equal(objfs_meta_map_size(f->m), 256u << 20);
+	fill_val(v, 0);
+	assert_int_equal(objfs_meta_begin(f->m, 1, &t), 0);
+	assert_int_equal(objfs_meta_xattr_set(t, 1, "user.v0", v, VAL, 0), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	assert_int_equal(pthread_create(&th, NULL, read_loop, &r), 0);
+	for (unsigned i = 1; i < NVALS; i += 100) {
+		assert_int_equal(objfs_meta_begin(f->m, 1, &t), 0);
+		for (unsigned j = i; j < i + 100 && j < NVALS; j++) {
+			fill_val(v, j);
+			snprintf(name, sizeof(name), "user.v%u", j);
+			assert_int_equal(objfs_meta_xattr_set(t, 1, name, v, VAL,
+						0), 0);
+		}
+		assert_int_equal(objfs_meta_commit(t), 0);
+	}
+	/* A write inside a read: the map cannot be remapped meanwhile. */
+	assert_int_equal(objfs_meta_begin(f->m, 0, &rt), 0);
+	assert_int_equal(objfs_meta_begin(f->m, 1, &t), 0);
+	assert_int_equal(objfs_meta_xattr_set(t, 2, "user.n", "n", 1, 0), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	objfs_meta_abort(rt);
+	r.stop = 1;
+	pthread_join(th, NULL);
+	assert_true(r.reads > 0);
+	assert_true(objfs_meta_map_size(f->m) >= 512u << 20);
+	/* Everything is there, and after reopening too. */
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(objfs_meta_begin(f->m, 0, &t), 0);
+		for (unsigned j = 0; j < NVALS; j += 97) {
+			fill_val(v, j);
+			snprintf(name, sizeof(name), "user.v%u", j);
+			assert_int_equal(objfs_meta_xattr_get(t, 1, name, got, VAL,
+						&len), 0);
+			assert_int_equal(len, VAL);
+			assert_memory_equal(got, v, VAL);
+		}
+		objfs_meta_abort(t);
+		objfs_meta_close(f->m);
+		assert_int_equal(objfs_meta_open(f->dir, &f->m), 0);
+		assert_true(objfs_meta_map_size(f->m) >= 512u << 20);
+	}
+	alarm(0);
+	free(v);
+	free(got);
+}
+
 static void
 test_open_errors(void **state)
 {
@@ -275,6 +379,7 @@ main(void)
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_and_reopen, setup,
 				teardown),
+		cmocka_unit_test_setup_teardown(test_map_grows, setup, teardown),
 		cmocka_unit_test(test_open_errors),
 	};
 
