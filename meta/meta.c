@@ -80,6 +80,7 @@ struct objfs_meta {
 	uint64_t reserve;		/* kept allocated beyond the last page
 					 * (a quarter of it for essential
 					 * writes) */
+	uint64_t psize;			/* LMDB's page size */
 	_Atomic uint64_t mapsize;	/* the map's size now */
 	_Atomic uint64_t grow_retry_ns;	/* no try to grow before this */
 	pthread_rwlock_t resize;	/* shared by every transaction */
@@ -152,6 +153,17 @@ make_key(unsigned char *buf, uint64_t id, const void *tail, size_t len)
 	return 8 + len;
 }
 
+/* Bytes of the data file in use (up to its last committed page). */
+static uint64_t
+used_bytes(struct objfs_meta *m)
+{
+	MDB_envinfo info;
+
+	if (mdb_env_info(m->env, &info))
+		return 0;
+	return (uint64_t)(info.me_last_pgno + 1) * m->psize;
+}
+
 /* Extend the data file's disk blocks to @to bytes (writemap only). */
 static int
 allocate_to(struct objfs_meta *m, uint64_t to)
@@ -175,33 +187,17 @@ allocate_to(struct objfs_meta *m, uint64_t to)
 static int
 reserve(struct objfs_meta *m, int essential)
 {
-	MDB_envinfo info;
-	MDB_stat st;
 	uint64_t last;
 
 	if (!m->writemap)
 		return 0;
-	if (mdb_env_info(m->env, &info) || mdb_env_stat(m->env, &st))
-		return -EIO;
-	last = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+	last = used_bytes(m);
 	if (last + (essential ? m->reserve / 4 : m->reserve) <= m->allocated)
 		return 0;
 	if (allocate_to(m, last + 2 * m->reserve) == 0)
 		return 0;
 	return allocate_to(m, last + (essential ? m->reserve / 4 :
 				m->reserve));
-}
-
-/* Bytes of the data file in use (up to its last page). */
-static uint64_t
-used_bytes(struct objfs_meta *m)
-{
-	MDB_envinfo info;
-	MDB_stat st;
-
-	if (mdb_env_info(m->env, &info) || mdb_env_stat(m->env, &st))
-		return 0;
-	return (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
 }
 
 /* The map size the data wants: four reserves beyond it, by doublings. */
@@ -215,14 +211,22 @@ map_wanted(struct objfs_meta *m, uint64_t used)
 	return want < MAP_SIZE ? want : MAP_SIZE;
 }
 
+static uint64_t
+monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Grow the writable map when the data nears its end (see the top). */
 static void
 grow_map(struct objfs_meta *m)
 {
+	struct timespec until;
 	uint64_t want;
 	int rc;
-
-	struct timespec now, until;
 
 	if (!m->writemap || txn_depth > 0 ||
 	    map_wanted(m, used_bytes(m)) <= m->mapsize)
@@ -230,9 +234,7 @@ grow_map(struct objfs_meta *m)
 	/* The caller may hold inode or store locks that a reader holding a
 	 * transaction waits for: wait for the readers only briefly, and
 	 * then leave it to a later write (at most one try per 100 ms). */
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec <
-	    m->grow_retry_ns)
+	if (monotonic_ns() < m->grow_retry_ns)
 		return;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_nsec += 20000000;
@@ -241,8 +243,7 @@ grow_map(struct objfs_meta *m)
 		until.tv_nsec -= 1000000000;
 	}
 	if (pthread_rwlock_timedwrlock(&m->resize, &until) != 0) {
-		m->grow_retry_ns = (uint64_t)now.tv_sec * 1000000000u +
-			(uint64_t)now.tv_nsec + 100000000u;
+		m->grow_retry_ns = monotonic_ns() + 100000000u;
 		return;
 	}
 	want = map_wanted(m, used_bytes(m));
@@ -283,6 +284,16 @@ open_env(struct objfs_meta *m, const char *dir, int writemap)
 		else
 			rc = map_err(rc, "open");
 		goto err_env;
+	}
+	{
+		MDB_stat st;
+
+		rc = mdb_env_stat(m->env, &st);
+		if (rc) {
+			rc = map_err(rc, "open");
+			goto err_env;
+		}
+		m->psize = st.ms_psize;
 	}
 	if (writemap) {
 		rc = mdb_env_get_fd(m->env, &m->fd);
@@ -401,16 +412,7 @@ objfs_meta_sync(struct objfs_meta *m)
 int
 objfs_meta_size(struct objfs_meta *m, uint64_t *bytes)
 {
-	MDB_envinfo info;
-	MDB_stat st;
-	int rc;
-
-	rc = mdb_env_info(m->env, &info);
-	if (rc == 0)
-		rc = mdb_env_stat(m->env, &st);
-	if (rc)
-		return map_err(rc, "info");
-	*bytes = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+	*bytes = used_bytes(m);
 	return 0;
 }
 

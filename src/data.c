@@ -1081,7 +1081,16 @@ objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 	if (rc == 0)
 		rc = objfs_meta_orphan_del(t, ip->ino);
 	rc = commit_or_abort(t, rc);
-	if (rc < 0 || ip->no_file)
+	if (rc < 0)
 		return rc;
+	return objfs_data_remove_file(s, ip);
+}
+
+int
+objfs_data_remove_file(struct objfs_store *s, struct objfs_inode *ip)
+{
+	/* A file spilled once and then cut to nothing still has one. */
+	if (!S_ISREG(ip->attr.mode) || ip->no_file)
+		return 0;
 	return objfs_backing_remove(s->backing, ip->ino);
 }

@@ -1314,13 +1314,9 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 			dp->attr_dirty = 1;
 		if (gone) {
 			ip->gone = 1;
-			ip->attr_dirty = 0;
 			s->ninodes--;
 			objfs_data_unload(s, ip);
-			/* A file spilled once and then cut to nothing
-			 * may still have an (empty) backing file. */
-			if (S_ISREG(a.mode) && !ip->no_file)
-				objfs_backing_remove(s->backing, a.ino);
+			objfs_data_remove_file(s, ip);
 		}
 	}
 	pthread_mutex_unlock(&ip->lock);

@@ -177,6 +177,9 @@ void objfs_data_ra_release(struct objfs_inode *ip);
 void objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip);
 /* Remove the object's backing file and all its index records. */
 int objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip);
+/* Remove @ip's backing file, if it may have one (its records are out of
+ * the index already). */
+int objfs_data_remove_file(struct objfs_store *s, struct objfs_inode *ip);
 
 /* store.c */
 void objfs_time_now(int64_t *sec, uint32_t *nsec);
