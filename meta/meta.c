@@ -1,57 +1,79 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * meta.c - the LMDB index (see meta.h for the contract and meta_keys.h for
- * the key encodings).
+ * the key encodings and the journal's record format).
  *
- * One environment per process, opened with MDB_NOTLS (FUSE worker threads
- * come and go) and MDB_NOSYNC (a commit is in the page cache at once, so a
- * killed daemon loses nothing committed; objfs_meta_sync() is the barrier
- * for machine crashes).  A full map (16 GiB at most) is -ENOSPC.
+ * Crash safety.  LMDB is opened in its fully synced mode (neither
+ * MDB_NOSYNC, MDB_NOMETASYNC nor MDB_WRITEMAP): lmdb.h promises that no
+ * system crash can then corrupt it.  A synced commit costs two disk
+ * flushes, so operations are not committed to LMDB one by one.  Instead:
  *
- * MDB_WRITEMAP: a commit then writes pages in place through the map
- * instead of with pwrite, which made namespace changes 20-35 % faster.
- * The data file becomes a sparse file of the map's size, and a page that
- * lands in a hole needs a disk block when the kernel writes it: on a full
- * disk that is SIGBUS, not an error.  So the file is kept allocated
- * (fallocate) up to 32 MiB beyond its last page (less when the disk has
- * less at open), checked as each write transaction begins; when that
- * fails, the transaction fails with ENOSPC before it touches anything.
- * Essential transactions (deletes, write-out) need only a quarter of it,
- * so a full disk still lets files be deleted.  Where fallocate is not
- * supported, or not even 2 MiB fit at open, the index is opened without
- * MDB_WRITEMAP.
+ *  - One top-level write transaction, the batch, stays open and collects
+ *    the changes of many operations.  Each operation is a child (nested)
+ *    transaction of it: committing the child merges it into the batch,
+ *    aborting it leaves the batch as it was, so a failed operation changes
+ *    nothing.
+ *  - Before a child is merged, its changes (the puts and deletes, as
+ *    stored) are appended to the journal, index/journal, as one record
+ *    with a sequence number and an xxh3 checksum: a write into the page
+ *    cache, which a killed daemon does not lose.  objfs_meta_commit()
+ *    returns only then.
+ *  - A checkpoint commits the batch to LMDB (synced), with the number of
+ *    the last journal record it holds (super "journal_seq"), and starts
+ *    the journal again from its first byte.  The store calls for one
+ *    every second (objfs_meta_tick), which bounds what a machine crash
+ *    can take to about a second of namespace changes; fsync takes
+ *    nothing: objfs_meta_sync() flushes the journal (one fdatasync).
+ *  - Opening replays the journal: the records that follow journal_seq,
+ *    consecutive and with valid checksums, are applied, and a checkpoint
+ *    makes them part of LMDB.  A record torn by a crash ends the replay;
+ *    it had not been synced, so nothing acknowledged as durable is lost.
+ *    Records from before the last checkpoint cannot be mistaken for new
+ *    ones: their sequence numbers are lower.
+ *  - The journal is a fixed file, zero-filled when it is made, so writing
+ *    and flushing it never changes its metadata.  An operation whose
+ *    record would not fit goes straight into a checkpoint.
  *
- * The writable map starts at 256 MiB (or twice the data) and doubles
- * whenever the data comes within four reserves of its end.  A map as large
- * as the limit from the start costs nothing in production, but valgrind
- * slows down in proportion to a writable mapping (the index's unit test
- * took 95 s with 16 GiB).  LMDB remaps only with no transaction active in
- * the process, so every transaction holds m->resize shared and growing
- * takes it exclusively, before a write transaction begins; a thread that
- * already holds a transaction (they nest: a read inside a write) leaves
- * the growing to the next one, the margin is there for that.  Growing
- * goes before new readers (else overlapping readers could starve it),
- * and waits 20 ms at most, then leaves it to a later write: so a nested
- * reader queued behind it, or a reader waiting for an inode lock the
- * growing thread holds (a rename looks at parents inside its read
- * transaction), is held up 20 ms at worst, never deadlocked.
+ * Every process uses the index through this module alone, and the data
+ * directory's lock keeps other processes out, so LMDB's own locking is
+ * off (MDB_NOLOCK) and m->lock serialises all use: one transaction at a
+ * time, readers included (reads must see the batch).  It is the innermost
+ * lock of objfs.  A thread may nest transactions (held_* below).
  *
- * Locking: LMDB's own, and m->resize as above; @allocated is only touched
- * inside a write transaction, which LMDB serialises; @mapsize changes
- * only under m->resize held exclusively.
+ * Damage.  Every value carries a checksum of its DB, key and value
+ * (meta_keys.h); a record that fails it is -EIO and a log line.  A
+ * damaged LMDB file can make LMDB read outside its pages and crash, so
+ * before opening, the whole index is walked in a child process
+ * (objfs_meta_verify): a crash or an LMDB error there is -EUCLEAN and the
+ * open is refused.
+ *
+ * Full disk.  The data file keeps disk blocks allocated (fallocate,
+ * KEEP_SIZE) beyond its end, 32 MiB or what the disk had at open, so that
+ * a checkpoint rarely lacks room.  When the disk cannot top that up, or a
+ * checkpoint fails for want of space, the index is "tight": plain write
+ * transactions fail with -ENOSPC, essential ones (deletes, write-out) go
+ * on, into the journal, which is flushed each second instead, so that the
+ * store may free the disk space of what was deleted.
  */
 #include <config.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <lmdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../src/csum.h"
 #include "../src/log.h"
@@ -59,40 +81,58 @@
 #include "meta_keys.h"
 
 #define MAP_SIZE	(16ull << 30)	/* the index's limit */
-#define MAP_START	(256ull << 20)	/* a writable map starts here */
-#define RESERVE		(32ull << 20)	/* allocated beyond the last page */
-#define MIN_RESERVE	(2ull << 20)	/* below this, no writable map */
+#define RESERVE		(32ull << 20)	/* allocated beyond the data file */
+#define MIN_RESERVE	(2ull << 20)
+#define JOURNAL_SIZE	(8u << 20)
+#define JOURNAL_MIN	(1u << 20)
+#define JHDR		24		/* journal record header */
+#define TRAILER		8		/* record checksum */
+#define CHUNK_VAL	20		/* csum 8, len 4, slot 8 */
 
 enum { DB_SUPER, DB_INODE, DB_DIRENT, DB_DIRCOOKIE, DB_XATTR, DB_SYMLINK,
-	DB_CHUNK, DB_ORPHAN };
+	DB_CHUNK, DB_ORPHAN, DB_DELETED };
 
 static const char *const db_names[OBJFS_META_NDBS] = {
 	OBJFS_DB_SUPER, OBJFS_DB_INODE, OBJFS_DB_DIRENT, OBJFS_DB_DIRCOOKIE,
 	OBJFS_DB_XATTR, OBJFS_DB_SYMLINK, OBJFS_DB_CHUNK, OBJFS_DB_ORPHAN,
+	OBJFS_DB_DELETED,
 };
 
 struct objfs_meta {
 	MDB_env *env;
 	MDB_dbi dbi[OBJFS_META_NDBS];
-	int writemap;
-	int fd;				/* the data file, with writemap */
-	uint64_t allocated;		/* bytes of it fallocated */
-	uint64_t reserve;		/* kept allocated beyond the last page
-					 * (a quarter of it for essential
-					 * writes) */
-	uint64_t psize;			/* LMDB's page size */
-	_Atomic uint64_t mapsize;	/* the map's size now */
-	_Atomic uint64_t grow_retry_ns;	/* no try to grow before this */
-	pthread_rwlock_t resize;	/* shared by every transaction */
-};
+	int dfd;			/* the data file (for its reserve) */
+	int jfd;			/* the journal */
+	uint64_t jsize;			/* bytes of journal */
 
-/* Transactions this thread holds (they may nest). */
-static _Thread_local int txn_depth;
+	pthread_mutex_t lock;		/* everything below */
+	MDB_txn *batch;			/* changes not yet checkpointed */
+	struct objfs_meta_txn *w;	/* the write under way, or NULL */
+	int w_failed;			/* its log could not be kept */
+	uint64_t batch_ns;		/* when the first change not yet
+					 * checkpointed was committed */
+	uint64_t joff;			/* journal bytes in use */
+	uint64_t seq;			/* last commit */
+	uint64_t jseq;			/* last commit in the journal */
+	uint64_t ckpt_seq;		/* last commit checkpointed */
+	_Atomic uint64_t durable_seq;	/* survives a machine crash */
+	unsigned char *jbuf;		/* the record being built */
+	size_t jlen, jcap;
+	uint64_t reserve;		/* kept allocated beyond the file */
+	uint64_t reserved_to;		/* allocated up to here */
+	int tight;			/* see the top of this file */
+	int broken;			/* lost track of the batch: EIO */
+};
 
 struct objfs_meta_txn {
 	struct objfs_meta *m;
 	MDB_txn *txn;
+	int write;
 };
+
+/* The index this thread holds and how deep (transactions nest). */
+static _Thread_local struct objfs_meta *held;
+static _Thread_local int held_depth;
 
 struct dirent_val {
 	uint64_t ino;
@@ -153,64 +193,6 @@ make_key(unsigned char *buf, uint64_t id, const void *tail, size_t len)
 	return 8 + len;
 }
 
-/* Bytes of the data file in use (up to its last committed page). */
-static uint64_t
-used_bytes(struct objfs_meta *m)
-{
-	MDB_envinfo info;
-
-	if (mdb_env_info(m->env, &info))
-		return 0;
-	return (uint64_t)(info.me_last_pgno + 1) * m->psize;
-}
-
-/* Extend the data file's disk blocks to @to bytes (writemap only). */
-static int
-allocate_to(struct objfs_meta *m, uint64_t to)
-{
-	if (to > m->mapsize)
-		to = m->mapsize;	/* LMDB truncates the file to the map */
-	if (to <= m->allocated)
-		return 0;
-	if (fallocate(m->fd, 0, (off_t)m->allocated,
-			(off_t)(to - m->allocated)) < 0)
-		return -errno;
-	m->allocated = to;
-	return 0;
-}
-
-/*
- * Make sure the data file has disk blocks well beyond its last page
- * (writemap only): m->reserve for a plain write, a quarter of it for an
- * essential one.  Grows in steps of m->reserve.  0 or a negative errno.
- */
-static int
-reserve(struct objfs_meta *m, int essential)
-{
-	uint64_t last;
-
-	if (!m->writemap)
-		return 0;
-	last = used_bytes(m);
-	if (last + (essential ? m->reserve / 4 : m->reserve) <= m->allocated)
-		return 0;
-	if (allocate_to(m, last + 2 * m->reserve) == 0)
-		return 0;
-	return allocate_to(m, last + (essential ? m->reserve / 4 :
-				m->reserve));
-}
-
-/* The map size the data wants: four reserves beyond it, by doublings. */
-static uint64_t
-map_wanted(struct objfs_meta *m, uint64_t used)
-{
-	uint64_t want = m->mapsize;
-
-	while (used + 4 * m->reserve > want && want < MAP_SIZE)
-		want *= 2;
-	return want < MAP_SIZE ? want : MAP_SIZE;
-}
-
 static uint64_t
 monotonic_ns(void)
 {
@@ -220,307 +202,237 @@ monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Grow the writable map when the data nears its end (see the top). */
-static void
-grow_map(struct objfs_meta *m)
-{
-	struct timespec until;
-	uint64_t want;
-	int rc;
+/* ---- record checksums ------------------------------------------------ */
 
-	if (!m->writemap || txn_depth > 0 ||
-	    map_wanted(m, used_bytes(m)) <= m->mapsize)
-		return;
-	/* The caller may hold inode or store locks that a reader holding a
-	 * transaction waits for: wait for the readers only briefly, and
-	 * then leave it to a later write (at most one try per 100 ms). */
-	if (monotonic_ns() < m->grow_retry_ns)
-		return;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += 20000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	if (pthread_rwlock_timedwrlock(&m->resize, &until) != 0) {
-		m->grow_retry_ns = monotonic_ns() + 100000000u;
-		return;
-	}
-	want = map_wanted(m, used_bytes(m));
-	if (want > m->mapsize) {
-		rc = mdb_env_set_mapsize(m->env, want);
-		if (rc == 0)
-			m->mapsize = want;
-		else
-			objfs_log(OBJFS_LOG_WARNING, "index: cannot grow the "
-				"map to %llu MiB: %s", (unsigned long long)
-				(want >> 20), mdb_strerror(rc));
-	}
-	pthread_rwlock_unlock(&m->resize);
+static uint64_t
+rec_csum(int db, const void *k, size_t klen, const void *v, size_t vlen)
+{
+	uint64_t seed = objfs_csum64_seed(k, klen, 0x6f626a6673000000ull |
+			(unsigned)db);
+
+	return objfs_csum64_seed(v, vlen, seed);
+}
+
+/* Is @v (trailer included) the value stored under @k in @db? */
+static int
+rec_ok(int db, const void *k, size_t klen, const MDB_val *v)
+{
+	if (v->mv_size < TRAILER)
+		return 0;
+	return objfs_csum_from_canonical((const unsigned char *)v->mv_data +
+			v->mv_size - TRAILER) ==
+		rec_csum(db, k, klen, v->mv_data, v->mv_size - TRAILER);
 }
 
 static int
-open_env(struct objfs_meta *m, const char *dir, int writemap)
+damaged(int db, const void *k, size_t klen)
 {
-	MDB_txn *txn;
-	uint64_t want;
-	int rc, i;
+	char hex[2 * 24 + 1];
+	size_t n = klen < 24 ? klen : 24;
 
-	m->writemap = writemap;
-	m->allocated = 0;
-	m->mapsize = writemap ? MAP_START : MAP_SIZE;
-	rc = mdb_env_create(&m->env);
-	if (rc)
-		return map_err(rc, "create");
-	rc = mdb_env_set_maxdbs(m->env, OBJFS_META_NDBS);
-	if (rc == 0)
-		rc = mdb_env_set_mapsize(m->env, m->mapsize);
-	if (rc == 0)
-		rc = mdb_env_open(m->env, dir, MDB_NOTLS | MDB_NOSYNC |
-				(writemap ? MDB_WRITEMAP : 0), 0600);
-	if (rc) {
-		if (rc == EACCES || rc == ENOENT || rc == EROFS)
-			rc = -rc;
-		else
-			rc = map_err(rc, "open");
-		goto err_env;
-	}
-	{
-		MDB_stat st;
-
-		rc = mdb_env_stat(m->env, &st);
-		if (rc) {
-			rc = map_err(rc, "open");
-			goto err_env;
-		}
-		m->psize = st.ms_psize;
-	}
-	if (writemap) {
-		rc = mdb_env_get_fd(m->env, &m->fd);
-		if (rc) {
-			rc = map_err(rc, "open");
-			goto err_env;
-		}
-		/* Twice the data at least (LMDB never maps less than the
-		 * data, and the file is as large as the last map). */
-		m->reserve = RESERVE;
-		want = map_wanted(m, 2 * used_bytes(m));
-		if (want > m->mapsize) {
-			rc = mdb_env_set_mapsize(m->env, want);
-			if (rc) {
-				rc = map_err(rc, "map size");
-				goto err_env;
-			}
-			m->mapsize = want;
-		}
-		/* As much as the disk has, down to MIN_RESERVE. */
-		for (m->reserve = RESERVE; m->reserve >= MIN_RESERVE;
-		     m->reserve /= 2)
-			if ((rc = reserve(m, 0)) != -ENOSPC)
-				break;
-		if (rc < 0 || m->reserve < MIN_RESERVE) {
-			rc = rc < 0 ? rc : -ENOSPC;
-			goto err_env;
-		}
-	}
-	rc = mdb_txn_begin(m->env, NULL, 0, &txn);
-	if (rc) {
-		rc = map_err(rc, "open");
-		goto err_env;
-	}
-	for (i = 0; i < OBJFS_META_NDBS; i++) {
-		rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE, &m->dbi[i]);
-		if (rc) {
-			mdb_txn_abort(txn);
-			rc = map_err(rc, "open");
-			goto err_env;
-		}
-	}
-	rc = mdb_txn_commit(txn);
-	if (rc) {
-		rc = map_err(rc, "open");
-		goto err_env;
-	}
-	return 0;
-
-err_env:
-	mdb_env_close(m->env);
-	m->env = NULL;
-	return rc;
+	for (size_t i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", ((const unsigned char *)k)[i]);
+	hex[2 * n] = '\0';
+	objfs_log(OBJFS_LOG_ERR, "index: damaged record in %s (key %s%s): "
+		"not used; objfsctl check lists every one", db_names[db], hex,
+		klen > n ? "..." : "");
+	return -EIO;
 }
 
-int
-objfs_meta_open(const char *dir, struct objfs_meta **out)
+/* ---- locking --------------------------------------------------------- */
+
+static void
+meta_lock(struct objfs_meta *m)
 {
-	struct objfs_meta *m;
-	int rc;
-
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	{
-		pthread_rwlockattr_t ra;
-
-		/* Writers first, or readers that keep overlapping would
-		 * starve the growing; it waits 20 ms at most (grow_map), so
-		 * a nested reader queued behind it waits no longer. */
-		pthread_rwlockattr_init(&ra);
-		pthread_rwlockattr_setkind_np(&ra,
-			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-		pthread_rwlock_init(&m->resize, &ra);
-		pthread_rwlockattr_destroy(&ra);
-	}
-	rc = open_env(m, dir, 1);
-	if (rc == -EOPNOTSUPP || rc == -ENOSPC || rc == -ENOSYS) {
-		objfs_log(OBJFS_LOG_INFO, "index: cannot reserve disk blocks "
-			"for a writable map (%s); using plain writes",
-			strerror(-rc));
-		rc = open_env(m, dir, 0);
-	}
-	if (rc < 0) {
-		pthread_rwlock_destroy(&m->resize);
-		free(m);
-		return rc;
-	}
-	*out = m;
-	return 0;
-}
-
-void
-objfs_meta_close(struct objfs_meta *m)
-{
-	if (!m)
+	if (held == m) {
+		held_depth++;
 		return;
-	mdb_env_sync(m->env, 1);
-	mdb_env_close(m->env);
-	pthread_rwlock_destroy(&m->resize);
-	free(m);
-}
-
-uint64_t
-objfs_meta_map_size(struct objfs_meta *m)
-{
-	return m->mapsize;
-}
-
-int
-objfs_meta_sync(struct objfs_meta *m)
-{
-	return map_err(mdb_env_sync(m->env, 1), "sync");
-}
-
-int
-objfs_meta_size(struct objfs_meta *m, uint64_t *bytes)
-{
-	*bytes = used_bytes(m);
-	return 0;
-}
-
-int
-objfs_meta_inode_count(struct objfs_meta_txn *t, uint64_t *n)
-{
-	MDB_stat st;
-	int rc = mdb_stat(t->txn, t->m->dbi[DB_INODE], &st);
-
-	if (rc)
-		return map_err(rc, "inode count");
-	*n = st.ms_entries;
-	return 0;
-}
-
-int
-objfs_meta_begin(struct objfs_meta *m, int write, struct objfs_meta_txn **out)
-{
-	struct objfs_meta_txn *t;
-	int rc;
-
-	t = malloc(sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	t->m = m;
-	if (write)
-		grow_map(m);
-	pthread_rwlock_rdlock(&m->resize);
-	rc = mdb_txn_begin(m->env, NULL, write ? 0 : MDB_RDONLY, &t->txn);
-	if (rc) {
-		pthread_rwlock_unlock(&m->resize);
-		free(t);
-		return map_err(rc, "begin");
 	}
-	txn_depth++;
-	/* Holding LMDB's writer lock: room for what this one may add. */
-	if (write && (rc = reserve(m, write == OBJFS_META_ESSENTIAL)) < 0) {
-		mdb_txn_abort(t->txn);
-		txn_depth--;
-		pthread_rwlock_unlock(&m->resize);
-		free(t);
-		objfs_log(OBJFS_LOG_ERR, "index: cannot reserve disk space: %s",
-			strerror(-rc));
-		return rc == -EOPNOTSUPP || rc == -EFBIG ? -ENOSPC : rc;
-	}
-	*out = t;
-	return 0;
+	pthread_mutex_lock(&m->lock);
+	held = m;
+	held_depth = 1;
 }
 
-int
-objfs_meta_commit(struct objfs_meta_txn *t)
+static void
+meta_unlock(struct objfs_meta *m)
 {
-	int rc = mdb_txn_commit(t->txn);
-
-	txn_depth--;
-	pthread_rwlock_unlock(&t->m->resize);
-	free(t);
-	return map_err(rc, "commit");
-}
-
-void
-objfs_meta_abort(struct objfs_meta_txn *t)
-{
-	if (!t)
+	if (--held_depth > 0)
 		return;
-	mdb_txn_abort(t->txn);
-	txn_depth--;
-	pthread_rwlock_unlock(&t->m->resize);
-	free(t);
+	held = NULL;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* ---- the log of the write under way ---------------------------------- */
+
+static int
+jgrow(struct objfs_meta *m, size_t need)
+{
+	size_t cap = m->jcap ? m->jcap : 4096;
+	unsigned char *p;
+
+	if (need <= m->jcap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(m->jbuf, cap);
+	if (!p) {
+		m->w_failed = 1;
+		return -ENOMEM;
+	}
+	m->jbuf = p;
+	m->jcap = cap;
+	return 0;
+}
+
+static int
+jlog(struct objfs_meta *m, int op, int db, const void *k, size_t klen,
+		const void *v, size_t vlen)
+{
+	size_t need = m->jlen + 8 + klen + vlen;
+	unsigned char *p;
+
+	if (jgrow(m, need) < 0)
+		return -ENOMEM;
+	p = m->jbuf + m->jlen;
+	p[0] = (unsigned char)op;
+	p[1] = (unsigned char)db;
+	p[2] = (unsigned char)(klen >> 8);
+	p[3] = (unsigned char)klen;
+	p[4] = (unsigned char)(vlen >> 24);
+	p[5] = (unsigned char)(vlen >> 16);
+	p[6] = (unsigned char)(vlen >> 8);
+	p[7] = (unsigned char)vlen;
+	memcpy(p + 8, k, klen);
+	if (vlen)
+		memcpy(p + 8 + klen, v, vlen);
+	m->jlen = need;
+	return 0;
+}
+
+/* ---- primitive operations --------------------------------------------- */
+
+static int
+writable(struct objfs_meta_txn *t)
+{
+	if (t->write && t->m->w == t)
+		return 0;
+	objfs_log(OBJFS_LOG_ERR, "index: a change through a read transaction");
+	return -EBADF;
 }
 
 static int
 get(struct objfs_meta_txn *t, int db, const void *k, size_t klen, MDB_val *v)
 {
 	MDB_val key = { klen, (void *)k };
+	int rc = mdb_get(t->txn, t->m->dbi[db], &key, v);
 
-	return map_err(mdb_get(t->txn, t->m->dbi[db], &key, v), "get");
+	if (rc)
+		return map_err(rc, "get");
+	if (!rec_ok(db, k, klen, v))
+		return damaged(db, k, klen);
+	v->mv_size -= TRAILER;
+	return 0;
+}
+
+/* Store @v under @k in @txn with its trailer; the stored value (for the
+ * journal) in *@stored. */
+static int
+raw_put(MDB_txn *txn, MDB_dbi dbi, int db, const void *k, size_t klen,
+		const void *v, size_t vlen, unsigned flags, MDB_val *stored)
+{
+	MDB_val key = { klen, (void *)k };
+	MDB_val val = { vlen + TRAILER, NULL };
+	int rc = mdb_put(txn, dbi, &key, &val, flags | MDB_RESERVE);
+
+	if (rc)
+		return rc;
+	if (vlen)
+		memcpy(val.mv_data, v, vlen);
+	objfs_csum_to_canonical(rec_csum(db, k, klen, v, vlen),
+			(unsigned char *)val.mv_data + vlen);
+	*stored = val;
+	return 0;
 }
 
 static int
 put(struct objfs_meta_txn *t, int db, const void *k, size_t klen,
 		const void *v, size_t vlen, unsigned flags)
 {
-	MDB_val key = { klen, (void *)k };
-	MDB_val val = { vlen, (void *)v };
+	MDB_val stored;
+	int rc = writable(t);
 
-	return map_err(mdb_put(t->txn, t->m->dbi[db], &key, &val, flags), "put");
+	if (rc < 0)
+		return rc;
+	rc = raw_put(t->txn, t->m->dbi[db], db, k, klen, v, vlen, flags,
+			&stored);
+	if (rc)
+		return map_err(rc, "put");
+	return jlog(t->m, OBJFS_JOURNAL_PUT, db, k, klen, stored.mv_data,
+			stored.mv_size);
 }
 
 static int
 del(struct objfs_meta_txn *t, int db, const void *k, size_t klen)
 {
 	MDB_val key = { klen, (void *)k };
+	int rc = writable(t);
 
-	return map_err(mdb_del(t->txn, t->m->dbi[db], &key, NULL), "del");
+	if (rc < 0)
+		return rc;
+	rc = mdb_del(t->txn, t->m->dbi[db], &key, NULL);
+	if (rc)
+		return map_err(rc, "del");
+	return jlog(t->m, OBJFS_JOURNAL_DEL, db, k, klen, NULL, 0);
+}
+
+/* Delete every key of @dbi that starts with @k[0..8) and is >= @k. */
+static int
+raw_del_range(MDB_txn *txn, MDB_dbi dbi, const void *k, size_t klen)
+{
+	MDB_cursor *cur;
+	MDB_val key = { klen, (void *)k }, v;
+	int rc = mdb_cursor_open(txn, dbi, &cur);
+
+	if (rc)
+		return rc;
+	rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
+	while (rc == 0 && key.mv_size >= 8 && memcmp(key.mv_data, k, 8) == 0) {
+		rc = mdb_cursor_del(cur, 0);
+		if (rc == 0)	/* after a delete, NEXT is the next one */
+			rc = mdb_cursor_get(cur, &key, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int
+del_range(struct objfs_meta_txn *t, int db, uint64_t id, const void *from,
+		size_t fromlen)
+{
+	unsigned char kb[8 + 16];
+	size_t klen = make_key(kb, id, from, fromlen);
+	int rc = writable(t);
+
+	if (rc < 0)
+		return rc;
+	rc = raw_del_range(t->txn, t->m->dbi[db], kb, klen);
+	if (rc)
+		return map_err(rc, "delete range");
+	return jlog(t->m, OBJFS_JOURNAL_DELRANGE, db, kb, klen, NULL, 0);
 }
 
 /*
  * Walk every key that starts with be64(@id), from be64(@id).@from, calling
- * @cb(arg, key, val) until it returns non-zero (1 = stop, <0 = error).
- * With @delete, each visited key is deleted instead.
+ * @cb(arg, key, val, ok) until it returns non-zero (1 = stop, <0 = error);
+ * @ok says whether the record's checksum holds (the value comes without
+ * its trailer then).
  */
 static int
 range(struct objfs_meta_txn *t, int db, uint64_t id, const void *from,
-		size_t fromlen, int delete,
-		int (*cb)(void *arg, MDB_val *k, MDB_val *v), void *arg)
+		size_t fromlen,
+		int (*cb)(void *arg, MDB_val *k, MDB_val *v, int ok), void *arg)
 {
-	unsigned char kb[8 + 512];
+	unsigned char kb[8 + 16];
 	MDB_cursor *cur;
 	MDB_val k, v;
 	int rc;
@@ -532,18 +444,17 @@ range(struct objfs_meta_txn *t, int db, uint64_t id, const void *from,
 		return map_err(rc, "cursor");
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
 	while (rc == 0) {
+		int ok;
+
 		if (k.mv_size < 8 || get_be64(k.mv_data) != id)
 			break;
-		if (delete) {
-			rc = mdb_cursor_del(cur, 0);
-			if (rc)
-				break;
-		} else {
-			rc = cb(arg, &k, &v);
-			if (rc) {
-				mdb_cursor_close(cur);
-				return rc < 0 ? rc : 0;
-			}
+		ok = rec_ok(db, k.mv_data, k.mv_size, &v);
+		if (ok)
+			v.mv_size -= TRAILER;
+		rc = cb(arg, &k, &v, ok);
+		if (rc) {
+			mdb_cursor_close(cur);
+			return rc < 0 ? rc : 0;
 		}
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
 	}
@@ -552,6 +463,1133 @@ range(struct objfs_meta_txn *t, int db, uint64_t id, const void *from,
 		rc = 0;
 	return map_err(rc, "range");
 }
+
+/* Every record of @db, as range() does for one id. */
+static int
+walk_db(struct objfs_meta_txn *t, int db,
+		int (*cb)(void *arg, MDB_val *k, MDB_val *v, int ok), void *arg)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(t->txn, t->m->dbi[db], &cur);
+
+	if (rc)
+		return map_err(rc, "cursor");
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		int ok = rec_ok(db, k.mv_data, k.mv_size, &v);
+
+		if (ok)
+			v.mv_size -= TRAILER;
+		rc = cb(arg, &k, &v, ok);
+		if (rc) {
+			mdb_cursor_close(cur);
+			return rc < 0 ? rc : 0;
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : map_err(rc, "walk");
+}
+
+/* ---- the journal ------------------------------------------------------ */
+
+static int
+pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+
+	while (len) {
+		struct iovec iov = { (void *)p, len };
+		ssize_t n = pwritev(fd, &iov, 1, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void
+jhdr_fill(unsigned char *h, uint32_t len, uint64_t seq, const void *payload)
+{
+	uint32_t magic = OBJFS_JOURNAL_MAGIC;
+	uint64_t c;
+
+	memcpy(h, &magic, 4);
+	memcpy(h + 4, &len, 4);
+	memcpy(h + 8, &seq, 8);
+	c = objfs_csum64_seed(payload, len, objfs_csum64(h, 16));
+	memcpy(h + 16, &c, 8);
+}
+
+/* Append the record in m->jbuf with number @seq. */
+static int
+journal_append(struct objfs_meta *m, uint64_t seq)
+{
+	size_t len = m->jlen - JHDR;
+	int rc;
+
+	jhdr_fill(m->jbuf, (uint32_t)len, seq, m->jbuf + JHDR);
+	rc = pwrite_all(m->jfd, m->jbuf, m->jlen, m->joff);
+	if (rc < 0) {
+		objfs_log(OBJFS_LOG_ERR, "index: cannot write the journal: %s",
+			strerror(-rc));
+		return rc;
+	}
+	m->joff += m->jlen;
+	m->jseq = seq;
+	return 0;
+}
+
+/* Apply one record's entries to @txn. */
+static int
+apply(struct objfs_meta *m, MDB_txn *txn, const unsigned char *p,
+		size_t len)
+{
+	while (len) {
+		size_t klen, vlen;
+		MDB_val k, v;
+		int rc, db;
+
+		if (len < 8)
+			return MDB_CORRUPTED;
+		db = p[1];
+		klen = (size_t)p[2] << 8 | p[3];
+		vlen = (size_t)p[4] << 24 | (size_t)p[5] << 16 |
+			(size_t)p[6] << 8 | p[7];
+		if (db >= OBJFS_META_NDBS || len - 8 < klen ||
+		    len - 8 - klen < vlen)
+			return MDB_CORRUPTED;
+		k.mv_size = klen;
+		k.mv_data = (void *)(p + 8);
+		v.mv_size = vlen;
+		v.mv_data = (void *)(p + 8 + klen);
+		switch (p[0]) {
+		case OBJFS_JOURNAL_PUT:
+			rc = mdb_put(txn, m->dbi[db], &k, &v, 0);
+			break;
+		case OBJFS_JOURNAL_DEL:
+			rc = mdb_del(txn, m->dbi[db], &k, NULL);
+			if (rc == MDB_NOTFOUND)
+				rc = 0;
+			break;
+		case OBJFS_JOURNAL_DELRANGE:
+			rc = klen >= 8 ? raw_del_range(txn, m->dbi[db],
+					k.mv_data, klen) : MDB_CORRUPTED;
+			break;
+		default:
+			rc = MDB_CORRUPTED;
+		}
+		if (rc)
+			return rc;
+		p += 8 + klen + vlen;
+		len -= 8 + klen + vlen;
+	}
+	return 0;
+}
+
+/* The record at @off that follows @expect - 1, read into *@buf: its
+ * payload length, or 0 when there is none (end, torn or stale). */
+static size_t
+journal_read(int fd, uint64_t jsize, uint64_t off, uint64_t expect,
+		unsigned char **buf, size_t *cap)
+{
+	unsigned char h[JHDR];
+	uint32_t magic, len;
+	uint64_t seq, c;
+
+	if (off + JHDR > jsize || pread(fd, h, JHDR, (off_t)off) != JHDR)
+		return 0;
+	memcpy(&magic, h, 4);
+	memcpy(&len, h + 4, 4);
+	memcpy(&seq, h + 8, 8);
+	memcpy(&c, h + 16, 8);
+	if (magic != OBJFS_JOURNAL_MAGIC || seq != expect || len == 0 ||
+	    len > jsize - off - JHDR)
+		return 0;
+	if (len > *cap) {
+		unsigned char *p = realloc(*buf, len);
+
+		if (!p)
+			return 0;
+		*buf = p;
+		*cap = len;
+	}
+	if (pread(fd, *buf, len, (off_t)(off + JHDR)) != (ssize_t)len)
+		return 0;
+	if (objfs_csum64_seed(*buf, len, objfs_csum64(h, 16)) != c)
+		return 0;
+	return len;
+}
+
+static int
+super_get_raw(struct objfs_meta *m, MDB_txn *txn, const char *key,
+		uint64_t *val)
+{
+	MDB_val k = { strlen(key), (void *)key }, v;
+	int rc = mdb_get(txn, m->dbi[DB_SUPER], &k, &v);
+
+	if (rc)
+		return rc;
+	if (!rec_ok(DB_SUPER, k.mv_data, k.mv_size, &v) ||
+	    v.mv_size != 8 + TRAILER)
+		return MDB_CORRUPTED;
+	memcpy(val, v.mv_data, 8);
+	return 0;
+}
+
+/*
+ * Apply the journal's records that follow the checkpoint in m->batch to
+ * it.  Sets m->seq/jseq/joff to what was replayed; *@n gets the count.
+ */
+static int
+replay(struct objfs_meta *m, uint64_t *n)
+{
+	unsigned char *buf = NULL;
+	size_t cap = 0, len;
+	uint64_t ckpt = 0, off = 0;
+	int rc;
+
+	*n = 0;
+	rc = super_get_raw(m, m->batch, OBJFS_SUPER_JOURNAL, &ckpt);
+	if (rc && rc != MDB_NOTFOUND)
+		return rc;
+	m->ckpt_seq = ckpt;
+	while ((len = journal_read(m->jfd, m->jsize, off, ckpt + *n + 1, &buf,
+			&cap)) > 0) {
+		rc = apply(m, m->batch, buf, len);
+		if (rc) {
+			free(buf);
+			return rc;
+		}
+		off += JHDR + len;
+		(*n)++;
+	}
+	free(buf);
+	m->seq = m->jseq = ckpt + *n;
+	m->joff = off;
+	return 0;
+}
+
+/* Lost the batch (a failed checkpoint or merge): rebuild it from the
+ * checkpoint and the journal, which holds every commit since. */
+static int
+rebuild(struct objfs_meta *m)
+{
+	uint64_t want = m->jseq, n;
+	int rc;
+
+	if (m->batch)
+		mdb_txn_abort(m->batch);
+	m->batch = NULL;
+	rc = mdb_txn_begin(m->env, NULL, 0, &m->batch);
+	if (rc == 0)
+		rc = replay(m, &n);
+	if (rc == 0 && m->jseq == want)
+		return 0;
+	objfs_log(OBJFS_LOG_ERR, "index: cannot rebuild the changes since the "
+		"last checkpoint (%s); refusing further changes, the next mount "
+		"replays the journal", rc ? mdb_strerror(rc) : "journal short");
+	m->broken = 1;
+	return -EIO;
+}
+
+/* Keep disk blocks allocated beyond the data file's end. */
+static void
+top_up(struct objfs_meta *m)
+{
+	struct stat st;
+
+	if (!m->reserve || fstat(m->dfd, &st) < 0)
+		return;
+	if ((uint64_t)st.st_size + m->reserve <= m->reserved_to) {
+		m->tight = 0;
+		return;
+	}
+	if (fallocate(m->dfd, FALLOC_FL_KEEP_SIZE, st.st_size,
+			(off_t)m->reserve) == 0) {
+		m->reserved_to = (uint64_t)st.st_size + m->reserve;
+		m->tight = 0;
+		return;
+	}
+	if (errno == ENOSPC) {
+		/* Essential writes only, from what is left, once less than a
+		 * quarter of the reserve remains. */
+		m->tight = (uint64_t)st.st_size + m->reserve / 4 >
+			m->reserved_to;
+		return;
+	}
+	objfs_log(OBJFS_LOG_INFO, "index: cannot reserve disk blocks: %m");
+	m->reserve = 0;
+}
+
+/* Commit the batch to LMDB (locked, no write under way). */
+static int
+checkpoint(struct objfs_meta *m)
+{
+	MDB_val stored;
+	uint64_t seq = m->seq;
+	int rc;
+
+	if (!m->batch)
+		return 0;
+	if (seq == m->ckpt_seq) {
+		mdb_txn_abort(m->batch);	/* it only read */
+		m->batch = NULL;
+		return 0;
+	}
+	rc = raw_put(m->batch, m->dbi[DB_SUPER], DB_SUPER, OBJFS_SUPER_JOURNAL,
+			strlen(OBJFS_SUPER_JOURNAL), &seq, sizeof(seq), 0,
+			&stored);
+	if (rc == 0)
+		rc = mdb_txn_commit(m->batch);
+	else
+		mdb_txn_abort(m->batch);
+	m->batch = NULL;
+	if (rc) {
+		struct statvfs sv;
+		int err;
+
+		/* LMDB reports a short write (a full disk) as EIO. */
+		if ((rc == ENOSPC || rc == MDB_MAP_FULL || rc == EIO) &&
+		    fstatvfs(m->dfd, &sv) == 0 &&
+		    (uint64_t)sv.f_bavail * sv.f_frsize < RESERVE) {
+			err = -ENOSPC;
+			m->tight = 1;
+			objfs_log(OBJFS_LOG_WARNING, "index: no room on its disk "
+				"for a checkpoint; the journal keeps the "
+				"changes (deletes still work)");
+		} else {
+			err = map_err(rc, "checkpoint");
+			objfs_log(OBJFS_LOG_WARNING, "index: checkpoint failed "
+				"(%s); the journal keeps the changes",
+				mdb_strerror(rc));
+		}
+		m->seq = m->jseq;
+		(void)rebuild(m);
+		return err;
+	}
+	m->ckpt_seq = m->jseq = seq;
+	atomic_store(&m->durable_seq, seq);
+	m->joff = 0;
+	m->batch_ns = 0;
+	top_up(m);
+	return 0;
+}
+
+static int
+ensure_batch(struct objfs_meta *m)
+{
+	if (m->batch)
+		return 0;
+	return map_err(mdb_txn_begin(m->env, NULL, 0, &m->batch), "begin");
+}
+
+/* ---- transactions ----------------------------------------------------- */
+
+int
+objfs_meta_begin(struct objfs_meta *m, int write, struct objfs_meta_txn **out)
+{
+	struct objfs_meta_txn *t = malloc(sizeof(*t));
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	meta_lock(m);
+	rc = m->broken ? -EIO : 0;
+	if (rc == 0 && write && m->w) {
+		objfs_log(OBJFS_LOG_ERR, "index: a write inside a write");
+		rc = -EDEADLK;
+	}
+	if (rc == 0 && write && m->tight && write != OBJFS_META_ESSENTIAL)
+		rc = -ENOSPC;
+	if (rc == 0)
+		rc = ensure_batch(m);
+	if (rc == 0 && write) {
+		rc = map_err(mdb_txn_begin(m->env, m->batch, 0, &t->txn),
+				"begin");
+		if (rc == 0) {
+			m->w = t;
+			m->w_failed = 0;
+			m->jlen = JHDR;		/* room for the header */
+			rc = jgrow(m, JHDR);
+			if (rc < 0) {
+				mdb_txn_abort(t->txn);
+				m->w = NULL;
+			}
+		}
+	} else if (rc == 0) {
+		t->txn = m->w ? m->w->txn : m->batch;
+	}
+	if (rc < 0) {
+		meta_unlock(m);
+		free(t);
+		return rc;
+	}
+	t->m = m;
+	t->write = write;
+	*out = t;
+	return 0;
+}
+
+static int
+commit_write(struct objfs_meta_txn *t, uint64_t *seq_out)
+{
+	struct objfs_meta *m = t->m;
+	uint64_t next = m->seq + 1;
+	int rc;
+
+	m->w = NULL;
+	if (m->w_failed) {
+		mdb_txn_abort(t->txn);
+		return -ENOMEM;
+	}
+	if (m->jlen == JHDR) {		/* changed nothing */
+		*seq_out = m->seq;
+		return map_err(mdb_txn_commit(t->txn), "commit");
+	}
+	/* The last quarter of the journal is for essential writes, so that
+	 * deletes still work when a full disk stops checkpoints. */
+	if (m->jlen - JHDR > m->jsize / 2 || m->joff + m->jlen > (t->write ==
+			OBJFS_META_ESSENTIAL ? m->jsize : m->jsize / 4 * 3)) {
+		/* No room in the journal: straight into a checkpoint. */
+		rc = mdb_txn_commit(t->txn);
+		if (rc)
+			return map_err(rc, "commit");
+		m->seq = next;
+		rc = checkpoint(m);
+		if (rc < 0)
+			return rc;	/* rebuilt without it */
+		*seq_out = next;
+		return 0;
+	}
+	rc = journal_append(m, next);
+	if (rc < 0) {
+		mdb_txn_abort(t->txn);
+		return rc;
+	}
+	m->seq = next;
+	rc = mdb_txn_commit(t->txn);
+	if (rc) {
+		/* In the journal, not in the batch: rebuilding puts it in. */
+		objfs_log(OBJFS_LOG_WARNING, "index: merging a change: %s",
+			mdb_strerror(rc));
+		rc = rebuild(m);
+		if (rc < 0)
+			return rc;
+	}
+	if (!m->batch_ns)
+		m->batch_ns = monotonic_ns();
+	*seq_out = next;
+	return 0;
+}
+
+int
+objfs_meta_commit_seq(struct objfs_meta_txn *t, uint64_t *seq)
+{
+	struct objfs_meta *m = t->m;
+	uint64_t s = 0;
+	int rc = 0;
+
+	if (t->write)
+		rc = commit_write(t, &s);
+	else
+		s = m->seq;
+	meta_unlock(m);
+	free(t);
+	if (rc == 0 && seq)
+		*seq = s;
+	return rc;
+}
+
+int
+objfs_meta_commit(struct objfs_meta_txn *t)
+{
+	return objfs_meta_commit_seq(t, NULL);
+}
+
+void
+objfs_meta_abort(struct objfs_meta_txn *t)
+{
+	struct objfs_meta *m;
+
+	if (!t)
+		return;
+	m = t->m;
+	if (t->write) {
+		mdb_txn_abort(t->txn);
+		m->w = NULL;
+	}
+	meta_unlock(m);
+	free(t);
+}
+
+/* ---- durability -------------------------------------------------------- */
+
+int
+objfs_meta_sync(struct objfs_meta *m)
+{
+	uint64_t target;
+	int fd;
+
+	meta_lock(m);
+	target = m->seq;
+	fd = m->jfd;
+	if (m->broken) {
+		meta_unlock(m);
+		return -EIO;
+	}
+	meta_unlock(m);
+	if (atomic_load(&m->durable_seq) >= target)
+		return 0;
+	/* Everything up to @target is in the journal or checkpointed; a
+	 * checkpoint meanwhile only makes more of it durable. */
+	if (fdatasync(fd) < 0) {
+		int rc = -errno;
+
+		objfs_log(OBJFS_LOG_ERR, "index: cannot flush the journal: %s",
+			strerror(-rc));
+		return rc;
+	}
+	meta_lock(m);
+	if (atomic_load(&m->durable_seq) < target)
+		atomic_store(&m->durable_seq, target);
+	meta_unlock(m);
+	return 0;
+}
+
+int
+objfs_meta_tick(struct objfs_meta *m, unsigned interval_ms)
+{
+	int rc = 0, flush = 0;
+
+	meta_lock(m);
+	if (!m->broken && !m->w && m->batch && m->seq > m->ckpt_seq &&
+	    monotonic_ns() - m->batch_ns >= (uint64_t)interval_ms * 1000000u)
+		rc = checkpoint(m);
+	else if (m->tight)
+		top_up(m);
+	/* When the checkpoint cannot be done, flush the journal instead:
+	 * what it holds becomes durable, and so may be acted on. */
+	flush = rc < 0 && !m->broken;
+	meta_unlock(m);
+	if (flush)
+		(void)objfs_meta_sync(m);
+	return rc;
+}
+
+uint64_t
+objfs_meta_durable_seq(struct objfs_meta *m)
+{
+	return atomic_load(&m->durable_seq);
+}
+
+int
+objfs_meta_size(struct objfs_meta *m, uint64_t *bytes)
+{
+	struct stat a, b;
+
+	if (fstat(m->dfd, &a) < 0 || fstat(m->jfd, &b) < 0)
+		return -errno;
+	*bytes = (uint64_t)(a.st_blocks + b.st_blocks) * 512;
+	return 0;
+}
+
+/* ---- opening and closing ------------------------------------------------ */
+
+static int
+fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* Make the journal: zeros, flushed, so that later writes change no
+ * metadata.  As large as the disk allows, down to JOURNAL_MIN. */
+static int
+journal_create(const char *dir, const char *path, uint64_t *size)
+{
+	static const unsigned char zero[65536];
+	char tmp[4200];
+	uint64_t want = JOURNAL_SIZE;
+	int fd, rc;
+
+	snprintf(tmp, sizeof(tmp), "%s/journal.new", dir);
+	for (;;) {
+		fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		rc = 0;
+		for (uint64_t off = 0; rc == 0 && off < want; off += sizeof(zero))
+			rc = pwrite_all(fd, zero, sizeof(zero), off);
+		if (rc == 0 && fdatasync(fd) < 0)
+			rc = -errno;
+		close(fd);
+		if (rc == 0 || rc != -ENOSPC || want <= JOURNAL_MIN)
+			break;
+		want /= 2;
+	}
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		unlink(tmp);
+		return rc;
+	}
+	*size = want;
+	return fsync_dir(dir);
+}
+
+static int
+journal_open(struct objfs_meta *m, const char *dir, int fresh)
+{
+	char path[4200];
+	struct stat st;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	if (stat(path, &st) < 0 || (uint64_t)st.st_size < JOURNAL_MIN) {
+		if (!fresh)
+			objfs_log(OBJFS_LOG_WARNING, "index: the journal is %s; "
+				"made a new one (changes made after the last "
+				"checkpoint, if the daemon did not stop "
+				"cleanly, are not in the index)",
+				errno == ENOENT ? "missing" : "too short");
+		rc = journal_create(dir, path, &m->jsize);
+		if (rc < 0)
+			return rc;
+	} else {
+		m->jsize = (uint64_t)st.st_size;
+	}
+	m->jfd = open(path, O_RDWR | O_CLOEXEC);
+	return m->jfd < 0 ? -errno : 0;
+}
+
+static void
+reserve_open(struct objfs_meta *m)
+{
+	struct stat st;
+
+	if (fstat(m->dfd, &st) < 0)
+		return;
+	for (m->reserve = RESERVE; m->reserve >= MIN_RESERVE;
+	     m->reserve /= 2) {
+		if (fallocate(m->dfd, FALLOC_FL_KEEP_SIZE, st.st_size,
+				(off_t)m->reserve) == 0) {
+			m->reserved_to = (uint64_t)st.st_size + m->reserve;
+			return;
+		}
+		if (errno != ENOSPC)
+			break;
+	}
+	objfs_log(OBJFS_LOG_INFO, "index: no disk blocks reserved for it (%s)",
+		errno == ENOSPC ? "the disk is full" : strerror(errno));
+	m->reserve = 0;
+}
+
+static int
+env_open(struct objfs_meta *m, const char *dir, int rdonly)
+{
+	int rc = mdb_env_create(&m->env);
+
+	if (rc)
+		return rc;
+	rc = mdb_env_set_maxdbs(m->env, OBJFS_META_NDBS);
+	if (rc == 0)
+		rc = mdb_env_set_mapsize(m->env, MAP_SIZE);
+	if (rc == 0)
+		rc = mdb_env_open(m->env, dir, MDB_NOLOCK |
+				(rdonly ? MDB_RDONLY : 0), 0600);
+	if (rc) {
+		mdb_env_close(m->env);
+		m->env = NULL;
+	}
+	return rc;
+}
+
+static int
+open_err(int rc)
+{
+	switch (rc) {
+	case EACCES:
+	case ENOENT:
+	case EROFS:
+	case ENOSPC:
+	case ENOMEM:
+		return -rc;
+	case MDB_INVALID:
+	case MDB_VERSION_MISMATCH:
+		return -EPROTO;
+	default:
+		return map_err(rc, "open");
+	}
+}
+
+/*
+ * Schema 1 (objfs before records had checksums and chunks had slots):
+ * rewrite every value with its trailer, chunk records with slot = index
+ * (where schema 1 kept them), inode records with their count of chunk
+ * records.  In the transaction that opens the DBs, so all or nothing.
+ */
+static int
+legacy_schema(struct objfs_meta *m, MDB_txn *txn)
+{
+	MDB_val k = { 6, (void *)OBJFS_SUPER_SCHEMA }, v;
+	uint64_t schema;
+
+	if (mdb_get(txn, m->dbi[DB_SUPER], &k, &v) || v.mv_size != 8)
+		return 0;
+	memcpy(&schema, v.mv_data, 8);
+	return schema == 1;
+}
+
+struct ino_count {
+	uint64_t ino, n;
+};
+
+static int
+migrate_db(struct objfs_meta *m, MDB_txn *txn, int db,
+		struct ino_count **cv, size_t *nc, size_t *cc)
+{
+	unsigned char kb[8 + 512], *buf = NULL;
+	size_t bcap = 0;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(txn, m->dbi[db], &cur);
+
+	if (rc)
+		return rc;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		size_t plen = v.mv_size, need;
+		MDB_val nk, nv;
+
+		if (k.mv_size > sizeof(kb)) {
+			rc = MDB_CORRUPTED;
+			break;
+		}
+		memcpy(kb, k.mv_data, k.mv_size);
+		nk.mv_size = k.mv_size;
+		nk.mv_data = kb;
+		if (db == DB_CHUNK)
+			plen = CHUNK_VAL;
+		else if (db == DB_INODE)
+			plen = sizeof(struct objfs_attr);
+		need = plen + TRAILER;
+		if (need > bcap) {
+			unsigned char *p = realloc(buf, need);
+
+			if (!p) {
+				rc = ENOMEM;
+				break;
+			}
+			buf = p;
+			bcap = need;
+		}
+		if (db == DB_CHUNK) {
+			uint64_t ino = get_be64(kb), idx = get_be64(kb + 8);
+
+			if (k.mv_size != 16 || v.mv_size != 12) {
+				rc = MDB_CORRUPTED;
+				break;
+			}
+			memcpy(buf, v.mv_data, 12);
+			memcpy(buf + 12, &idx, 8);
+			if (!*nc || (*cv)[*nc - 1].ino != ino) {
+				if (*nc == *cc) {
+					size_t c = *cc ? 2 * *cc : 1024;
+					struct ino_count *p = realloc(*cv,
+							c * sizeof(*p));
+
+					if (!p) {
+						rc = ENOMEM;
+						break;
+					}
+					*cv = p;
+					*cc = c;
+				}
+				(*cv)[(*nc)++] = (struct ino_count){ ino, 0 };
+			}
+			(*cv)[*nc - 1].n++;
+		} else if (db == DB_INODE) {
+			struct objfs_attr a;
+			uint64_t ino = get_be64(kb);
+			size_t lo = 0, hi = *nc;
+
+			if (k.mv_size != 8 || v.mv_size != 88) {
+				rc = MDB_CORRUPTED;
+				break;
+			}
+			memset(&a, 0, sizeof(a));
+			memcpy(&a, v.mv_data, 88);
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+
+				if ((*cv)[mid].ino < ino)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			a.nrec = lo < *nc && (*cv)[lo].ino == ino ?
+				(*cv)[lo].n : 0;
+			memcpy(buf, &a, sizeof(a));
+		} else if (db == DB_SUPER && k.mv_size == 6 &&
+			   memcmp(kb, OBJFS_SUPER_SCHEMA, 6) == 0) {
+			uint64_t two = OBJFS_META_SCHEMA;
+
+			memcpy(buf, &two, 8);
+		} else if (plen) {
+			memcpy(buf, v.mv_data, plen);
+		}
+		objfs_csum_to_canonical(rec_csum(db, kb, nk.mv_size, buf, plen),
+				buf + plen);
+		nv.mv_size = need;
+		nv.mv_data = buf;
+		rc = mdb_cursor_put(cur, &nk, &nv, MDB_CURRENT);
+		if (rc == 0)
+			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	free(buf);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int
+migrate_v1(struct objfs_meta *m, MDB_txn *txn)
+{
+	static const int order[] = { DB_CHUNK, DB_INODE, DB_SUPER, DB_DIRENT,
+		DB_DIRCOOKIE, DB_XATTR, DB_SYMLINK, DB_ORPHAN };
+	struct ino_count *cv = NULL;
+	size_t nc = 0, cc = 0;
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < sizeof(order) / sizeof(order[0]); i++)
+		rc = migrate_db(m, txn, order[i], &cv, &nc, &cc);
+	free(cv);
+	if (rc == 0)
+		objfs_log(OBJFS_LOG_INFO, "index: converted from schema 1 "
+			"(checksums in every record, chunk slots)");
+	return rc;
+}
+
+int
+objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
+		int *created)
+{
+	struct objfs_meta_report rep;
+	struct objfs_meta *m;
+	char path[4200];
+	struct stat st;
+	MDB_txn *txn;
+	uint64_t n;
+	int rc, fresh = 0;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT || !create)
+			return -errno;
+		fresh = 1;
+	} else if (st.st_size == 0) {
+		return -ENODATA;
+	} else {
+		rc = objfs_meta_verify(dir, &rep);
+		if (rc == 0)
+			rc = rep.status;
+		if (rc < 0) {
+			if (rep.what[0])
+				objfs_log(OBJFS_LOG_ERR, "index %s: %s", path,
+					rep.what);
+			return rc;
+		}
+		if (rep.damaged && rep.schema != 1)
+			objfs_log(OBJFS_LOG_WARNING, "index %s: %" PRIu64
+				" damaged record(s) will read as errors; "
+				"objfsctl check lists them", path, rep.damaged);
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->dfd = m->jfd = -1;
+	pthread_mutex_init(&m->lock, NULL);
+	rc = env_open(m, dir, 0);
+	if (rc) {
+		rc = open_err(rc);
+		goto err_free;
+	}
+	rc = mdb_env_get_fd(m->env, &m->dfd);
+	if (rc == 0)
+		rc = mdb_txn_begin(m->env, NULL, 0, &txn);
+	if (rc) {
+		rc = open_err(rc);
+		goto err_env;
+	}
+	for (int i = 0; i < OBJFS_META_NDBS; i++) {
+		rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE, &m->dbi[i]);
+		if (rc) {
+			mdb_txn_abort(txn);
+			rc = open_err(rc);
+			goto err_env;
+		}
+	}
+	if (!fresh && legacy_schema(m, txn) && (rc = migrate_v1(m, txn))) {
+		objfs_log(OBJFS_LOG_ERR, "index: cannot convert it from schema "
+			"1: %s", mdb_strerror(rc));
+		mdb_txn_abort(txn);
+		rc = rc == ENOMEM ? -ENOMEM : -EUCLEAN;
+		goto err_env;
+	}
+	rc = mdb_txn_commit(txn);
+	if (rc) {
+		rc = open_err(rc);
+		goto err_env;
+	}
+	if (fresh && (rc = fsync_dir(dir)) < 0)
+		goto err_env;
+	rc = journal_open(m, dir, fresh);
+	if (rc < 0)
+		goto err_env;
+	reserve_open(m);
+	meta_lock(m);
+	rc = ensure_batch(m);
+	if (rc == 0) {
+		rc = replay(m, &n);
+		rc = rc ? map_err(rc, "journal replay") : 0;
+	}
+	if (rc == 0 && n) {
+		objfs_log(OBJFS_LOG_INFO, "index: replayed %" PRIu64 " journal "
+			"record(s) left by a daemon that did not stop cleanly",
+			n);
+		/* Durable before anything acts on it (a slot that only
+		 * the replayed state leaves free must stay free). */
+		if (checkpoint(m) < 0 && !m->broken) {
+			rc = fdatasync(m->jfd) < 0 ? -errno : 0;
+			atomic_store(&m->durable_seq, m->seq);
+		}
+	} else {
+		atomic_store(&m->durable_seq, m->seq);
+	}
+	if (rc == 0 && m->broken)
+		rc = -EIO;
+	meta_unlock(m);
+	if (rc < 0)
+		goto err_batch;
+	*out = m;
+	if (created)
+		*created = fresh;
+	return 0;
+
+err_batch:
+	if (m->batch)
+		mdb_txn_abort(m->batch);
+err_env:
+	if (m->jfd >= 0)
+		close(m->jfd);
+	mdb_env_close(m->env);
+err_free:
+	pthread_mutex_destroy(&m->lock);
+	free(m->jbuf);
+	free(m);
+	return rc;
+}
+
+int
+objfs_meta_close(struct objfs_meta *m)
+{
+	int rc = 0;
+
+	if (!m)
+		return 0;
+	meta_lock(m);
+	if (!m->broken)
+		rc = checkpoint(m);
+	if (m->batch)
+		mdb_txn_abort(m->batch);
+	m->batch = NULL;
+	/* No checkpoint (a full disk): the journal, flushed, holds it all
+	 * and the next open replays it, so nothing is lost. */
+	if (rc < 0 && !m->broken) {
+		rc = fdatasync(m->jfd) < 0 ? -errno : 0;
+		if (rc == 0)
+			objfs_log(OBJFS_LOG_WARNING, "index: closed without a "
+				"last checkpoint; the next mount replays the "
+				"journal");
+	}
+	if (m->broken)
+		rc = -EIO;
+	meta_unlock(m);
+	mdb_env_close(m->env);
+	close(m->jfd);
+	pthread_mutex_destroy(&m->lock);
+	free(m->jbuf);
+	free(m);
+	return rc;
+}
+
+/* ---- the structural walk (objfs_meta_verify) --------------------------- */
+
+struct verify_ctx {
+	struct objfs_meta_report *r;
+	int db;
+};
+
+static int
+count_rec(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct verify_ctx *c = arg;
+
+	c->r->records++;
+	if (c->db >= 0 && !ok)
+		c->r->damaged++;
+	return 0;
+}
+
+/* In the child: everything LMDB can be asked to read. */
+static void
+verify_walk(const char *dir, struct objfs_meta_report *r)
+{
+	struct objfs_meta m = { 0 };
+	struct objfs_meta_txn t = { &m, NULL, 0 };
+	struct verify_ctx c = { r, -1 };
+	MDB_envinfo info;
+	MDB_stat st;
+	struct stat fs;
+	char path[4200];
+	uint64_t ckpt = 0;
+	int rc;
+
+	rc = env_open(&m, dir, 1);
+	if (rc) {
+		r->status = open_err(rc);
+		snprintf(r->what, sizeof(r->what), "%s", rc == MDB_INVALID ?
+			"not an LMDB file" : mdb_strerror(rc));
+		return;
+	}
+	if (mdb_env_info(m.env, &info) == 0 && mdb_env_stat(m.env, &st) == 0) {
+		r->pages = info.me_last_pgno + 1;
+		snprintf(path, sizeof(path), "%s/data.mdb", dir);
+		if (stat(path, &fs) == 0 &&
+		    (uint64_t)fs.st_size < r->pages * st.ms_psize) {
+			r->status = -EUCLEAN;
+			snprintf(r->what, sizeof(r->what), "the file is cut short: "
+				"%lld bytes, its pages need %" PRIu64,
+				(long long)fs.st_size, r->pages * st.ms_psize);
+			goto out;
+		}
+	}
+	rc = mdb_txn_begin(m.env, NULL, MDB_RDONLY, &t.txn);
+	for (int db = 0; rc == 0 && db < 2; db++) {
+		/* LMDB's own: the free list and the table of DBs */
+		m.dbi[0] = (MDB_dbi)db;
+		c.db = -1;
+		rc = walk_db(&t, 0, count_rec, &c) < 0 ? MDB_CORRUPTED : 0;
+	}
+	for (int db = 0; rc == 0 && db < OBJFS_META_NDBS; db++) {
+		rc = mdb_dbi_open(t.txn, db_names[db], 0, &m.dbi[db]);
+		if (rc == MDB_NOTFOUND) {
+			rc = 0;
+			m.dbi[db] = 0;
+			continue;
+		}
+		c.db = db;
+		if (rc == 0 && walk_db(&t, db, count_rec, &c) < 0)
+			rc = MDB_CORRUPTED;
+	}
+	r->schema = OBJFS_META_SCHEMA;
+	if (rc == 0 && m.dbi[DB_SUPER] && legacy_schema(&m, t.txn))
+		r->schema = 1;
+	else if (rc == 0 && m.dbi[DB_SUPER])
+		rc = super_get_raw(&m, t.txn, OBJFS_SUPER_JOURNAL, &ckpt);
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	if (rc) {
+		r->status = -EUCLEAN;
+		snprintf(r->what, sizeof(r->what), "its structure is damaged (%s)",
+			mdb_strerror(rc));
+	} else {
+		unsigned char *buf = NULL;
+		size_t cap = 0, len;
+		uint64_t off = 0;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/journal", dir);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && fstat(fd, &fs) == 0) {
+			while ((len = journal_read(fd, (uint64_t)fs.st_size, off,
+					ckpt + r->journal_records + 1, &buf,
+					&cap)) > 0) {
+				off += JHDR + len;
+				r->journal_records++;
+			}
+		}
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+	}
+	if (t.txn)
+		mdb_txn_abort(t.txn);
+out:
+	mdb_env_close(m.env);
+}
+
+int
+objfs_meta_verify(const char *dir, struct objfs_meta_report *r)
+{
+	struct objfs_meta_report rep;
+	int pfd[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	if (pipe(pfd) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		memset(&rep, 0, sizeof(rep));
+		verify_walk(dir, &rep);
+		_exit(write(pfd[1], &rep, sizeof(rep)) == sizeof(rep) ? 0 : 1);
+	}
+	close(pfd[1]);
+	do {
+		n = read(pfd[0], &rep, sizeof(rep));
+	} while (n < 0 && errno == EINTR);
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	/* The child writes its report once the walk is done: that is the
+	 * verdict (a tool such as valgrind may change its exit status). */
+	if (n == sizeof(rep)) {
+		*r = rep;
+		return 0;
+	}
+	r->status = -EUCLEAN;
+	if (WIFSIGNALED(status))
+		snprintf(r->what, sizeof(r->what), "reading it crashed (%s): its "
+			"pages are damaged", strsignal(WTERMSIG(status)));
+	else
+		snprintf(r->what, sizeof(r->what), "reading it failed");
+	return 0;
+}
+
+/* ---- records ------------------------------------------------------------ */
 
 int
 objfs_meta_super_get(struct objfs_meta_txn *t, const char *key, uint64_t *val)
@@ -562,7 +1600,7 @@ objfs_meta_super_get(struct objfs_meta_txn *t, const char *key, uint64_t *val)
 	if (rc < 0)
 		return rc;
 	if (v.mv_size != sizeof(*val))
-		return map_err(MDB_CORRUPTED, "super record");
+		return damaged(DB_SUPER, key, strlen(key));
 	memcpy(val, v.mv_data, sizeof(*val));
 	return 0;
 }
@@ -586,7 +1624,7 @@ objfs_meta_inode_get(struct objfs_meta_txn *t, uint64_t ino,
 	if (rc < 0)
 		return rc;
 	if (v.mv_size != sizeof(*a))
-		return map_err(MDB_CORRUPTED, "inode record");
+		return damaged(DB_INODE, kb, 8);
 	memcpy(a, v.mv_data, sizeof(*a));
 	return 0;
 }
@@ -613,10 +1651,22 @@ objfs_meta_inode_del(struct objfs_meta_txn *t, uint64_t ino)
 	rc = del(t, DB_SYMLINK, kb, 8);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
-	rc = range(t, DB_XATTR, ino, NULL, 0, 1, NULL, NULL);
+	rc = del_range(t, DB_XATTR, ino, NULL, 0);
 	if (rc < 0)
 		return rc;
-	return range(t, DB_CHUNK, ino, NULL, 0, 1, NULL, NULL);
+	return del_range(t, DB_CHUNK, ino, NULL, 0);
+}
+
+int
+objfs_meta_inode_count(struct objfs_meta_txn *t, uint64_t *n)
+{
+	MDB_stat st;
+	int rc = mdb_stat(t->txn, t->m->dbi[DB_INODE], &st);
+
+	if (rc)
+		return map_err(rc, "inode count");
+	*n = st.ms_entries;
+	return 0;
 }
 
 int
@@ -625,16 +1675,18 @@ objfs_meta_dirent_get(struct objfs_meta_txn *t, uint64_t parent,
 {
 	unsigned char kb[8 + OBJFS_NAME_MAX];
 	struct dirent_val dv;
+	size_t klen;
 	MDB_val v;
 	int rc;
 
 	if (len > OBJFS_NAME_MAX)
 		return -ENAMETOOLONG;
-	rc = get(t, DB_DIRENT, kb, make_key(kb, parent, name, len), &v);
+	klen = make_key(kb, parent, name, len);
+	rc = get(t, DB_DIRENT, kb, klen, &v);
 	if (rc < 0)
 		return rc;
 	if (v.mv_size != sizeof(dv))
-		return map_err(MDB_CORRUPTED, "dirent record");
+		return damaged(DB_DIRENT, kb, klen);
 	memcpy(&dv, v.mv_data, sizeof(dv));
 	out->ino = dv.ino;
 	out->cookie = dv.cookie;
@@ -685,7 +1737,7 @@ objfs_meta_dirent_del(struct objfs_meta_txn *t, uint64_t parent,
 }
 
 static int
-stop_at_first(void *arg, MDB_val *k, MDB_val *v)
+stop_at_first(void *arg, MDB_val *k, MDB_val *v, int ok)
 {
 	*(int *)arg = 1;
 	return 1;
@@ -695,7 +1747,7 @@ int
 objfs_meta_dir_empty(struct objfs_meta_txn *t, uint64_t parent)
 {
 	int found = 0;
-	int rc = range(t, DB_DIRCOOKIE, parent, NULL, 0, 0, stop_at_first,
+	int rc = range(t, DB_DIRCOOKIE, parent, NULL, 0, stop_at_first,
 			&found);
 
 	if (rc < 0)
@@ -711,19 +1763,22 @@ struct dir_list_ctx {
 };
 
 static int
-dir_list_one(void *arg, MDB_val *k, MDB_val *v)
+dir_list_one(void *arg, MDB_val *k, MDB_val *v, int ok)
 {
 	struct dir_list_ctx *c = arg;
 	struct objfs_dirent d;
 	int rc;
 
-	if (k->mv_size != 16 || v->mv_size == 0 || v->mv_size > OBJFS_NAME_MAX)
-		return map_err(MDB_CORRUPTED, "dircookie record");
+	if (!ok || k->mv_size != 16 || v->mv_size == 0 ||
+	    v->mv_size > OBJFS_NAME_MAX)
+		return damaged(DB_DIRCOOKIE, k->mv_data, k->mv_size);
 	rc = objfs_meta_dirent_get(c->t, c->parent, v->mv_data, v->mv_size, &d);
-	if (rc < 0)
-		return rc == -ENOENT ? map_err(MDB_CORRUPTED, "dangling cookie")
-			: rc;
-	return c->cb(c->arg, &d);
+	if (rc == -ENOENT) {
+		objfs_log(OBJFS_LOG_ERR, "index: directory %" PRIu64 " lists "
+			"a name it does not hold", c->parent);
+		return -EIO;
+	}
+	return rc < 0 ? rc : c->cb(c->arg, &d);
 }
 
 int
@@ -736,7 +1791,7 @@ objfs_meta_dir_list(struct objfs_meta_txn *t, uint64_t parent, uint64_t after,
 	if (after == UINT64_MAX)
 		return 0;
 	put_be64(from, after + 1);
-	return range(t, DB_DIRCOOKIE, parent, from, 8, 0, dir_list_one, &c);
+	return range(t, DB_DIRCOOKIE, parent, from, 8, dir_list_one, &c);
 }
 
 static size_t
@@ -790,9 +1845,7 @@ objfs_meta_xattr_set(struct objfs_meta_txn *t, uint64_t ino, const char *name,
 		return -EEXIST;
 	if (rc == -ENOENT && (flags & XATTR_REPLACE))
 		return -ENODATA;
-	/* LMDB rejects empty values only for MDB_DUPSORT; a zero-length
-	 * xattr is legal and stored as such. */
-	return put(t, DB_XATTR, kb, klen, len ? val : "", len, 0);
+	return put(t, DB_XATTR, kb, klen, val, len, 0);
 }
 
 int
@@ -814,11 +1867,13 @@ struct xlist_ctx {
 };
 
 static int
-xattr_list_one(void *arg, MDB_val *k, MDB_val *v)
+xattr_list_one(void *arg, MDB_val *k, MDB_val *v, int ok)
 {
 	struct xlist_ctx *c = arg;
 	size_t n = k->mv_size - 8;
 
+	if (!ok)
+		return damaged(DB_XATTR, k->mv_data, k->mv_size);
 	if (c->size) {
 		if (c->len + n + 1 > c->size)
 			return -ERANGE;
@@ -834,7 +1889,7 @@ objfs_meta_xattr_list(struct objfs_meta_txn *t, uint64_t ino, char *buf,
 		size_t size, size_t *len_out)
 {
 	struct xlist_ctx c = { buf, size, 0 };
-	int rc = range(t, DB_XATTR, ino, NULL, 0, 0, xattr_list_one, &c);
+	int rc = range(t, DB_XATTR, ino, NULL, 0, xattr_list_one, &c);
 
 	if (rc < 0)
 		return rc;
@@ -871,15 +1926,16 @@ objfs_meta_symlink_get(struct objfs_meta_txn *t, uint64_t ino, char *buf,
 
 int
 objfs_meta_chunk_put(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
-		uint64_t csum, uint32_t len)
+		const struct objfs_chunk_rec *r)
 {
-	unsigned char kb[16], vb[12];
+	unsigned char kb[16], vb[CHUNK_VAL];
 
 	put_be64(kb, ino);
 	put_be64(kb + 8, idx);
-	objfs_csum_to_canonical(csum, vb);
-	memcpy(vb + 8, &len, 4);
-	return put(t, DB_CHUNK, kb, 16, vb, 12, 0);
+	objfs_csum_to_canonical(r->csum, vb);
+	memcpy(vb + 8, &r->len, 4);
+	memcpy(vb + 12, &r->slot, 8);
+	return put(t, DB_CHUNK, kb, 16, vb, CHUNK_VAL, 0);
 }
 
 int
@@ -901,106 +1957,277 @@ objfs_meta_chunk_del_from(struct objfs_meta_txn *t, uint64_t ino,
 	unsigned char from[8];
 
 	put_be64(from, first);
-	return range(t, DB_CHUNK, ino, from, 8, 1, NULL, NULL);
+	return del_range(t, DB_CHUNK, ino, from, 8);
 }
 
 struct chunk_list_ctx {
-	int (*cb)(void *arg, uint64_t idx, uint64_t csum, uint32_t len);
+	int (*cb)(void *arg, uint64_t idx, const struct objfs_chunk_rec *r);
+	int (*cb_all)(void *arg, uint64_t ino, uint64_t idx,
+			const struct objfs_chunk_rec *r);
 	void *arg;
 };
 
 static int
-chunk_list_one(void *arg, MDB_val *k, MDB_val *v)
+chunk_list_one(void *arg, MDB_val *k, MDB_val *v, int ok)
 {
 	struct chunk_list_ctx *c = arg;
-	uint32_t len;
+	struct objfs_chunk_rec r, *rp = NULL;
+	uint64_t ino = 0, idx = 0;
 
-	if (k->mv_size != 16 || v->mv_size != 12)
-		return map_err(MDB_CORRUPTED, "chunk record");
-	memcpy(&len, (char *)v->mv_data + 8, 4);
-	return c->cb(c->arg, get_be64((unsigned char *)k->mv_data + 8),
-			objfs_csum_from_canonical(v->mv_data), len);
+	if (k->mv_size == 16) {
+		ino = get_be64(k->mv_data);
+		idx = get_be64((unsigned char *)k->mv_data + 8);
+	}
+	if (ok && k->mv_size == 16 && v->mv_size == CHUNK_VAL) {
+		r.csum = objfs_csum_from_canonical(v->mv_data);
+		memcpy(&r.len, (char *)v->mv_data + 8, 4);
+		memcpy(&r.slot, (char *)v->mv_data + 12, 8);
+		rp = &r;
+	} else {
+		(void)damaged(DB_CHUNK, k->mv_data, k->mv_size);
+	}
+	return c->cb ? c->cb(c->arg, idx, rp) : c->cb_all(c->arg, ino, idx, rp);
 }
 
 int
 objfs_meta_chunk_list(struct objfs_meta_txn *t, uint64_t ino,
-		int (*cb)(void *arg, uint64_t idx, uint64_t csum, uint32_t len),
-		void *arg)
+		int (*cb)(void *arg, uint64_t idx,
+			const struct objfs_chunk_rec *r), void *arg)
 {
-	struct chunk_list_ctx c = { cb, arg };
+	struct chunk_list_ctx c = { cb, NULL, arg };
 
-	return range(t, DB_CHUNK, ino, NULL, 0, 0, chunk_list_one, &c);
+	return range(t, DB_CHUNK, ino, NULL, 0, chunk_list_one, &c);
 }
 
 int
-objfs_meta_chunk_total(struct objfs_meta_txn *t,
-		int (*cb)(void *arg, uint64_t idx, uint64_t csum, uint32_t len),
-		void *arg)
+objfs_meta_chunk_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t ino, uint64_t idx,
+			const struct objfs_chunk_rec *r), void *arg)
 {
-	struct chunk_list_ctx c = { cb, arg };
-	MDB_cursor *cur;
-	MDB_val k, v;
+	struct chunk_list_ctx c = { NULL, cb, arg };
+
+	return walk_db(t, DB_CHUNK, chunk_list_one, &c);
+}
+
+/* The DBs keyed by inode number alone, with empty values. */
+static int
+ino_set_add(struct objfs_meta_txn *t, int db, uint64_t ino)
+{
+	unsigned char kb[8];
+
+	put_be64(kb, ino);
+	return put(t, db, kb, 8, "", 0, 0);
+}
+
+static int
+ino_set_del(struct objfs_meta_txn *t, int db, uint64_t ino)
+{
+	unsigned char kb[8];
 	int rc;
 
-	rc = mdb_cursor_open(t->txn, t->m->dbi[DB_CHUNK], &cur);
-	if (rc)
-		return map_err(rc, "cursor");
-	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-	while (rc == 0) {
-		int r = chunk_list_one(&c, &k, &v);
+	put_be64(kb, ino);
+	rc = del(t, db, kb, 8);
+	return rc == -ENOENT ? 0 : rc;
+}
 
-		if (r) {
-			mdb_cursor_close(cur);
-			return r < 0 ? r : 0;
-		}
-		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-	}
-	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0 : map_err(rc, "chunk totals");
+struct ino_list_ctx {
+	int db;
+	int (*cb)(void *arg, uint64_t ino);
+	void *arg;
+};
+
+static int
+ino_list_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct ino_list_ctx *c = arg;
+
+	if (!ok || k->mv_size != 8)
+		return damaged(c->db, k->mv_data, k->mv_size);
+	return c->cb(c->arg, get_be64(k->mv_data));
+}
+
+static int
+ino_set_list(struct objfs_meta_txn *t, int db,
+		int (*cb)(void *arg, uint64_t ino), void *arg)
+{
+	struct ino_list_ctx c = { db, cb, arg };
+
+	return walk_db(t, db, ino_list_one, &c);
 }
 
 int
 objfs_meta_orphan_add(struct objfs_meta_txn *t, uint64_t ino)
 {
-	unsigned char kb[8];
-
-	put_be64(kb, ino);
-	return put(t, DB_ORPHAN, kb, 8, "", 0, 0);
+	return ino_set_add(t, DB_ORPHAN, ino);
 }
 
 int
 objfs_meta_orphan_del(struct objfs_meta_txn *t, uint64_t ino)
 {
-	unsigned char kb[8];
-	int rc;
-
-	put_be64(kb, ino);
-	rc = del(t, DB_ORPHAN, kb, 8);
-	return rc == -ENOENT ? 0 : rc;
+	return ino_set_del(t, DB_ORPHAN, ino);
 }
 
 int
 objfs_meta_orphan_list(struct objfs_meta_txn *t,
 		int (*cb)(void *arg, uint64_t ino), void *arg)
 {
-	MDB_cursor *cur;
-	MDB_val k, v;
-	int rc;
+	return ino_set_list(t, DB_ORPHAN, cb, arg);
+}
 
-	rc = mdb_cursor_open(t->txn, t->m->dbi[DB_ORPHAN], &cur);
-	if (rc)
-		return map_err(rc, "cursor");
-	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-	while (rc == 0) {
-		if (k.mv_size == 8) {
-			rc = cb(arg, get_be64(k.mv_data));
-			if (rc) {
-				mdb_cursor_close(cur);
-				return rc < 0 ? rc : 0;
-			}
-		}
-		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+int
+objfs_meta_deleted_add(struct objfs_meta_txn *t, uint64_t ino)
+{
+	return ino_set_add(t, DB_DELETED, ino);
+}
+
+int
+objfs_meta_deleted_del(struct objfs_meta_txn *t, uint64_t ino)
+{
+	return ino_set_del(t, DB_DELETED, ino);
+}
+
+int
+objfs_meta_deleted_get(struct objfs_meta_txn *t, uint64_t ino)
+{
+	unsigned char kb[8];
+	MDB_val v;
+
+	put_be64(kb, ino);
+	return get(t, DB_DELETED, kb, 8, &v);
+}
+
+int
+objfs_meta_deleted_list(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t ino), void *arg)
+{
+	return ino_set_list(t, DB_DELETED, cb, arg);
+}
+
+/* ---- whole-index walks --------------------------------------------------- */
+
+struct inode_all_ctx {
+	int (*cb)(void *arg, uint64_t ino, const struct objfs_attr *a);
+	void *arg;
+};
+
+static int
+inode_all_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct inode_all_ctx *c = arg;
+	struct objfs_attr a;
+	uint64_t ino = k->mv_size == 8 ? get_be64(k->mv_data) : 0;
+
+	if (!ok || k->mv_size != 8 || v->mv_size != sizeof(a))
+		return c->cb(c->arg, ino, NULL);
+	memcpy(&a, v->mv_data, sizeof(a));
+	return c->cb(c->arg, ino, &a);
+}
+
+int
+objfs_meta_inode_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t ino, const struct objfs_attr *a),
+		void *arg)
+{
+	struct inode_all_ctx c = { cb, arg };
+
+	return walk_db(t, DB_INODE, inode_all_one, &c);
+}
+
+struct dirent_all_ctx {
+	int (*cb)(void *arg, uint64_t parent, const struct objfs_dirent *d);
+	void *arg;
+};
+
+static int
+dirent_all_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct dirent_all_ctx *c = arg;
+	struct objfs_dirent d;
+	struct dirent_val dv;
+	uint64_t parent = k->mv_size >= 8 ? get_be64(k->mv_data) : 0;
+	size_t n = k->mv_size - 8;
+
+	if (!ok || k->mv_size <= 8 || n > OBJFS_NAME_MAX ||
+	    v->mv_size != sizeof(dv))
+		return c->cb(c->arg, parent, NULL);
+	memcpy(&dv, v->mv_data, sizeof(dv));
+	d.ino = dv.ino;
+	d.cookie = dv.cookie;
+	d.type = dv.type;
+	d.namelen = (uint32_t)n;
+	memcpy(d.name, (char *)k->mv_data + 8, n);
+	d.name[n] = '\0';
+	return c->cb(c->arg, parent, &d);
+}
+
+int
+objfs_meta_dirent_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t parent,
+			const struct objfs_dirent *d), void *arg)
+{
+	struct dirent_all_ctx c = { cb, arg };
+
+	return walk_db(t, DB_DIRENT, dirent_all_one, &c);
+}
+
+struct cookie_all_ctx {
+	int (*cb)(void *arg, uint64_t parent, uint64_t cookie,
+			const char *name, size_t len);
+	void *arg;
+};
+
+static int
+cookie_all_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct cookie_all_ctx *c = arg;
+	uint64_t parent = 0, cookie = 0;
+
+	if (k->mv_size == 16) {
+		parent = get_be64(k->mv_data);
+		cookie = get_be64((unsigned char *)k->mv_data + 8);
 	}
-	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0 : map_err(rc, "orphans");
+	if (!ok || k->mv_size != 16 || v->mv_size == 0 ||
+	    v->mv_size > OBJFS_NAME_MAX)
+		return c->cb(c->arg, parent, cookie, NULL, 0);
+	return c->cb(c->arg, parent, cookie, v->mv_data, v->mv_size);
+}
+
+int
+objfs_meta_cookie_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t parent, uint64_t cookie,
+			const char *name, size_t len), void *arg)
+{
+	struct cookie_all_ctx c = { cb, arg };
+
+	return walk_db(t, DB_DIRCOOKIE, cookie_all_one, &c);
+}
+
+struct owner_all_ctx {
+	int db;
+	int (*cb)(void *arg, const char *db, uint64_t ino, int ok);
+	void *arg;
+};
+
+static int
+owner_all_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct owner_all_ctx *c = arg;
+
+	return c->cb(c->arg, db_names[c->db],
+			k->mv_size >= 8 ? get_be64(k->mv_data) : 0,
+			ok && k->mv_size >= 8);
+}
+
+int
+objfs_meta_owner_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, const char *db, uint64_t ino, int ok),
+		void *arg)
+{
+	struct owner_all_ctx c = { DB_XATTR, cb, arg };
+	int rc = walk_db(t, DB_XATTR, owner_all_one, &c);
+
+	if (rc < 0)
+		return rc;
+	c.db = DB_SYMLINK;
+	return walk_db(t, DB_SYMLINK, owner_all_one, &c);
 }

@@ -6,16 +6,22 @@
  * All functions return 0 or a negative errno:
  *	-ENOENT		no such key (MDB_NOTFOUND)
  *	-EEXIST		key exists where it must not (MDB_KEYEXIST)
- *	-ENOSPC		index map full (MDB_MAP_FULL)
+ *	-ENOSPC		index map or disk full
  *	-ENOMEM		allocation failed
- *	-EIO		anything else; logged with mdb_strerror()
+ *	-EIO		a damaged record, or anything else; logged
  * Out-parameters are written only on success.
  *
- * Transactions: one write transaction at a time (LMDB serialises them),
- * any number of readers.  The environment is opened with MDB_NOTLS, so a
- * transaction may be used by whichever thread began it, and with
- * MDB_NOSYNC: a commit survives the daemon being killed; objfs_meta_sync()
- * makes everything committed survive a machine crash too.
+ * Durability (see meta.c for how): a committed write transaction survives
+ * the daemon being killed as soon as objfs_meta_commit() returns; it
+ * survives a machine crash once objfs_meta_sync() returns, or once the
+ * next checkpoint (objfs_meta_tick(), at most a second later) is done.
+ * No crash leaves the index unreadable.
+ *
+ * Transactions: one at a time in the process; objfs_meta_begin() waits
+ * for the one in progress.  The thread that holds one may begin another
+ * inside it (a read inside a write or a read, or a write inside a read),
+ * never a write inside a write (-EDEADLK).  The index's lock is taken
+ * last: never take another lock while holding a transaction.
  */
 #ifndef OBJFS_META_H
 #define OBJFS_META_H
@@ -47,8 +53,9 @@ struct objfs_attr {
 	uint32_t gid;
 	uint32_t nlink;
 	uint32_t pad;
+	uint64_t nrec;		/* regular files: chunk records in the index */
 };
-_Static_assert(sizeof(struct objfs_attr) == 88, "index record layout");
+_Static_assert(sizeof(struct objfs_attr) == 96, "index record layout");
 
 struct objfs_dirent {
 	uint64_t ino;
@@ -58,29 +65,58 @@ struct objfs_dirent {
 	char name[OBJFS_NAME_MAX + 1];
 };
 
-/* Open (creating if needed) the index in directory @dir. */
-int objfs_meta_open(const char *dir, struct objfs_meta **out);
-void objfs_meta_close(struct objfs_meta *m);
-/* The size of the index's map now: 16 GiB with plain writes; with a
- * writable map, what it has grown to (see meta.c). */
-uint64_t objfs_meta_map_size(struct objfs_meta *m);
-/* Flush everything committed to stable storage. */
+/* Where the disk copy of one chunk is, and what it holds. */
+struct objfs_chunk_rec {
+	uint64_t csum;		/* xxh3 of its @len bytes */
+	uint64_t slot;		/* at byte slot * chunk size of the file */
+	uint32_t len;
+};
+
+/*
+ * Open the index in directory @dir.  Its structure is walked first, in a
+ * child process (a damaged LMDB file can crash the reader), and the
+ * journal is replayed.  Without @create the index must exist.  Errors:
+ *	-ENOENT		no index file (and !@create)
+ *	-ENODATA	the index file is empty
+ *	-EPROTO		not an LMDB file, or one this objfs cannot read
+ *	-EUCLEAN	structurally damaged (objfsctl check says where)
+ * and -EACCES, -EROFS, -ENOSPC, -EIO.  *@created says whether this call
+ * made a new, empty index.
+ */
+int objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
+		int *created);
+/* Checkpoint and close.  Returns the checkpoint's error: then what was
+ * committed is still in the journal, and the next open replays it. */
+int objfs_meta_close(struct objfs_meta *m);
+/* Make everything committed so far survive a machine crash. */
 int objfs_meta_sync(struct objfs_meta *m);
+/* Checkpoint when the oldest change not yet checkpointed is @interval_ms
+ * old (0: now, if there is anything); called about once a second. */
+int objfs_meta_tick(struct objfs_meta *m, unsigned interval_ms);
+/* Commits are numbered; everything up to this number would survive a
+ * machine crash now. */
+uint64_t objfs_meta_durable_seq(struct objfs_meta *m);
+/* Bytes the index takes on disk (data file and journal). */
+int objfs_meta_size(struct objfs_meta *m, uint64_t *bytes);
 
 /*
  * Begin a transaction: @write 0 reads, OBJFS_META_WRITE writes, and
  * OBJFS_META_ESSENTIAL writes what frees space or records bytes already
- * on disk (unlink, truncate, write-out).  On a full disk, plain writes
- * fail with -ENOSPC first; essential ones may still use the last part of
- * the disk blocks the index keeps reserved, so that deleting files always
- * works.
+ * on disk (unlink, truncate, write-out).  When the disk is too full for
+ * the index to checkpoint, plain writes fail with -ENOSPC first;
+ * essential ones go on from the disk blocks the index keeps in reserve,
+ * so that deleting files keeps working.
  */
 #define OBJFS_META_WRITE	1
 #define OBJFS_META_ESSENTIAL	2
 int objfs_meta_begin(struct objfs_meta *m, int write,
 		struct objfs_meta_txn **out);
-/* Commit and free @t.  On failure @t is freed too (aborted). */
+/* Commit and free @t.  On failure @t is freed too and nothing it did
+ * remains.  objfs_meta_commit_seq() also gives the commit's number (for
+ * objfs_meta_durable_seq()); a transaction that changed nothing gets the
+ * number of the last commit before it. */
 int objfs_meta_commit(struct objfs_meta_txn *t);
+int objfs_meta_commit_seq(struct objfs_meta_txn *t, uint64_t *seq);
 void objfs_meta_abort(struct objfs_meta_txn *t);
 
 int objfs_meta_super_get(struct objfs_meta_txn *t, const char *key,
@@ -133,22 +169,18 @@ int objfs_meta_symlink_put(struct objfs_meta_txn *t, uint64_t ino,
 int objfs_meta_symlink_get(struct objfs_meta_txn *t, uint64_t ino,
 		char *buf, size_t size, size_t *len_out);
 
-/* Chunk records: the persisted copy of chunk @idx has @len bytes and
- * checksum @csum. */
+/* Chunk records: where the persisted copy of chunk @idx is. */
 int objfs_meta_chunk_put(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
-		uint64_t csum, uint32_t len);
+		const struct objfs_chunk_rec *r);
 int objfs_meta_chunk_del(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx);
 /* Delete every record of @ino with index >= @first. */
 int objfs_meta_chunk_del_from(struct objfs_meta_txn *t, uint64_t ino,
 		uint64_t first);
+/* Call @cb for each record of @ino in index order; a damaged record
+ * comes with @r NULL (its index then cannot be trusted either). */
 int objfs_meta_chunk_list(struct objfs_meta_txn *t, uint64_t ino,
-		int (*cb)(void *arg, uint64_t idx, uint64_t csum, uint32_t len),
-		void *arg);
-
-/* Every chunk record of every object (for totals). */
-int objfs_meta_chunk_total(struct objfs_meta_txn *t,
-		int (*cb)(void *arg, uint64_t idx, uint64_t csum, uint32_t len),
-		void *arg);
+		int (*cb)(void *arg, uint64_t idx,
+			const struct objfs_chunk_rec *r), void *arg);
 
 /* Orphans: inodes with no name that were still open. */
 int objfs_meta_orphan_add(struct objfs_meta_txn *t, uint64_t ino);
@@ -156,7 +188,51 @@ int objfs_meta_orphan_del(struct objfs_meta_txn *t, uint64_t ino);
 int objfs_meta_orphan_list(struct objfs_meta_txn *t,
 		int (*cb)(void *arg, uint64_t ino), void *arg);
 
-/* Bytes the index file takes on disk. */
-int objfs_meta_size(struct objfs_meta *m, uint64_t *bytes);
+/* Deleted objects whose backing file may still exist: the positive
+ * record that lets a mount remove such a file. */
+int objfs_meta_deleted_add(struct objfs_meta_txn *t, uint64_t ino);
+int objfs_meta_deleted_del(struct objfs_meta_txn *t, uint64_t ino);
+int objfs_meta_deleted_get(struct objfs_meta_txn *t, uint64_t ino);
+int objfs_meta_deleted_list(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t ino), void *arg);
+
+/* ---- whole-index walks, for totals and for objfsctl check ------------- */
+
+/* Every record of every object, damaged ones with @r NULL. */
+int objfs_meta_chunk_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t ino, uint64_t idx,
+			const struct objfs_chunk_rec *r), void *arg);
+/* Every inode; a damaged record comes with @a NULL and @ino from its
+ * (untrusted) key. */
+int objfs_meta_inode_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t ino, const struct objfs_attr *a),
+		void *arg);
+/* Every directory entry, from the dirent DB; @d NULL when damaged. */
+int objfs_meta_dirent_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t parent,
+			const struct objfs_dirent *d), void *arg);
+/* Every readdir cookie, with the name it lists; @name NULL if damaged. */
+int objfs_meta_cookie_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t parent, uint64_t cookie,
+			const char *name, size_t len), void *arg);
+/* Owners of every xattr and symlink record; @ok 0 for damaged ones. */
+int objfs_meta_owner_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, const char *db, uint64_t ino, int ok),
+		void *arg);
+
+/* What a structural walk of an index found (objfs_meta_verify). */
+struct objfs_meta_report {
+	int status;		/* 0, or the error objfs_meta_open gives */
+	char what[160];		/* what was wrong, for people */
+	uint64_t records;	/* records walked */
+	uint64_t damaged;	/* records whose checksum does not match */
+	uint64_t pages;		/* pages the data file has in use */
+	uint64_t journal_records; /* records the journal would replay */
+	unsigned schema;	/* 1: written before records had checksums
+				 * (opening converts it), else 2 */
+};
+/* Walk the index in @dir without changing it, in a child process.  0
+ * when the walk could run (the verdict is in @r), or -errno. */
+int objfs_meta_verify(const char *dir, struct objfs_meta_report *r);
 
 #endif

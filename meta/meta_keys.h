@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * meta_keys.h - names and key encodings of the LMDB index.
+ * meta_keys.h - names, key encodings and record formats of the LMDB index.
  *
  * All integers in keys are big-endian so that LMDB's memcmp order is
  * numeric order: the entries of one directory, the chunks of one object
@@ -14,16 +14,30 @@
  *	xattr		ino . name			value bytes
  *	symlink		ino				target bytes
  *	chunk		ino . index			csum (canonical BE) . u32 length
+ *							. u64 slot
  *	orphan		ino				(empty): unlinked, still open
+ *	deleted		ino				(empty): gone from the index;
+ *							its backing file may remain
+ *
+ * Every value ends with an 8-byte trailer: the xxh3 (canonical BE) of the
+ * DB's number, the key and the value, so a damaged record is detected and
+ * a record found anywhere names its own DB and key (objfsctl recover).
  *
  * A readdir offset is the entry's cookie: a number from a counter that
  * only grows, so an entry added while a directory is being listed comes
  * after every cookie handed out so far and no entry is ever repeated.
+ *
+ * The journal (index/journal, see meta.c) holds records of the form
+ *	u32 magic, u32 payload length, u64 sequence, u64 xxh3 of all three
+ *	and the payload, then the payload: entries
+ *	u8 op (1 put, 2 del, 3 del range), u8 DB, u16 key length,
+ *	u32 value length, key, value (the stored value, trailer included;
+ *	for a range, the key is be64(id) . start).
  */
 #ifndef OBJFS_META_KEYS_H
 #define OBJFS_META_KEYS_H
 
-#define OBJFS_META_SCHEMA	1u
+#define OBJFS_META_SCHEMA	2u
 
 #define OBJFS_DB_SUPER		"super"
 #define OBJFS_DB_INODE		"inode"
@@ -33,11 +47,19 @@
 #define OBJFS_DB_SYMLINK	"symlink"
 #define OBJFS_DB_CHUNK		"chunk"
 #define OBJFS_DB_ORPHAN		"orphan"
-#define OBJFS_META_NDBS		8
+#define OBJFS_DB_DELETED	"deleted"
+#define OBJFS_META_NDBS		9
 
 #define OBJFS_SUPER_SCHEMA	"schema"
 #define OBJFS_SUPER_CHUNK	"chunk_size"
 #define OBJFS_SUPER_NEXT_INO	"next_ino"
 #define OBJFS_SUPER_NEXT_COOKIE	"next_cookie"
+#define OBJFS_SUPER_ID		"id"		/* this data directory's */
+#define OBJFS_SUPER_JOURNAL	"journal_seq"	/* last record checkpointed */
+
+#define OBJFS_JOURNAL_MAGIC	0x4c4e4a4fu	/* "OJNL" */
+#define OBJFS_JOURNAL_PUT	1
+#define OBJFS_JOURNAL_DEL	2
+#define OBJFS_JOURNAL_DELRANGE	3
 
 #endif

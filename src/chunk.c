@@ -101,3 +101,95 @@ objfs_chunkmap_usage(const struct objfs_chunkmap *m, uint64_t *resident,
 	*resident = r;
 	*ondisk = d;
 }
+
+void
+objfs_slots_init(struct objfs_slotmap *m)
+{
+	m->bits = NULL;
+	m->words = 0;
+}
+
+void
+objfs_slots_fini(struct objfs_slotmap *m)
+{
+	free(m->bits);
+	objfs_slots_init(m);
+}
+
+int
+objfs_slots_taken(const struct objfs_slotmap *m, uint64_t slot)
+{
+	uint64_t w = slot / 64;
+
+	return w < m->words && (m->bits[w] >> (slot % 64) & 1);
+}
+
+int
+objfs_slots_take(struct objfs_slotmap *m, uint64_t slot)
+{
+	uint64_t w = slot / 64;
+
+	if (w >= m->words) {
+		uint64_t n = m->words ? m->words : 4;
+		uint64_t *b;
+
+		while (n <= w)
+			n *= 2;
+		if (n > SIZE_MAX / sizeof(*b))
+			return -ENOMEM;
+		b = realloc(m->bits, n * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		memset(b + m->words, 0, (n - m->words) * sizeof(*b));
+		m->bits = b;
+		m->words = n;
+	}
+	if (m->bits[w] >> (slot % 64) & 1)
+		return -EEXIST;
+	m->bits[w] |= 1ull << (slot % 64);
+	return 0;
+}
+
+void
+objfs_slots_put(struct objfs_slotmap *m, uint64_t slot)
+{
+	if (slot / 64 < m->words)
+		m->bits[slot / 64] &= ~(1ull << (slot % 64));
+}
+
+uint64_t
+objfs_slots_end(const struct objfs_slotmap *m)
+{
+	for (uint64_t w = m->words; w-- > 0; )
+		if (m->bits[w])
+			return w * 64 + 64 - (uint64_t)__builtin_clzll(m->bits[w]);
+	return 0;
+}
+
+int
+objfs_slots_alloc(struct objfs_slotmap *m, uint64_t want, uint64_t floor,
+		uint64_t *out)
+{
+	uint64_t s;
+	int rc;
+
+	if (!objfs_slots_taken(m, want)) {
+		rc = objfs_slots_take(m, want);
+		if (rc == 0)
+			*out = want;
+		return rc;
+	}
+	for (s = floor; s / 64 < m->words; ) {
+		uint64_t w = m->bits[s / 64] | ((1ull << (s % 64)) - 1);
+
+		if (w != UINT64_MAX) {
+			s = s / 64 * 64 + (uint64_t)__builtin_ctzll(~w);
+			break;
+		}
+		s = (s / 64 + 1) * 64;
+	}
+	rc = objfs_slots_take(m, s);
+	if (rc == 0)
+		*out = s;
+	return rc;
+}

@@ -17,6 +17,12 @@
  * zeros.  Block bytes past end of file are kept zero, so growing a file
  * never exposes old bytes.
  *
+ * A disk copy lives in a slot of the object's backing file: chunk-sized,
+ * slot s at byte s * chunk size.  Chunk i goes to slot i when that slot is
+ * free; a new version never goes to the slot of a copy that an index
+ * record, durable or not, still points at (copy-on-write), so it then
+ * takes another one.  The slot map says which slots are taken.
+ *
  * Not thread-safe: the owner (the inode) holds its lock around every call.
  */
 #ifndef OBJFS_CHUNK_H
@@ -41,6 +47,7 @@ enum objfs_chunk_state {
 struct objfs_chunk {
 	uint64_t off;		/* arena offset; valid when cap != 0 */
 	uint64_t csum;		/* checksum of the disk copy (ONDISK) */
+	uint64_t slot;		/* slot of the disk copy (ONDISK) */
 	uint32_t cap;		/* arena block size, 0 = not resident */
 	uint32_t disk_len;	/* bytes in the disk copy (ONDISK) */
 	uint32_t flags;
@@ -77,5 +84,24 @@ void objfs_chunkmap_cut(struct objfs_chunkmap *m, struct objfs_arena *a,
 /* Bytes resident in the arena and bytes with a disk copy. */
 void objfs_chunkmap_usage(const struct objfs_chunkmap *m, uint64_t *resident,
 		uint64_t *ondisk);
+
+/* The slots of one backing file that are taken: a bitmap. */
+struct objfs_slotmap {
+	uint64_t *bits;
+	uint64_t words;
+};
+
+void objfs_slots_init(struct objfs_slotmap *m);
+void objfs_slots_fini(struct objfs_slotmap *m);
+/* Take @slot: 0, -EEXIST when it is taken already, -ENOMEM. */
+int objfs_slots_take(struct objfs_slotmap *m, uint64_t slot);
+void objfs_slots_put(struct objfs_slotmap *m, uint64_t slot);
+int objfs_slots_taken(const struct objfs_slotmap *m, uint64_t slot);
+/* One past the highest slot taken (0 when none is). */
+uint64_t objfs_slots_end(const struct objfs_slotmap *m);
+/* Take @want if it is free, else the lowest free slot from @floor on;
+ * the slot in *@out.  0 or -ENOMEM. */
+int objfs_slots_alloc(struct objfs_slotmap *m, uint64_t want, uint64_t floor,
+		uint64_t *out);
 
 #endif

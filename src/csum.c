@@ -15,6 +15,12 @@ objfs_csum64(const void *buf, size_t len)
 	return XXH3_64bits(buf, len);
 }
 
+uint64_t
+objfs_csum64_seed(const void *buf, size_t len, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(buf, len, seed);
+}
+
 void
 objfs_csum_to_canonical(uint64_t h, unsigned char out[8])
 {

@@ -14,6 +14,8 @@
 
 /* xxh3-64 of buf[0..len).  Pure; safe from any thread. */
 uint64_t objfs_csum64(const void *buf, size_t len);
+/* The same with a seed, to chain several pieces into one checksum. */
+uint64_t objfs_csum64_seed(const void *buf, size_t len, uint64_t seed);
 
 /* Canonical big-endian byte form of a checksum, and back. */
 void objfs_csum_to_canonical(uint64_t h, unsigned char out[8]);

@@ -5,19 +5,30 @@
  *
  * Every function here is called with the inode's lock held (store_int.h)
  * and touches only that inode, the arena (which locks itself), the
- * backing file and the index.
+ * backing file, the index and the store's deferred-space list (a leaf
+ * lock), except objfs_data_release(), which takes the inode locks itself.
  *
- * Writing out (objfs_data_flush) keeps this order so that a daemon killed
- * at any instant leaves an index whose every chunk record matches the
- * bytes in the backing file:
- *	1. delete the records of chunks whose disk copy is about to be
- *	   overwritten (commit);
- *	2. pwrite the chunks;
- *	3. (fsync only) fdatasync the backing file;
- *	4. put the new records and the attributes (commit).
- * A chunk caught between 1 and 4 reads as zeros after a crash; never as
- * bytes that fail their checksum.  Truncation deletes records before it
- * gives the backing file's space back, for the same reason.
+ * Write-out is copy-on-write, so that no crash, at any instant, loses a
+ * disk copy the index pointed at (objfs_data_flush):
+ *	1. each dirty chunk goes to a free slot of the backing file, never
+ *	   to the slot of a copy that a record, durable or not, points at;
+ *	2. fdatasync the backing file (and, for a new file, the directory):
+ *	   the index must never reach the disk before what it points to;
+ *	3. one index commit puts the new records and the attributes;
+ *	4. the old slots are given back (punched) only once that commit is
+ *	   durable (objfs_data_release), since until then a machine crash
+ *	   would bring their records back.
+ * A daemon killed between 1 and 3 leaves the old records, pointing at
+ * intact old copies; a torn write can only tear a slot no record needs.
+ * Truncation and hole punching change records in one commit with the
+ * attributes (the inode's count of records, nrec, included) and defer the
+ * freed slots the same way.  A deleted object's backing file goes once
+ * its deletion is durable, and a tombstone in the index says it may.
+ *
+ * The inode record counts its chunk records (attr.nrec).  Loading finds
+ * them all with valid checksums or marks the object damaged
+ * (OBJFS_ATTR_DAMAGED): a chunk with neither a block nor a record then
+ * reads as EIO, never as zeros.
  */
 #include <config.h>
 
@@ -42,47 +53,131 @@ min64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-static int
-chunk_record(void *arg, uint64_t idx, uint64_t csum, uint32_t len)
-{
-	struct objfs_inode *ip = arg;
-	struct objfs_chunk *c;
-	int rc = objfs_chunkmap_ensure(&ip->chunks, idx + 1);
+struct load_ctx {
+	struct objfs_store *s;
+	struct objfs_inode *ip;
+	uint64_t n;			/* records found */
+	int bad;			/* some could not be used */
+};
 
+static int
+chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
+{
+	struct load_ctx *l = arg;
+	struct objfs_inode *ip = l->ip;
+	uint64_t max = l->s->max_size >> l->s->chunk_shift;
+	struct objfs_chunk *c;
+	int rc;
+
+	if (!r || idx >= max || r->slot >= 4 * max ||
+	    r->len > l->s->chunk_size) {
+		l->bad = 1;
+		return 0;
+	}
+	rc = objfs_chunkmap_ensure(&ip->chunks, idx + 1);
+	if (rc < 0)
+		return rc;
+	rc = objfs_slots_take(&ip->slots, r->slot);
+	if (rc == -EEXIST) {		/* two records, one slot */
+		l->bad = 1;
+		return 0;
+	}
 	if (rc < 0)
 		return rc;
 	c = objfs_chunkmap_get(&ip->chunks, idx);
 	c->flags = OBJFS_CHUNK_ONDISK;
-	c->csum = csum;
-	c->disk_len = len;
+	c->csum = r->csum;
+	c->slot = r->slot;
+	c->disk_len = r->len;
+	l->n++;
 	return 0;
+}
+
+/* Slots of @ino that wait to be given back are taken. */
+static int
+take_deferred(struct objfs_store *s, struct objfs_inode *ip)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->defer_lock);
+	for (size_t i = 0; rc == 0 && i < s->ndefer; i++)
+		if (s->defer[i].ino == ip->ino &&
+		    s->defer[i].slot != OBJFS_WHOLE_FILE &&
+		    !objfs_slots_taken(&ip->slots, s->defer[i].slot))
+			rc = objfs_slots_take(&ip->slots, s->defer[i].slot);
+	pthread_mutex_unlock(&s->defer_lock);
+	return rc;
 }
 
 int
 objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 {
+	struct load_ctx l = { s, ip, 0, 0 };
 	struct objfs_meta_txn *t;
 	int rc = objfs_meta_begin(s->meta, 0, &t);
 
 	if (rc < 0)
 		return rc;
-	rc = objfs_meta_chunk_list(t, ip->ino, chunk_record, ip);
+	rc = objfs_meta_chunk_list(t, ip->ino, chunk_record, &l);
 	objfs_meta_abort(t);
-	if (rc < 0)
+	if (rc == 0)
+		rc = take_deferred(s, ip);
+	if (rc < 0) {
 		objfs_chunkmap_fini(&ip->chunks, s->arena);
-	return rc;
+		objfs_slots_fini(&ip->slots);
+		return rc;
+	}
+	if (l.bad || l.n != ip->attr.nrec) {
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": %" PRIu64 " of its %"
+			PRIu64 " chunk records are usable%s; the chunks "
+			"without one read as I/O errors", ip->ino, l.n,
+			ip->attr.nrec, l.bad ? " (others are damaged)" : "");
+		ip->attr.pad |= OBJFS_ATTR_DAMAGED;
+	}
+	if (ip->attr.pad & OBJFS_ATTR_DAMAGED)
+		ip->attr.nrec = l.n;	/* what the records now are */
+	return 0;
+}
+
+/* Put @slot of @ip on the list of space to give back once commit @seq is
+ * durable (it stays taken meanwhile). */
+static void
+defer_slot(struct objfs_store *s, uint64_t ino, uint64_t slot, uint64_t seq)
+{
+	pthread_mutex_lock(&s->defer_lock);
+	if (s->ndefer == s->defer_cap) {
+		size_t n = s->defer_cap ? 2 * s->defer_cap : 256;
+		struct objfs_deferred *d = realloc(s->defer, n * sizeof(*d));
+
+		if (!d) {
+			/* The slot stays taken (until the inode leaves
+			 * memory): space, not bytes, is what is lost. */
+			pthread_mutex_unlock(&s->defer_lock);
+			objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": out of "
+				"memory: slot %" PRIu64 " not given back", ino,
+				slot);
+			return;
+		}
+		s->defer = d;
+		s->defer_cap = n;
+	}
+	s->defer[s->ndefer++] = (struct objfs_deferred){ ino, slot, seq };
+	pthread_mutex_unlock(&s->defer_lock);
 }
 
 static int
-backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create)
+backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create,
+		int *created)
 {
 	int fd;
 
+	if (created)
+		*created = 0;
 	if (ip->bfd >= 0)
 		return ip->bfd;
 	if (!create && ip->no_file)
 		return -ENOENT;
-	fd = objfs_backing_file(s->backing, ip->ino, create);
+	fd = objfs_backing_file(s->backing, ip->ino, create, created);
 	if (fd >= 0) {
 		ip->bfd = fd;
 		ip->no_file = 0;
@@ -136,7 +231,7 @@ static int
 read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		const struct objfs_chunk *c, void *buf)
 {
-	int fd = backing_fd(s, ip, 0);
+	int fd = backing_fd(s, ip, 0, NULL);
 	int rc;
 
 	if (fd < 0) {
@@ -144,7 +239,7 @@ read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 			ip->ino, strerror(-fd));
 		return -EIO;
 	}
-	rc = objfs_spill_read(fd, ip->ino, idx, s->chunk_size, buf,
+	rc = objfs_spill_read(fd, ip->ino, idx, c->slot, s->chunk_size, buf,
 			c->disk_len, c->csum);
 	if (rc == -EBADMSG) {
 		atomic_fetch_add(&s->csum_failures, 1);
@@ -285,7 +380,8 @@ ra_find(struct objfs_rahead *ra, uint64_t idx, const struct objfs_chunk *c)
 		struct objfs_ra_slot *sl = &ra->slot[i];
 
 		if (sl->state != OBJFS_RA_EMPTY && sl->idx == idx &&
-		    sl->csum == c->csum && sl->len == c->disk_len)
+		    sl->dslot == c->slot && sl->csum == c->csum &&
+		    sl->len == c->disk_len)
 			return sl;
 	}
 	return NULL;
@@ -342,6 +438,7 @@ ra_ahead(struct objfs_store *s, struct objfs_inode *ip,
 			return;
 		sl->state = OBJFS_RA_LOADING;
 		sl->idx = j;
+		sl->dslot = c->slot;
 		sl->csum = c->csum;
 		sl->len = c->disk_len;
 		sl->gen = ++ra->next_gen;
@@ -428,6 +525,7 @@ read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		if (rc < 0)
 			return rc;
 		sl->idx = idx;
+		sl->dslot = c->slot;
 		sl->csum = c->csum;
 		sl->len = c->disk_len;
 		sl->state = OBJFS_RA_READY;
@@ -455,7 +553,7 @@ objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
 	struct objfs_rahead *ra = ip->ra;
 	struct objfs_ra_slot *sl;
 	struct objfs_chunk *c;
-	uint64_t idx, csum;
+	uint64_t idx, csum, dslot;
 	uint32_t len;
 	int fd, rc = -ESTALE;
 
@@ -465,18 +563,22 @@ objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
 	if (sl->state != OBJFS_RA_LOADING || sl->gen != gen)
 		return;
 	idx = sl->idx;
+	dslot = sl->dslot;
 	csum = sl->csum;
 	len = sl->len;
 	c = objfs_chunkmap_get(&ip->chunks, idx);
-	fd = backing_fd(s, ip, 0);
+	fd = backing_fd(s, ip, 0, NULL);
 	if (c && objfs_chunk_state(c) == OBJFS_CHUNK_SPILLED &&
-	    c->csum == csum && c->disk_len == len && fd >= 0) {
+	    c->slot == dslot && c->csum == csum && c->disk_len == len &&
+	    fd >= 0) {
 		/* The slot is ours while LOADING, and the reference the
-		 * caller holds keeps fd open: read without the lock, so the
-		 * reader copies the chunk before this one meanwhile. */
+		 * caller holds keeps fd open; the disk copy's slot is not
+		 * given back while a record points at it.  Read without the
+		 * lock, so the reader copies the chunk before this one
+		 * meanwhile. */
 		pthread_mutex_unlock(&ip->lock);
-		rc = objfs_spill_read(fd, ip->ino, idx, s->chunk_size, sl->buf,
-				len, csum);
+		rc = objfs_spill_read(fd, ip->ino, idx, dslot, s->chunk_size,
+				sl->buf, len, csum);
 		pthread_mutex_lock(&ip->lock);
 	}
 	/* A failure (a chunk rewritten meanwhile, or a bad copy) leaves the
@@ -495,6 +597,16 @@ objfs_data_iov_max(struct objfs_store *s, size_t len)
 	/* Per chunk touched: one piece of data and zeros after it; zeros
 	 * come in pieces of sizeof(zeros). */
 	return 2 * (len / s->chunk_size + 2) + len / sizeof(zeros) + 2;
+}
+
+/* A chunk of a damaged object that has neither a block nor a record: it
+ * may have had bytes, so it is not a hole. */
+static int
+lost_chunk(struct objfs_inode *ip, uint64_t idx)
+{
+	objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 " chunk %" PRIu64 ": its "
+		"record is lost; not served as zeros", ip->ino, idx);
+	return -EIO;
 }
 
 int
@@ -522,6 +634,8 @@ again:
 
 		switch (c ? objfs_chunk_state(c) : OBJFS_CHUNK_HOLE) {
 		case OBJFS_CHUNK_HOLE:
+			if (ip->attr.pad & OBJFS_ATTR_DAMAGED)
+				return lost_chunk(ip, idx);
 			iov_add(v, NULL, n);
 			break;
 		case OBJFS_CHUNK_SPILLED:
@@ -596,6 +710,11 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		return c->cap >= need ? 0 : grow(s, ip, idx, c, need);
 	if (c->flags & OBJFS_CHUNK_ONDISK)
 		return restore(s, ip, idx, c, need);
+	/* A damaged object's chunk without a record may have had bytes:
+	 * only a write that replaces all of them may go on. */
+	if ((ip->attr.pad & OBJFS_ATTR_DAMAGED) &&
+	    (wlo > 0 || need < extent_in_file(s, ip, idx)))
+		return lost_chunk(ip, idx);
 	rc = block_alloc(s, ip, idx, need, 1, &c->off, &c->cap);
 	if (rc < 0)
 		return rc;
@@ -613,8 +732,11 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	size_t done = 0;
 	int rc = 0;
 
-	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+	/* As far as the largest file size, like a local filesystem. */
+	if (off >= s->max_size)
 		return -EFBIG;
+	if (len > s->max_size - off)
+		len = (size_t)(s->max_size - off);
 	while (done < len) {
 		uint64_t pos = off + done, idx = pos >> s->chunk_shift;
 		uint32_t co = (uint32_t)(pos & (s->chunk_size - 1));
@@ -642,212 +764,238 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 }
 
 static int
-commit_or_abort(struct objfs_meta_txn *t, int rc)
+commit_or_abort(struct objfs_meta_txn *t, int rc, uint64_t *seq)
 {
 	if (rc < 0) {
 		objfs_meta_abort(t);
 		return rc;
 	}
-	return objfs_meta_commit(t);
+	return objfs_meta_commit_seq(t, seq);
+}
+
+/* A new checksum for the first @len bytes of the disk copy of @c, whose
+ * bytes stay where they are (truncation shortens the record). */
+static int
+shorter_csum(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, uint32_t len, uint64_t *csum)
+{
+	unsigned char *b;
+	int rc;
+
+	if (c->cap && !(c->flags & OBJFS_CHUNK_DIRTY)) {
+		*csum = objfs_csum64(objfs_arena_ptr(s->arena, c->off), len);
+		return 0;
+	}
+	b = bounce_alloc(c->disk_len);
+	if (!b)
+		return -ENOMEM;
+	rc = read_disk_copy(s, ip, idx, c, b);
+	if (rc == 0)
+		*csum = objfs_csum64(b, len);
+	free(b);
+	return rc;
 }
 
 int
 objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t size)
+		uint64_t size, struct objfs_attr *a)
 {
 	uint64_t keep = (size + s->chunk_size - 1) >> s->chunk_shift;
 	uint32_t tail = (uint32_t)(size & (s->chunk_size - 1));
 	struct objfs_chunk *c = NULL;
 	struct objfs_meta_txn *t;
-	int rc, ondisk = 0;
+	uint64_t nrec = ip->attr.nrec, cut = 0, csum = 0, seq;
+	int rc, shorten = 0;
 
-	if (size > (uint64_t)INT64_MAX)
+	if (size > s->max_size)
 		return -EFBIG;
-	if (size >= ip->attr.size) {
-		ip->attr.size = size;
-		ip->attr_dirty = 1;
-		return 0;
+	if (size < ip->attr.size) {
+		for (uint64_t i = keep; i < ip->chunks.n; i++)
+			cut += !!(ip->chunks.v[i].flags & OBJFS_CHUNK_ONDISK);
+		if (tail)
+			c = objfs_chunkmap_get(&ip->chunks, keep - 1);
+		/* The last chunk's disk copy now ends at @tail: its record
+		 * must not bring back the bytes after it. */
+		shorten = c && (c->flags & OBJFS_CHUNK_ONDISK) &&
+			c->disk_len > tail;
+		if (shorten && (rc = shorter_csum(s, ip, keep - 1, c, tail,
+				&csum)) < 0)
+			return rc;
 	}
-	for (uint64_t i = keep; i < ip->chunks.n; i++)
-		ondisk |= !!(ip->chunks.v[i].flags & OBJFS_CHUNK_ONDISK);
-	if (tail)
-		c = objfs_chunkmap_get(&ip->chunks, keep - 1);
-	if (ondisk || (c && (c->flags & OBJFS_CHUNK_ONDISK) &&
-			c->disk_len > tail)) {
-		rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
-		if (rc < 0)
-			return rc;
+	a->size = size;
+	a->nrec = nrec - cut;
+	if (size == 0)
+		a->pad &= ~OBJFS_ATTR_DAMAGED;	/* nothing left to lose */
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+	if (rc < 0)
+		return rc;
+	if (cut)
 		rc = objfs_meta_chunk_del_from(t, ip->ino, keep);
-		if (rc == 0 && c && (c->flags & OBJFS_CHUNK_ONDISK) &&
-		    c->disk_len > tail) {
-			/* The disk copy shrinks to its first @tail bytes: a
-			 * new checksum over bytes that stay where they are. */
-			uint64_t csum;
+	if (rc == 0 && shorten) {
+		struct objfs_chunk_rec r = { csum, c->slot, tail };
 
-			if (c->flags & OBJFS_CHUNK_DIRTY) {
-				/* Stale copy: flush rewrites it; drop now. */
-				rc = objfs_meta_chunk_del(t, ip->ino, keep - 1);
-				c->flags &= ~OBJFS_CHUNK_ONDISK;
-			} else if (c->cap) {
-				csum = objfs_csum64(objfs_arena_ptr(s->arena,
-						c->off), tail);
-				rc = objfs_meta_chunk_put(t, ip->ino, keep - 1,
-						csum, tail);
-				if (rc == 0) {
-					c->csum = csum;
-					c->disk_len = tail;
-				}
-			} else {
-				unsigned char *b = bounce_alloc(c->disk_len);
-
-				rc = b ? read_disk_copy(s, ip, keep - 1, c, b)
-					: -ENOMEM;
-				if (rc == 0) {
-					csum = objfs_csum64(b, tail);
-					rc = objfs_meta_chunk_put(t, ip->ino,
-							keep - 1, csum, tail);
-				}
-				free(b);
-				if (rc == 0) {
-					c->csum = csum;
-					c->disk_len = tail;
-				}
-			}
-		}
-		rc = commit_or_abort(t, rc);
-		if (rc < 0)
-			return rc;
+		rc = objfs_meta_chunk_put(t, ip->ino, keep - 1, &r);
+	}
+	if (rc == 0)
+		rc = objfs_meta_inode_put(t, a);
+	rc = commit_or_abort(t, rc, &seq);
+	if (rc < 0)
+		return rc;
+	for (uint64_t i = keep; i < ip->chunks.n; i++)
+		if (ip->chunks.v[i].flags & OBJFS_CHUNK_ONDISK)
+			defer_slot(s, ip->ino, ip->chunks.v[i].slot, seq);
+	if (shorten) {
+		c->csum = csum;
+		c->disk_len = tail;
 	}
 	if (c && c->cap > tail)
 		memset((unsigned char *)objfs_arena_ptr(s->arena, c->off) + tail,
 				0, c->cap - tail);
 	objfs_chunkmap_cut(&ip->chunks, s->arena, keep);
-	if (backing_fd(s, ip, 0) >= 0 && ftruncate(ip->bfd, (off_t)size) < 0)
-		objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64
-			": cannot shrink backing file: %m", ip->ino);
-	ip->attr.size = size;
-	ip->attr_dirty = 1;
+	ip->attr = *a;
+	ip->attr_dirty = 0;
 	return 0;
 }
+
+/* A chunk written to a new slot, not yet recorded. */
+struct written {
+	uint64_t idx, slot, csum;
+	uint32_t len;
+};
 
 /*
  * Write out the chunks marked OBJFS_CHUNK_SEL that are resident and dirty,
  * in the order described at the top of this file, and the attributes.
- * Clears SEL everywhere.  With @sync, the backing file and the index are
- * made durable.  On error the chunks written so far are recorded and the
- * rest stay dirty in the arena.
+ * Clears SEL everywhere.  On error the chunks written so far are recorded
+ * and the rest stay dirty in the arena.
  */
 static int
-writeout(struct objfs_store *s, struct objfs_inode *ip, int sync)
+writeout(struct objfs_store *s, struct objfs_inode *ip)
 {
+	uint64_t nchunks = (ip->attr.size + s->chunk_size - 1) >> s->chunk_shift;
+	struct written *w = NULL;
 	struct objfs_meta_txn *t;
-	uint64_t first_done = UINT64_MAX, end_done = 0;
-	int rc = 0, stale = 0, any = 0, fd = -1, r;
+	struct objfs_attr a;
+	size_t nsel = 0, n = 0;
+	uint64_t seq, added = 0;
+	int rc = 0, created = 0, fd = -1, r;
 
 	for (uint64_t i = 0; i < ip->chunks.n; i++) {
 		struct objfs_chunk *c = &ip->chunks.v[i];
 
 		if (!(c->flags & OBJFS_CHUNK_SEL))
 			continue;
-		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY)) {
-			any = 1;
-			stale |= !!(c->flags & OBJFS_CHUNK_ONDISK);
-		} else {
+		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY))
+			nsel++;
+		else
 			c->flags &= ~OBJFS_CHUNK_SEL;
-		}
 	}
-	if (stale) {
-		rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
-		if (rc < 0)
-			goto out_clear;
-		for (uint64_t i = 0; rc == 0 && i < ip->chunks.n; i++) {
-			struct objfs_chunk *c = &ip->chunks.v[i];
-
-			if ((c->flags & OBJFS_CHUNK_SEL) &&
-			    (c->flags & OBJFS_CHUNK_ONDISK))
-				rc = objfs_meta_chunk_del(t, ip->ino, i);
-		}
-		rc = commit_or_abort(t, rc);
-		if (rc < 0)
-			goto out_clear;
-		for (uint64_t i = 0; i < ip->chunks.n; i++)
-			if (ip->chunks.v[i].flags & OBJFS_CHUNK_SEL)
-				ip->chunks.v[i].flags &= ~OBJFS_CHUNK_ONDISK;
-	}
-	if (any || (sync && ip->bfd >= 0)) {
-		fd = backing_fd(s, ip, any);
-		if (fd < 0 && any) {
+	if (nsel) {
+		w = malloc(nsel * sizeof(*w));
+		fd = w ? backing_fd(s, ip, 1, &created) : -ENOMEM;
+		if (fd < 0) {
 			rc = fd;
 			goto out_clear;
 		}
 	}
-	for (uint64_t i = 0; any && i < ip->chunks.n; i++) {
+	for (uint64_t i = 0; nsel && i < ip->chunks.n; i++) {
 		struct objfs_chunk *c = &ip->chunks.v[i];
-		uint32_t len;
+		struct written *x = &w[n];
 
 		if (!(c->flags & OBJFS_CHUNK_SEL))
 			continue;
-		len = (uint32_t)min64(c->cap, extent_in_file(s, ip, i));
-		rc = objfs_spill_write(fd, i, s->chunk_size,
-				objfs_arena_ptr(s->arena, c->off), len, &c->csum);
+		/* Slot i if free; never the one a record points at. */
+		rc = objfs_slots_alloc(&ip->slots, i, nchunks, &x->slot);
 		if (rc < 0)
 			break;
-		c->disk_len = len;
-		c->flags |= OBJFS_CHUNK_RECDIRTY;
-		if (first_done == UINT64_MAX)
-			first_done = i;
-		end_done = i + 1;
+		x->idx = i;
+		x->len = (uint32_t)min64(c->cap, extent_in_file(s, ip, i));
+		rc = objfs_spill_write(fd, x->slot, s->chunk_size,
+				objfs_arena_ptr(s->arena, c->off), x->len,
+				&x->csum);
+		if (rc < 0) {
+			objfs_slots_put(&ip->slots, x->slot);
+			break;
+		}
+		n++;
 	}
-	if (rc == 0 && any && ftruncate(fd, (off_t)ip->attr.size) < 0)
-		rc = -errno;
-	/* Chunks spilled earlier without fsync are in the page cache too. */
-	if (rc == 0 && sync && fd >= 0 && fdatasync(fd) < 0)
-		rc = -errno;
+	/* Direct I/O wrote whole blocks: when the last slot's copy ends the
+	 * file, cut the padding, so that an object written out once is a
+	 * file holding exactly its bytes. */
+	for (size_t k = 0; k < n; k++)
+		if (w[k].slot + 1 == objfs_slots_end(&ip->slots) &&
+		    ftruncate(fd, (off_t)((w[k].slot << s->chunk_shift) +
+				w[k].len)) < 0 && rc == 0)
+			rc = -errno;
+	/* The records must never reach the disk before the bytes, nor
+	 * before a new file's name. */
+	if (n && fdatasync(fd) < 0)
+		r = -errno;
+	else if (n && created)
+		r = objfs_backing_sync_dir(s->backing);
+	else
+		r = 0;
+	if (r < 0) {
+		for (size_t k = 0; k < n; k++)
+			objfs_slots_put(&ip->slots, w[k].slot);
+		n = 0;
+		rc = rc ? rc : r;
+	}
 	if (rc < 0)
 		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64
 			": writing to the backing directory: %s",
 			ip->ino, strerror(-rc));
+	if (n == 0 && rc < 0)
+		goto out_clear;
 	/* Record what did reach the disk, even after an error. */
+	a = ip->attr;
+	for (size_t k = 0; k < n; k++)
+		added += !(ip->chunks.v[w[k].idx].flags & OBJFS_CHUNK_ONDISK);
+	a.nrec += added;
 	r = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
-	if (r < 0) {
-		rc = rc ? rc : r;
-		goto out_clear;
-	}
-	for (uint64_t i = first_done; r == 0 && i < end_done; i++) {
-		struct objfs_chunk *c = &ip->chunks.v[i];
+	if (r == 0) {
+		for (size_t k = 0; r == 0 && k < n; k++) {
+			struct objfs_chunk_rec rec = { w[k].csum, w[k].slot,
+				w[k].len };
 
-		if (c->flags & OBJFS_CHUNK_RECDIRTY)
-			r = objfs_meta_chunk_put(t, ip->ino, i, c->csum,
-					c->disk_len);
-	}
-	if (r == 0)
-		r = objfs_meta_inode_put(t, &ip->attr);
-	r = commit_or_abort(t, r);
-	if (r < 0) {
-		rc = rc ? rc : r;
-		goto out_clear;
-	}
-	for (uint64_t i = first_done; i < end_done; i++) {
-		struct objfs_chunk *c = &ip->chunks.v[i];
-
-		if (c->flags & OBJFS_CHUNK_RECDIRTY) {
-			c->flags &= ~(OBJFS_CHUNK_RECDIRTY | OBJFS_CHUNK_DIRTY);
-			c->flags |= OBJFS_CHUNK_ONDISK;
-			objfs_arena_mark_clean(s->arena, c->off);
-			atomic_fetch_add(&s->written_out_chunks, 1);
-			atomic_fetch_add(&s->written_out_bytes, c->disk_len);
+			r = objfs_meta_chunk_put(t, ip->ino, w[k].idx, &rec);
 		}
+		if (r == 0)
+			r = objfs_meta_inode_put(t, &a);
+		r = commit_or_abort(t, r, &seq);
 	}
+	if (r < 0) {
+		for (size_t k = 0; k < n; k++)
+			objfs_slots_put(&ip->slots, w[k].slot);
+		rc = rc ? rc : r;
+		goto out_clear;
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct objfs_chunk *c = &ip->chunks.v[w[k].idx];
+
+		if (c->flags & OBJFS_CHUNK_ONDISK)
+			defer_slot(s, ip->ino, c->slot, seq);
+		c->flags &= ~OBJFS_CHUNK_DIRTY;
+		c->flags |= OBJFS_CHUNK_ONDISK;
+		c->slot = w[k].slot;
+		c->csum = w[k].csum;
+		c->disk_len = w[k].len;
+		objfs_arena_mark_clean(s->arena, c->off);
+		atomic_fetch_add(&s->written_out_chunks, 1);
+		atomic_fetch_add(&s->written_out_bytes, w[k].len);
+	}
+	ip->attr.nrec = a.nrec;
 	if (rc == 0)
 		ip->attr_dirty = 0;
 out_clear:
 	for (uint64_t i = 0; i < ip->chunks.n; i++)
-		ip->chunks.v[i].flags &= ~(OBJFS_CHUNK_SEL | OBJFS_CHUNK_RECDIRTY);
+		ip->chunks.v[i].flags &= ~OBJFS_CHUNK_SEL;
+	free(w);
 	return rc;
 }
 
 int
-objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip, int sync)
+objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 {
 	int any = 0;
 
@@ -859,9 +1007,9 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip, int sync)
 			any = 1;
 		}
 	}
-	if (!any && !ip->attr_dirty && !sync)
+	if (!any && !ip->attr_dirty)
 		return 0;
-	return writeout(s, ip, sync);
+	return writeout(s, ip);
 }
 
 int
@@ -882,7 +1030,7 @@ objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
 		}
 	}
 	if (dirty) {
-		rc = writeout(s, ip, 0);
+		rc = writeout(s, ip);
 		if (rc == 0)
 			atomic_fetch_add(&s->evictions, 1);
 	}
@@ -920,57 +1068,84 @@ objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
 	}
 }
 
-/* Zero [off, off+len) inside the file: whole chunks become holes. */
+/*
+ * Zero [off, off+len) inside the file: whole chunks become holes, in one
+ * index commit (with the attributes); the partial chunks at either end
+ * are made resident first, so that once the commit is done nothing can
+ * fail.  On error nothing has changed.
+ */
 static int
 zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		uint64_t len)
 {
 	struct objfs_meta_txn *t = NULL;
-	uint64_t end = off + len;
-	uint64_t whole_lo = (off + s->chunk_size - 1) & ~(uint64_t)(s->chunk_size - 1);
-	uint64_t whole_hi = end & ~(uint64_t)(s->chunk_size - 1);
-	size_t n;
+	uint64_t end = off + len, ends[2] = { off, end }, seq = 0;
+	struct objfs_attr a = ip->attr;
 	int rc = 0;
 
+	for (int e = 0; e < 2; e++) {
+		uint64_t idx = ends[e] >> s->chunk_shift;
+		uint64_t cs = idx << s->chunk_shift;
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, idx);
+		uint32_t in;
+
+		if (!c || objfs_chunk_state(c) == OBJFS_CHUNK_HOLE ||
+		    (ends[e] == cs && (e == 1 || end >= cs + s->chunk_size)))
+			continue;	/* a hole, or whole */
+		in = extent_in_file(s, ip, idx);
+		rc = make_resident(s, ip, idx, c, in ? in : 1, in);
+		if (rc < 0)
+			return rc;
+	}
+	for (uint64_t idx = (off + s->chunk_size - 1) >> s->chunk_shift;
+	     ((idx + 1) << s->chunk_shift) <= end && idx < ip->chunks.n;
+	     idx++) {
+		struct objfs_chunk *c = &ip->chunks.v[idx];
+
+		if (!(c->flags & OBJFS_CHUNK_ONDISK))
+			continue;
+		if (!t && (rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL,
+				&t)) < 0)
+			return rc;
+		rc = objfs_meta_chunk_del(t, ip->ino, idx);
+		if (rc < 0)
+			break;
+		a.nrec--;
+	}
+	if (t) {
+		if (rc == 0)
+			rc = objfs_meta_inode_put(t, &a);
+		rc = commit_or_abort(t, rc, &seq);
+		if (rc < 0)
+			return rc;
+	}
+	/* Nothing can fail from here on. */
 	while (off < end) {
 		uint64_t idx = off >> s->chunk_shift;
 		uint64_t cs = idx << s->chunk_shift;
 		uint64_t ce = cs + s->chunk_size;
 		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, idx);
+		uint64_t lo = off - cs, hi = min64(end, ce) - cs;
 
 		if (!c || objfs_chunk_state(c) == OBJFS_CHUNK_HOLE) {
 			off = ce;
 			continue;
 		}
-		if (off == cs && end >= ce) {
-			if (c->flags & OBJFS_CHUNK_ONDISK) {
-				if (!t && (rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL,
-							&t)) < 0)
-					return rc;
-				rc = objfs_meta_chunk_del(t, ip->ino, idx);
-				if (rc < 0)
-					break;
-			}
+		if (lo == 0 && hi == s->chunk_size) {
+			if (c->flags & OBJFS_CHUNK_ONDISK)
+				defer_slot(s, ip->ino, c->slot, seq);
 			objfs_chunk_drop(c, s->arena);
 			c->flags = 0;
-			off = ce;
-			continue;
+		} else if (lo < c->cap) {
+			memset((unsigned char *)objfs_arena_ptr(s->arena, c->off)
+					+ lo, 0, min64(hi, c->cap) - lo);
+			c->flags |= OBJFS_CHUNK_DIRTY;
+			objfs_arena_touch(s->arena, c->off, 1);
 		}
-		n = (size_t)min64(min64(end, ce) - off, sizeof(zeros));
-		rc = objfs_data_write(s, ip, off, zeros, n, &n);
-		if (rc < 0)
-			break;
-		off += n;
+		off = ce;
 	}
-	if (t)
-		rc = commit_or_abort(t, rc);
-	/* Whole chunks in the range have no record any more: give their
-	 * disk space back.  Partial chunks keep theirs until rewritten. */
-	if (rc == 0 && whole_hi > whole_lo && backing_fd(s, ip, 0) >= 0)
-		(void)fallocate(ip->bfd, FALLOC_FL_PUNCH_HOLE |
-				FALLOC_FL_KEEP_SIZE, (off_t)whole_lo,
-				(off_t)(whole_hi - whole_lo));
-	return rc;
+	ip->attr.nrec = a.nrec;
+	return 0;
 }
 
 int
@@ -980,8 +1155,10 @@ objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip, int mode,
 	uint64_t end = off + len, size = ip->attr.size, pos;
 	int rc;
 
-	if (len == 0 || end < off || end > (uint64_t)INT64_MAX)
+	if (len == 0 || end < off)
 		return -EINVAL;
+	if (end > s->max_size)
+		return -EFBIG;
 	switch (mode) {
 	case 0:
 	case FALLOC_FL_KEEP_SIZE:
@@ -1060,18 +1237,49 @@ objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip)
 {
 	ra_free(ip);
 	objfs_chunkmap_fini(&ip->chunks, s->arena);
+	objfs_slots_fini(&ip->slots);
 	if (ip->bfd >= 0)
 		close(ip->bfd);
 	ip->bfd = -1;
 }
 
 int
+objfs_data_has_file(const struct objfs_inode *ip)
+{
+	/* An object spilled once and then cut to nothing still has one. */
+	return S_ISREG(ip->attr.mode) && !ip->no_file;
+}
+
+/* Drop what is deferred for @ino: it is going as a whole. */
+static void
+forget_deferred(struct objfs_store *s, uint64_t ino)
+{
+	size_t k = 0;
+
+	pthread_mutex_lock(&s->defer_lock);
+	for (size_t i = 0; i < s->ndefer; i++)
+		if (s->defer[i].ino != ino)
+			s->defer[k++] = s->defer[i];
+	s->ndefer = k;
+	pthread_mutex_unlock(&s->defer_lock);
+}
+
+void
+objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip, uint64_t seq)
+{
+	objfs_data_unload(s, ip);
+	forget_deferred(s, ip->ino);
+	if (objfs_data_has_file(ip))
+		defer_slot(s, ip->ino, OBJFS_WHOLE_FILE, seq);
+}
+
+int
 objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 {
 	struct objfs_meta_txn *t;
+	uint64_t seq;
 	int rc;
 
-	objfs_data_unload(s, ip);
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (rc < 0)
 		return rc;
@@ -1080,17 +1288,177 @@ objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 		rc = 0;
 	if (rc == 0)
 		rc = objfs_meta_orphan_del(t, ip->ino);
-	rc = commit_or_abort(t, rc);
+	if (rc == 0 && objfs_data_has_file(ip))
+		rc = objfs_meta_deleted_add(t, ip->ino);
+	rc = commit_or_abort(t, rc, &seq);
 	if (rc < 0)
 		return rc;
-	return objfs_data_remove_file(s, ip);
+	objfs_data_gone(s, ip, seq);
+	return 0;
+}
+
+/* ---- giving deferred space back ---------------------------------------- */
+
+static int
+defer_cmp(const void *a, const void *b)
+{
+	const struct objfs_deferred *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* Take @d[0..n) off the list (they are done). */
+static void
+undefer(struct objfs_store *s, const struct objfs_deferred *d, size_t n)
+{
+	size_t k = 0;
+
+	pthread_mutex_lock(&s->defer_lock);
+	for (size_t i = 0; i < s->ndefer; i++) {
+		int done = 0;
+
+		for (size_t j = 0; j < n && !done; j++)
+			done = s->defer[i].ino == d[j].ino &&
+				s->defer[i].slot == d[j].slot &&
+				s->defer[i].seq == d[j].seq;
+		if (!done)
+			s->defer[k++] = s->defer[i];
+	}
+	s->ndefer = k;
+	pthread_mutex_unlock(&s->defer_lock);
+}
+
+/* Is a read-ahead of slot @slot under way (without the inode lock)? */
+static int
+slot_loading(const struct objfs_inode *ip, uint64_t slot)
+{
+	for (unsigned i = 0; ip->ra && i < ip->ra->n; i++)
+		if (ip->ra->slot[i].state == OBJFS_RA_LOADING &&
+		    ip->ra->slot[i].dslot == slot)
+			return 1;
+	return 0;
+}
+
+/* Shorten @ip's backing file to its last slot in use. */
+static void
+shrink_file(struct objfs_store *s, struct objfs_inode *ip, int fd)
+{
+	uint64_t last = objfs_slots_end(&ip->slots), end = 0;
+	struct stat st;
+
+	if (last) {
+		end = last << s->chunk_shift;
+		for (uint64_t i = 0; i < ip->chunks.n; i++) {
+			struct objfs_chunk *c = &ip->chunks.v[i];
+
+			if ((c->flags & OBJFS_CHUNK_ONDISK) &&
+			    c->slot == last - 1)
+				end = ((last - 1) << s->chunk_shift) +
+					c->disk_len;
+		}
+	}
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > end &&
+	    ftruncate(fd, (off_t)end) < 0)
+		objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64
+			": cannot shorten the backing file: %m", ip->ino);
+}
+
+/* Give back @d[0..n), the slots of one object. */
+static void
+release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
+{
+	struct objfs_inode *ip;
+	size_t k = 0;
+	int fd;
+
+	if (objfs_store_iget(s, d[0].ino, &ip) < 0) {
+		undefer(s, d, n);	/* gone; its file goes as a whole */
+		return;
+	}
+	pthread_mutex_lock(&ip->lock);
+	fd = backing_fd(s, ip, 0, NULL);
+	for (size_t i = 0; i < n; i++) {
+		/* Keep what a read-ahead is reading, until next time. */
+		if (slot_loading(ip, d[i].slot))
+			continue;
+		if (fd >= 0 && objfs_spill_punch(fd, d[i].slot,
+				s->chunk_size) < 0 && errno != EOPNOTSUPP)
+			objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": cannot "
+				"give slot %" PRIu64 " back: %m", ip->ino,
+				d[i].slot);
+		objfs_slots_put(&ip->slots, d[i].slot);
+		d[k++] = d[i];
+	}
+	if (fd >= 0 && k)
+		shrink_file(s, ip, fd);
+	pthread_mutex_unlock(&ip->lock);
+	objfs_store_iput(s, ip);
+	undefer(s, d, k);
+}
+
+/* Remove the backing file of a deleted object, then its tombstone. */
+static void
+release_file(struct objfs_store *s, const struct objfs_deferred *d)
+{
+	struct objfs_meta_txn *t;
+	int rc = objfs_backing_remove(s->backing, d->ino);
+
+	if (rc < 0) {
+		objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": cannot remove "
+			"its backing file: %s", d->ino, strerror(-rc));
+		return;		/* try again later */
+	}
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+	if (rc == 0) {
+		rc = objfs_meta_deleted_del(t, d->ino);
+		rc = commit_or_abort(t, rc, NULL);
+	}
+	if (rc == 0)
+		undefer(s, d, 1);
+}
+
+void
+objfs_data_release(struct objfs_store *s, int all)
+{
+	uint64_t durable = objfs_meta_durable_seq(s->meta);
+	struct objfs_deferred *d;
+	size_t n = 0, i, j;
+
+	pthread_mutex_lock(&s->defer_lock);
+	d = s->ndefer ? malloc(s->ndefer * sizeof(*d)) : NULL;
+	for (i = 0; d && i < s->ndefer; i++)
+		if (all || s->defer[i].seq <= durable)
+			d[n++] = s->defer[i];
+	pthread_mutex_unlock(&s->defer_lock);
+	if (!n) {
+		free(d);
+		return;
+	}
+	qsort(d, n, sizeof(*d), defer_cmp);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && d[j].ino == d[i].ino; j++)
+			;
+		if (d[j - 1].slot == OBJFS_WHOLE_FILE)
+			release_file(s, &d[j - 1]);	/* sorts last */
+		else
+			release_slots(s, d + i, j - i);
+	}
+	free(d);
 }
 
 int
-objfs_data_remove_file(struct objfs_store *s, struct objfs_inode *ip)
+objfs_data_reclaim(struct objfs_store *s)
 {
-	/* A file spilled once and then cut to nothing still has one. */
-	if (!S_ISREG(ip->attr.mode) || ip->no_file)
+	size_t n;
+
+	pthread_mutex_lock(&s->defer_lock);
+	n = s->ndefer;
+	pthread_mutex_unlock(&s->defer_lock);
+	if (!n)
 		return 0;
-	return objfs_backing_remove(s->backing, ip->ino);
+	if (objfs_meta_sync(s->meta) == 0)
+		objfs_data_release(s, 0);
+	return 1;
 }

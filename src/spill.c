@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <inttypes.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -61,14 +62,11 @@ file_name(char name[17], uint64_t ino)
 	snprintf(name, 17, "%016" PRIx64, ino);
 }
 
-int
-objfs_backing_file(struct objfs_backing *b, uint64_t ino, int create)
+static int
+open_file(struct objfs_backing *b, const char *name, int flags)
 {
-	char name[17];
-	int fd, flags;
+	int fd;
 
-	file_name(name, ino);
-	flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0);
 	if (!atomic_load(&b->no_direct)) {
 		fd = openat(b->dirfd, name, flags | O_DIRECT, 0600);
 		if (fd >= 0 || errno != EINVAL)
@@ -79,6 +77,28 @@ objfs_backing_file(struct objfs_backing *b, uint64_t ino, int create)
 	}
 	fd = openat(b->dirfd, name, flags, 0600);
 	return fd < 0 ? -errno : fd;
+}
+
+int
+objfs_backing_file(struct objfs_backing *b, uint64_t ino, int create,
+		int *created)
+{
+	const int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC;
+	char name[17];
+	int fd;
+
+	file_name(name, ino);
+	if (created)
+		*created = 0;
+	fd = open_file(b, name, flags);
+	if (fd != -ENOENT || !create)
+		return fd;
+	fd = open_file(b, name, flags | O_CREAT | O_EXCL);
+	if (fd >= 0 && created)
+		*created = 1;
+	if (fd == -EEXIST)	/* made meanwhile (cannot happen: one owner) */
+		fd = open_file(b, name, flags);
+	return fd;
 }
 
 int
@@ -148,10 +168,10 @@ objfs_backing_free(struct objfs_backing *b, uint64_t *total, uint64_t *avail)
 }
 
 int
-objfs_spill_write(int fd, uint64_t idx, uint32_t chunk_size, const void *buf,
+objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size, const void *buf,
 		uint32_t len, uint64_t *csum_out)
 {
-	off_t pos = (off_t)(idx * chunk_size);
+	off_t pos = (off_t)(slot * chunk_size);
 	const char *p = buf;
 	uint32_t done = 0, span = objfs_spill_span(len);
 	ssize_t n;
@@ -172,10 +192,10 @@ objfs_spill_write(int fd, uint64_t idx, uint32_t chunk_size, const void *buf,
 }
 
 int
-objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint32_t chunk_size,
-		void *buf, uint32_t len, uint64_t csum)
+objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+		uint32_t chunk_size, void *buf, uint32_t len, uint64_t csum)
 {
-	off_t pos = (off_t)(idx * chunk_size);
+	off_t pos = (off_t)(slot * chunk_size);
 	char *p = buf;
 	uint32_t done = 0, span = objfs_spill_span(len);
 	ssize_t n;
@@ -207,5 +227,14 @@ objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint32_t chunk_size,
 			ino, idx);
 		return -EBADMSG;
 	}
+	return 0;
+}
+
+int
+objfs_spill_punch(int fd, uint64_t slot, uint32_t chunk_size)
+{
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			(off_t)(slot * chunk_size), (off_t)chunk_size) < 0)
+		return -errno;
 	return 0;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spill.h - the backing directory: one file per object, chunk i at offset
- * i * chunk size, so a fully written-out object is a plain file holding
- * exactly its bytes.
+ * spill.h - the backing directory: one file per object, holding the disk
+ * copies of its chunks in chunk-sized slots, slot s at offset s * chunk
+ * size.  Chunk i is in slot i unless copy-on-write had to put it
+ * elsewhere (data.c), so an object written out once is a plain file
+ * holding exactly its bytes.
  *
  * File names are the object's inode number in 16 hex digits, never a name
  * a user chose, and every file is opened relative to the directory's fd
@@ -22,11 +24,14 @@ int objfs_backing_open(const char *path, struct objfs_backing **out);
 void objfs_backing_close(struct objfs_backing *b);
 
 /* Open (with @create, creating) the file of object @ino.  Returns an fd
- * or -errno; -ENOENT when absent and !@create.  The fd does direct I/O
- * (O_DIRECT) when the backing filesystem supports it, so that spilled
- * bytes neither fill the page cache nor pay for fresh page-cache memory;
- * objfs_spill_write/read handle the alignment either way. */
-int objfs_backing_file(struct objfs_backing *b, uint64_t ino, int create);
+ * or -errno; -ENOENT when absent and !@create.  *@created (if non-NULL)
+ * says whether this call made the file: its name is durable only after
+ * objfs_backing_sync_dir().  The fd does direct I/O (O_DIRECT) when the
+ * backing filesystem supports it, so that spilled bytes neither fill the
+ * page cache nor pay for fresh page-cache memory; objfs_spill_write/read
+ * handle the alignment either way. */
+int objfs_backing_file(struct objfs_backing *b, uint64_t ino, int create,
+		int *created);
 
 /* Direct I/O moves whole aligned blocks: buffers passed to
  * objfs_spill_write/read must be OBJFS_SPILL_ALIGN-aligned and hold
@@ -50,21 +55,25 @@ int objfs_backing_free(struct objfs_backing *b, uint64_t *total,
 		uint64_t *avail);
 
 /*
- * Write @len bytes of chunk @idx from @buf to @fd (a whole span of
- * aligned blocks; the caller truncates the file to its size afterwards),
- * and compute the checksum of the @len bytes into @csum_out.  Returns 0, -ENOSPC, -EIO (short write) or
- * another -errno; on failure the file's bytes for that chunk are undefined
- * (the caller must not have a record pointing at them).
+ * Write @len bytes from @buf into slot @slot of @fd (a whole span of
+ * aligned blocks), and compute the checksum of the @len bytes into
+ * @csum_out.  Returns 0, -ENOSPC, -EIO (short write) or another -errno; on
+ * failure the slot's bytes are undefined (no record may point at them).
+ * Not durable until fdatasync.
  */
-int objfs_spill_write(int fd, uint64_t idx, uint32_t chunk_size,
+int objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t len, uint64_t *csum_out);
 
 /*
- * Read the @len-byte disk copy of chunk @idx into @buf and check it against
- * @csum.  A short or unreadable file is -EIO and a checksum mismatch is
- * -EBADMSG, each logged with @ino and @idx; @buf is then undefined.
+ * Read the @len-byte disk copy of chunk @idx from slot @slot into @buf and
+ * check it against @csum.  A short or unreadable file is -EIO and a
+ * checksum mismatch is -EBADMSG, each logged with @ino and @idx; @buf is
+ * then undefined.
  */
-int objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint32_t chunk_size,
-		void *buf, uint32_t len, uint64_t csum);
+int objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+		uint32_t chunk_size, void *buf, uint32_t len, uint64_t csum);
+
+/* Give the disk blocks of slot @slot back (punch a hole). */
+int objfs_spill_punch(int fd, uint64_t slot, uint32_t chunk_size);
 
 #endif

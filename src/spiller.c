@@ -103,7 +103,7 @@ spill_main(void *arg)
 	struct objfs_store *s = arg;
 	struct timespec ts;
 	uint64_t freed, f;
-	int err, waiters, stop;
+	int err, waiters, stop, reclaimed;
 
 	pthread_mutex_lock(&s->spill_lock);
 	while (!s->spill_stop) {
@@ -121,8 +121,19 @@ spill_main(void *arg)
 		pthread_mutex_unlock(&s->spill_lock);
 		freed = 0;
 		err = 0;
+		reclaimed = 0;
 		do {
 			f = evict_batch(s, &err);
+			if (!f && err == -ENOSPC && !reclaimed) {
+				/* A full disk: space that deletes and
+				 * rewrites freed may be waiting to be given
+				 * back.  Take it now, and try again. */
+				reclaimed = objfs_data_reclaim(s);
+				if (reclaimed) {
+					err = 0;
+					f = evict_batch(s, &err);
+				}
+			}
 			freed += f;
 			pthread_mutex_lock(&s->spill_lock);
 			waiters = (int)s->waiters;

@@ -30,12 +30,15 @@ struct disk_sum {
 };
 
 static int
-add_chunk(void *arg, uint64_t idx, uint64_t csum, uint32_t len)
+add_chunk(void *arg, uint64_t ino, uint64_t idx,
+		const struct objfs_chunk_rec *r)
 {
 	struct disk_sum *d = arg;
 
-	d->bytes += len;
-	d->chunks++;
+	if (r) {
+		d->bytes += r->len;
+		d->chunks++;
+	}
 	return 0;
 }
 
@@ -53,7 +56,7 @@ objfs_status_text(struct objfs_store *s, char *buf, size_t size,
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		return rc;
-	rc = objfs_meta_chunk_total(t, add_chunk, &d);
+	rc = objfs_meta_chunk_all(t, add_chunk, &d);
 	objfs_meta_abort(t);
 	if (rc < 0)
 		return rc;

@@ -11,16 +11,24 @@
  * In-memory inodes: an inode is in the table while the kernel holds a
  * lookup on it, while it is open, while a request uses it (refs), or while
  * it has bytes in the arena.  Its attributes are written through to the
- * index by every namespace and setattr operation, except a directory's
- * times when a non-directory is created in it or removed from it; those,
- * and size and times changed by writes, are written on release, fsync,
- * eviction and unmount.
+ * index by every namespace, setattr and xattr operation (a directory's
+ * with every create and remove in it); size and times changed by writes
+ * are written on release, fsync, eviction and unmount.
  *
- * An unlinked inode that is not open and has no bytes on disk leaves the
- * index in the transaction that removes its last name (ip->gone).  Any
- * other is put on the index's orphan list in that transaction; it is
- * destroyed when its last lookup and open go, or, after a crash, at the
- * next mount.
+ * An unlinked inode that is not open leaves the index in the transaction
+ * that removes its last name (ip->gone).  Any other is put on the index's
+ * orphan list in that transaction; it is destroyed when its last lookup
+ * and open go, or, after a crash, at the next mount.  An object that may
+ * have a backing file leaves a tombstone in the index (the "deleted" DB)
+ * in the same commit; the file is removed once that commit is durable,
+ * then the tombstone.  A mount removes only backing files that have a
+ * tombstone: one that the index knows nothing of is left alone, and an
+ * index that is missing, empty or not objfs's while backing files exist
+ * refuses to mount.
+ *
+ * The maintenance thread checkpoints the index once a second (which
+ * bounds what a machine crash can take of namespace changes) and gives
+ * back the disk space that durable commits freed (data.c).
  *
  * Locking: see store_int.h.
  */
@@ -74,6 +82,26 @@ static void
 touch_c(struct objfs_attr *a)
 {
 	objfs_time_now(&a->ctime_sec, &a->ctime_nsec);
+}
+
+/* ---- index writes ------------------------------------------------------ */
+
+/*
+ * Begin a namespace or attribute change.  -ENOSPC means the index's disk
+ * is full: the maintenance thread is woken to checkpoint and to give back
+ * what deletes freed, so that space returns as soon as it can.
+ */
+static int
+begin_change(struct objfs_store *s, struct objfs_meta_txn **t)
+{
+	int rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, t);
+
+	if (rc == -ENOSPC && s->maint_started) {
+		pthread_mutex_lock(&s->maint_lock);
+		pthread_cond_signal(&s->maint_cv);
+		pthread_mutex_unlock(&s->maint_lock);
+	}
+	return rc;
 }
 
 /* ---- the status file (status.c serves its text) ---------------------- */
@@ -187,6 +215,7 @@ get_locked(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
 	ip->bfd = -1;
 	ip->refs = 1;
 	objfs_chunkmap_init(&ip->chunks);
+	objfs_slots_init(&ip->slots);
 	pthread_mutex_init(&ip->lock, NULL);
 	if (S_ISREG(a.mode)) {
 		rc = objfs_data_load(s, ip);
@@ -315,6 +344,13 @@ iget(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
 	return rc;
 }
 
+int
+objfs_store_iget(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out)
+{
+	return iget(s, ino, out);
+}
+
 static void
 iput(struct objfs_store *s, struct objfs_inode *ip)
 {
@@ -375,19 +411,45 @@ objfs_store_note_pid(struct objfs_store *s)
 		objfs_log(OBJFS_LOG_WARNING, "cannot record pid in lock file: %m");
 }
 
+/* A new data directory's number, to tell its index from another's. */
+static uint64_t
+new_dir_id(void)
+{
+	uint64_t id = 0;
+	int64_t sec;
+	uint32_t nsec;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &id, sizeof(id)) != sizeof(id))
+			id = 0;
+		close(fd);
+	}
+	objfs_time_now(&sec, &nsec);
+	id ^= (uint64_t)sec * 1000000007u ^ nsec ^ (uint64_t)getpid() << 32;
+	return id ? id : 1;
+}
+
 static int
-init_or_check_index(struct objfs_store *s, uint32_t want_chunk,
-		const char **msg)
+init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
+		uint64_t *id, const char **msg)
 {
 	struct objfs_meta_txn *t;
 	struct objfs_attr root;
 	uint64_t schema, chunk;
 	int rc;
 
-	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
+	/* Reading, unless there is something to write: a mount on a full
+	 * disk must still work. */
+	rc = objfs_meta_begin(s->meta, created ? OBJFS_META_ESSENTIAL : 0, &t);
 	if (rc < 0)
 		return rc;
 	rc = objfs_meta_super_get(t, OBJFS_SUPER_SCHEMA, &schema);
+	if (rc == -ENOENT && !created) {
+		*msg = "the index is an LMDB file but not an objfs index";
+		rc = -EMEDIUMTYPE;
+		goto err_abort;
+	}
 	if (rc == -ENOENT) {
 		/* A new data directory. */
 		chunk = want_chunk ? want_chunk : OBJFS_DEFAULT_CHUNK;
@@ -407,12 +469,14 @@ init_or_check_index(struct objfs_store *s, uint32_t want_chunk,
 		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO, 2)) < 0 ||
 		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
 					FIRST_COOKIE)) < 0 ||
+		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_ID,
+					new_dir_id())) < 0 ||
 		    (rc = objfs_meta_inode_put(t, &root)) < 0)
 			goto err_abort;
 		rc = objfs_meta_commit(t);
 		if (rc < 0)
 			return rc;
-		return init_or_check_index(s, 0, msg);
+		return init_or_check_index(s, 0, 0, id, msg);
 	}
 	if (rc < 0)
 		goto err_abort;
@@ -421,14 +485,27 @@ init_or_check_index(struct objfs_store *s, uint32_t want_chunk,
 		rc = -EPROTO;
 		goto err_abort;
 	}
-	if ((rc = objfs_meta_super_get(t, OBJFS_SUPER_CHUNK, &chunk)) < 0 ||
+	rc = objfs_meta_super_get(t, OBJFS_SUPER_ID, id);
+	if (rc == -ENOENT) {
+		/* Converted from schema 1, which had none: one now. */
+		objfs_meta_abort(t);
+		rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+		if (rc < 0)
+			return rc;
+		*id = new_dir_id();
+		rc = objfs_meta_super_put(t, OBJFS_SUPER_ID, *id);
+	}
+	if (rc < 0 ||
+	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_CHUNK, &chunk)) < 0 ||
 	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_NEXT_INO,
 				&s->next_ino)) < 0 ||
 	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_NEXT_COOKIE,
 				&s->next_cookie)) < 0 ||
 	    (rc = objfs_meta_inode_count(t, &s->ninodes)) < 0)
 		goto err_abort;
-	objfs_meta_abort(t);
+	rc = objfs_meta_commit(t);
+	if (rc < 0)
+		return rc;
 	if (want_chunk && want_chunk != chunk) {
 		*msg = "chunk size differs from the one this data directory was created with";
 		return -EINVAL;
@@ -441,111 +518,281 @@ err_abort:
 	return rc;
 }
 
+/* The id the backing directory was made for, in backing/id: the index
+ * must carry the same one.  Written when missing (a new directory, or
+ * one converted from schema 1). */
 static int
-collect_orphan(void *arg, uint64_t ino)
+check_dir_id(struct objfs_store *s, int dirfd, uint64_t id,
+		const char **msg)
 {
-	uint64_t **v = arg;
+	char buf[64], want[32];
+	ssize_t n;
+	int fd, rc = 0;
 
-	**v = ino;
-	(*v)++;
-	return 0;
+	snprintf(want, sizeof(want), "%016" PRIx64 "\n", id);
+	fd = openat(dirfd, "id", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n >= 0) {
+			buf[n] = '\0';
+			if (strcmp(buf, want) == 0)
+				return 0;
+		}
+		*msg = "the index belongs to another data directory (backing/id "
+			"differs); refusing to use one with the other's files";
+		return -EXDEV;
+	}
+	if (errno != ENOENT)
+		return -errno;
+	fd = openat(dirfd, "id.new", O_WRONLY | O_CREAT | O_TRUNC |
+			O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, want, strlen(want)) != (ssize_t)strlen(want) ||
+	    fsync(fd) < 0)
+		rc = errno ? -errno : -EIO;
+	close(fd);
+	if (rc == 0 && renameat(dirfd, "id.new", dirfd, "id") < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = objfs_backing_sync_dir(s->backing);
+	return rc;
 }
 
-static int
-count_orphan(void *arg, uint64_t ino)
-{
-	(*(size_t *)arg)++;
-	return 0;
-}
-
-struct sweep {
-	struct objfs_store *s;
-	struct objfs_meta_txn *t;
-	size_t removed;
+struct ino_vec {
+	uint64_t *v;
+	size_t n, cap;
 };
 
 static int
-sweep_one(void *arg, uint64_t ino)
+collect_ino(void *arg, uint64_t ino)
 {
-	struct sweep *w = arg;
-	struct objfs_attr a;
-	int rc = objfs_meta_inode_get(w->t, ino, &a);
+	struct ino_vec *iv = arg;
 
-	if (rc != -ENOENT)
-		return rc < 0 ? rc : 0;
-	rc = objfs_backing_remove(w->s->backing, ino);
-	if (rc < 0)
-		return rc;
-	w->removed++;
+	if (iv->n == iv->cap) {
+		size_t c = iv->cap ? 2 * iv->cap : 64;
+		uint64_t *p = realloc(iv->v, c * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		iv->v = p;
+		iv->cap = c;
+	}
+	iv->v[iv->n++] = ino;
 	return 0;
 }
 
 /*
- * Remove backing files whose object is no longer in the index: an object
- * leaves the index first and loses its file just after, so a daemon that
- * died in between leaves the file behind.
+ * Backing files of objects that are gone: each has a tombstone in the
+ * index (its deletion committed, the unlink of its file not yet done).
+ * Remove those, then the tombstones.  A file the index knows nothing of
+ * stays, with a warning.
  */
 static int
 sweep_backing(struct objfs_store *s)
 {
-	struct sweep w = { .s = s };
-	int rc = objfs_meta_begin(s->meta, 0, &w.t);
+	struct ino_vec files = { 0 }, tomb = { 0 };
+	struct objfs_meta_txn *t;
+	struct objfs_attr a;
+	size_t removed = 0, unknown = 0;
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	rc = objfs_backing_list(s->backing, sweep_one, &w);
-	objfs_meta_abort(w.t);
-	if (w.removed)
+	rc = objfs_backing_list(s->backing, collect_ino, &files);
+	if (rc == 0)
+		rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc == 0) {
+		rc = objfs_meta_deleted_list(t, collect_ino, &tomb);
+		for (size_t i = 0; rc == 0 && i < files.n; i++) {
+			rc = objfs_meta_inode_get(t, files.v[i], &a);
+			if (rc == 0) {
+				files.v[i] = 0;		/* live */
+				continue;
+			}
+			if (rc != -ENOENT)
+				break;
+			rc = objfs_meta_deleted_get(t, files.v[i]);
+			if (rc == -ENOENT) {
+				unknown++;
+				files.v[i] = 0;
+				rc = 0;
+			}
+		}
+		objfs_meta_abort(t);
+	}
+	for (size_t i = 0; rc == 0 && i < files.n; i++) {
+		if (!files.v[i])
+			continue;
+		rc = objfs_backing_remove(s->backing, files.v[i]);
+		removed++;
+	}
+	if (rc == 0 && tomb.n && (rc = objfs_meta_begin(s->meta,
+			OBJFS_META_ESSENTIAL, &t)) == 0) {
+		for (size_t i = 0; rc == 0 && i < tomb.n; i++)
+			rc = objfs_meta_deleted_del(t, tomb.v[i]);
+		rc = rc < 0 ? (objfs_meta_abort(t), rc) : objfs_meta_commit(t);
+	}
+	if (removed)
 		objfs_log(OBJFS_LOG_INFO, "removed %zu backing file(s) of "
-			"objects already deleted", w.removed);
+			"objects deleted earlier", removed);
+	if (unknown)
+		objfs_log(OBJFS_LOG_WARNING, "%zu file(s) in the backing "
+			"directory belong to no object the index knows; left "
+			"alone (objfsctl check lists them)", unknown);
+	free(files.v);
+	free(tomb.v);
 	return rc;
+}
+
+/* Does the backing directory hold any object file? */
+static int
+count_file(void *arg, uint64_t ino)
+{
+	(*(size_t *)arg)++;
+	return 0;
 }
 
 /* Destroy objects that were unlinked but open when the daemon last died. */
 static int
 reap_orphans(struct objfs_store *s)
 {
+	struct ino_vec o = { 0 };
 	struct objfs_meta_txn *t;
-	uint64_t *v, *p;
-	size_t n = 0;
 	int rc;
 
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		return rc;
-	rc = objfs_meta_orphan_list(t, count_orphan, &n);
-	if (rc < 0 || n == 0) {
-		objfs_meta_abort(t);
-		return rc;
-	}
-	v = p = malloc(n * sizeof(*v));
-	if (!v) {
-		objfs_meta_abort(t);
-		return -ENOMEM;
-	}
-	rc = objfs_meta_orphan_list(t, collect_orphan, &p);
+	rc = objfs_meta_orphan_list(t, collect_ino, &o);
 	objfs_meta_abort(t);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
+	for (size_t i = 0; rc == 0 && i < o.n; i++) {
 		struct objfs_inode *ip;
 
 		pthread_mutex_lock(&s->lock);
-		rc = get_locked(s, v[i], &ip);
+		rc = get_locked(s, o.v[i], &ip);
 		if (rc == 0) {
 			ip->attr.nlink = 0;
 			put_locked(s, ip);
 		} else if (rc == -ENOENT) {
 			rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 			if (rc == 0) {
-				rc = objfs_meta_orphan_del(t, v[i]);
+				rc = objfs_meta_orphan_del(t, o.v[i]);
 				rc = rc < 0 ? (objfs_meta_abort(t), rc) :
 					objfs_meta_commit(t);
 			}
 		}
 		pthread_mutex_unlock(&s->lock);
 	}
+	if (rc == 0 && o.n)
+		objfs_log(OBJFS_LOG_INFO, "removed %zu unlinked object(s) left "
+			"by an earlier run", o.n);
+	free(o.v);
+	return rc;
+}
+
+/* ---- the maintenance thread ------------------------------------------ */
+
+#define MAINT_INTERVAL_MS	1000
+
+static void *
+maint_main(void *arg)
+{
+	struct objfs_store *s = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&s->maint_lock);
+	while (!s->maint_stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += MAINT_INTERVAL_MS % 1000 * 1000000L;
+		ts.tv_sec += MAINT_INTERVAL_MS / 1000 + ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&s->maint_cv, &s->maint_lock, &ts);
+		if (s->maint_stop)
+			break;
+		pthread_mutex_unlock(&s->maint_lock);
+		/* A checkpoint of everything committed: a machine crash
+		 * then takes at most about a second of changes. */
+		(void)objfs_meta_tick(s->meta, 0);
+		objfs_data_release(s, 0);
+		pthread_mutex_lock(&s->maint_lock);
+	}
+	pthread_mutex_unlock(&s->maint_lock);
+	return NULL;
+}
+
+static int
+maint_start(struct objfs_store *s)
+{
+	int rc;
+
+	pthread_mutex_init(&s->maint_lock, NULL);
+	pthread_cond_init(&s->maint_cv, NULL);
+	rc = pthread_create(&s->maint_thread, NULL, maint_main, s);
+	if (rc)
+		return -rc;
+	s->maint_started = 1;
+	return 0;
+}
+
+static void
+maint_stop(struct objfs_store *s)
+{
+	if (!s->maint_started)
+		return;
+	pthread_mutex_lock(&s->maint_lock);
+	s->maint_stop = 1;
+	pthread_cond_broadcast(&s->maint_cv);
+	pthread_mutex_unlock(&s->maint_lock);
+	pthread_join(s->maint_thread, NULL);
+	s->maint_started = 0;
+}
+
+/* ---- opening the store ------------------------------------------------ */
+
+/*
+ * Open the index in @path, refusing one that is missing, empty or not
+ * objfs's while the backing directory holds objects.
+ */
+static int
+open_index(struct objfs_store *s, const char *path, int *created,
+		const char **msg)
+{
+	static char why[256];
+	size_t objects = 0;
+	char file[4200];
+	int rc;
+
+	rc = objfs_meta_open(path, 0, &s->meta, created);
 	if (rc == 0)
-		objfs_log(OBJFS_LOG_INFO, "removed %zu unlinked object(s) left by an earlier run", n);
-	free(v);
+		return 0;
+	if (rc != -ENOENT && rc != -ENODATA) {
+		*msg = rc == -EPROTO ? "index/data.mdb is not an index this objfs "
+			"can read; refusing to mount (nothing was changed)" :
+			rc == -EUCLEAN ? "the index is damaged; refusing to mount "
+			"(nothing was changed): run 'objfsctl check' on the data "
+			"directory, and 'objfsctl recover' to save the objects" :
+			"cannot open the index";
+		return rc;
+	}
+	(void)objfs_backing_list(s->backing, count_file, &objects);
+	if (objects) {
+		snprintf(why, sizeof(why), "the index is %s, but backing/ holds "
+			"%zu object file(s); refusing to mount (nothing was "
+			"changed): restore index/ from a copy, or run 'objfsctl "
+			"recover' to save the objects", rc == -ENOENT ?
+			"missing" : "empty", objects);
+		*msg = why;
+		return -EUCLEAN;
+	}
+	if (rc == -ENODATA) {
+		/* An empty file and no objects: a first mount cut short. */
+		snprintf(file, sizeof(file), "%s/data.mdb", path);
+		if (unlink(file) < 0)
+			return -errno;
+	}
+	rc = objfs_meta_open(path, 1, &s->meta, created);
+	if (rc < 0)
+		*msg = "cannot create the index";
 	return rc;
 }
 
@@ -557,7 +804,8 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	struct objfs_store *s;
 	const char *dummy;
 	char path[4096];
-	int dirfd, sub = -1, rc;
+	uint64_t id = 0;
+	int dirfd, sub = -1, rc, created = 0;
 
 	if (!msg)
 		msg = &dummy;
@@ -582,6 +830,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		goto err_dirfd;
 	}
 	s->lockfd = -1;
+	pthread_mutex_init(&s->defer_lock, NULL);
 	rc = lock_data_dir(dirfd, &s->lockfd, holder);
 	if (rc < 0) {
 		*msg = rc == -EBUSY ?
@@ -595,33 +844,48 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		goto err_lock;
 	}
 	close(sub);
-	snprintf(path, sizeof(path), "%s/index", cfg->data_dir);
-	rc = objfs_meta_open(path, &s->meta);
-	if (rc < 0) {
-		*msg = "cannot open the index";
-		goto err_lock;
-	}
 	snprintf(path, sizeof(path), "%s/backing", cfg->data_dir);
 	rc = objfs_backing_open(path, &s->backing);
 	if (rc < 0) {
 		*msg = "cannot open the backing directory";
-		goto err_meta;
+		goto err_lock;
 	}
-	rc = init_or_check_index(s, cfg->chunk_size, msg);
+	/* The new subdirectories' names, before anything is put in them. */
+	if (fsync(dirfd) < 0) {
+		rc = -errno;
+		*msg = "cannot sync the data directory";
+		goto err_backing;
+	}
+	snprintf(path, sizeof(path), "%s/index", cfg->data_dir);
+	rc = open_index(s, path, &created, msg);
+	if (rc < 0)
+		goto err_backing;
+	rc = init_or_check_index(s, created, cfg->chunk_size, &id, msg);
 	if (rc < 0) {
 		if (!*msg)
 			*msg = "cannot read the index";
-		goto err_backing;
+		goto err_meta;
+	}
+	rc = check_dir_id(s, dirfd, id, msg);
+	if (rc < 0) {
+		if (!*msg)
+			*msg = "cannot record the data directory's id";
+		goto err_meta;
 	}
 	for (s->chunk_shift = 0; (1u << s->chunk_shift) < s->chunk_size;
 	     s->chunk_shift++)
 		;
+	/* The chunk map is dense (one entry per chunk up to the last one
+	 * written), so the largest file is a number of chunks. */
+	s->max_size = (uint64_t)s->chunk_size << OBJFS_MAX_CHUNKS_SHIFT;
+	if (s->max_size > OBJFS_MAX_FILE_SIZE)
+		s->max_size = OBJFS_MAX_FILE_SIZE;
 	rc = objfs_arena_create(cfg->arena_size, s->chunk_size, &s->arena);
 	if (rc < 0) {
 		*msg = rc == -EINVAL ?
 			"the arena must hold at least two chunks" :
 			"cannot create the shared-memory arena";
-		goto err_backing;
+		goto err_meta;
 	}
 	if (cfg->prefault)
 		objfs_arena_prefault(s->arena);
@@ -634,7 +898,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 			*msg = "spill_low must be below spill_high, both at most 100";
 			rc = -EINVAL;
 			objfs_arena_destroy(s->arena);
-			goto err_backing;
+			goto err_meta;
 		}
 		objfs_arena_get_stats(s->arena, &st);
 		s->high_bytes = st.capacity / 100 * hi;
@@ -667,8 +931,11 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		goto err_table;
 	}
 	rc = objfs_spiller_start(s);
+	if (rc == 0)
+		rc = maint_start(s);
 	if (rc < 0) {
-		*msg = "cannot start the spiller thread";
+		*msg = "cannot start the spiller and maintenance threads";
+		objfs_spiller_stop(s);
 		goto err_table;
 	}
 	close(dirfd);
@@ -676,17 +943,27 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	return 0;
 
 err_table:
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		while (s->table[b]) {
+			struct objfs_inode *ip = s->table[b];
+
+			s->table[b] = ip->hnext;
+			objfs_data_unload(s, ip);
+			free_inode(ip);
+		}
+	}
 	free(s->table);
 err_arena:
 	pthread_mutex_destroy(&s->lock);
 	objfs_arena_destroy(s->arena);
-err_backing:
-	objfs_backing_close(s->backing);
 err_meta:
 	objfs_meta_close(s->meta);
+err_backing:
+	objfs_backing_close(s->backing);
 err_lock:
 	close(s->lockfd);
 err_free:
+	pthread_mutex_destroy(&s->defer_lock);
 	free(s);
 err_dirfd:
 	close(dirfd);
@@ -694,7 +971,7 @@ err_dirfd:
 }
 
 static int
-for_each_inode(struct objfs_store *s, int sync)
+flush_all(struct objfs_store *s)
 {
 	int rc = 0, r;
 
@@ -703,7 +980,7 @@ for_each_inode(struct objfs_store *s, int sync)
 		for (struct objfs_inode *ip = s->table[b]; ip; ip = ip->hnext) {
 			pthread_mutex_lock(&ip->lock);
 			if (S_ISREG(ip->attr.mode) && ip->attr.nlink > 0)
-				r = objfs_data_flush(s, ip, sync);
+				r = objfs_data_flush(s, ip);
 			else
 				r = ip->attr_dirty ? persist_attr(s, ip) : 0;
 			pthread_mutex_unlock(&ip->lock);
@@ -718,11 +995,8 @@ for_each_inode(struct objfs_store *s, int sync)
 int
 objfs_store_sync_all(struct objfs_store *s)
 {
-	int rc = for_each_inode(s, 1), r;
+	int rc = flush_all(s), r;
 
-	r = objfs_backing_sync_dir(s->backing);
-	if (rc == 0)
-		rc = r;
 	r = objfs_meta_sync(s->meta);
 	return rc ? rc : r;
 }
@@ -730,15 +1004,21 @@ objfs_store_sync_all(struct objfs_store *s)
 int
 objfs_store_close(struct objfs_store *s)
 {
-	int rc;
+	int rc, r;
 
 	if (!s)
 		return 0;
+	maint_stop(s);
 	objfs_spiller_stop(s);
+	/* Space that deletes freed first: the write-out may need it. */
+	(void)objfs_data_reclaim(s);
 	rc = objfs_store_sync_all(s);
 	if (rc < 0)
 		objfs_log(OBJFS_LOG_ERR, "writing objects out at unmount: %s; "
 			"what was not written is lost", strerror(-rc));
+	/* Everything committed is durable now: the space it freed can go
+	 * (the tombstones' removal is checkpointed at close). */
+	objfs_data_release(s, 0);
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		while (s->table[b]) {
 			struct objfs_inode *ip = s->table[b];
@@ -752,8 +1032,17 @@ objfs_store_close(struct objfs_store *s)
 	pthread_mutex_destroy(&s->lock);
 	objfs_arena_destroy(s->arena);
 	objfs_backing_close(s->backing);
-	objfs_meta_close(s->meta);
+	r = objfs_meta_close(s->meta);
+	if (r < 0) {
+		objfs_log(OBJFS_LOG_ERR, "index: the last checkpoint failed: %s; "
+			"the journal holds the changes and the next mount "
+			"replays it", strerror(-r));
+		if (rc == 0)
+			rc = r;
+	}
 	close(s->lockfd);
+	free(s->defer);
+	pthread_mutex_destroy(&s->defer_lock);
 	free(s);
 	return rc;
 }
@@ -863,10 +1152,6 @@ objfs_store_setattr(struct objfs_store *s, uint64_t ino,
 			rc = -EINVAL;
 			goto out;
 		}
-		rc = objfs_data_truncate(s, ip, sa->size);
-		if (rc < 0)
-			goto out;
-		a.size = ip->attr.size;
 		touch_mc(&a);
 	}
 	if (sa->valid & OBJFS_SET_MODE)
@@ -893,8 +1178,17 @@ objfs_store_setattr(struct objfs_store *s, uint64_t ino,
 	} else {
 		touch_c(&a);
 	}
-	ip->attr = a;
-	rc = persist_attr(s, ip);
+	/* One commit for the size and the rest: all or nothing. */
+	if (sa->valid & OBJFS_SET_SIZE) {
+		rc = objfs_data_truncate(s, ip, sa->size, &a);
+	} else {
+		struct objfs_attr old = ip->attr;
+
+		ip->attr = a;
+		rc = persist_attr(s, ip);
+		if (rc < 0)
+			ip->attr = old;
+	}
 	if (rc == 0)
 		*out = ip->attr;
 out:
@@ -980,7 +1274,7 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 	if (S_ISDIR(mode))
 		pa.nlink++;
 
-	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
+	rc = begin_change(s, &t);
 	if (rc < 0)
 		goto out_dplock;
 	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
@@ -991,7 +1285,7 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 	if ((rc = objfs_meta_dirent_add(t, parent, name, len, a.ino,
 				a.mode & S_IFMT, s->next_cookie)) < 0 ||
 	    (rc = objfs_meta_inode_put(t, &a)) < 0 ||
-	    (S_ISDIR(mode) && (rc = objfs_meta_inode_put(t, &pa)) < 0) ||
+	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
 	    (target && (rc = objfs_meta_symlink_put(t, a.ino, target,
 				strlen(target))) < 0) ||
 	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO,
@@ -1006,8 +1300,6 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 	s->next_cookie++;
 	s->ninodes++;
 	dp->attr = pa;
-	if (!S_ISDIR(mode))
-		dp->attr_dirty = 1;	/* only its times changed */
 	pthread_mutex_unlock(&dp->lock);
 	put_locked(s, dp);
 
@@ -1178,7 +1470,7 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 	touch_c(&a);
 	pa = dp->attr;
 	touch_mc(&pa);
-	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
+	rc = begin_change(s, &t);
 	if (rc < 0)
 		goto out_locks;
 	if ((rc = objfs_meta_dirent_add(t, newparent, newname, len, ino,
@@ -1212,18 +1504,6 @@ out_unlock:
 	return rc;
 }
 
-/* Does any byte of @ip live in its backing file?  Holds ip->lock. */
-static int
-bytes_on_disk(struct objfs_inode *ip)
-{
-	uint64_t res, disk;
-
-	if (!S_ISREG(ip->attr.mode))
-		return 0;
-	objfs_chunkmap_usage(&ip->chunks, &res, &disk);
-	return disk > 0;
-}
-
 /* Remove @name from @parent; @want_dir selects rmdir semantics. */
 static int
 remove_name(struct objfs_store *s, uint64_t parent, const char *name,
@@ -1234,6 +1514,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	struct objfs_attr a, pa;
 	struct objfs_dirent d;
 	size_t len = strlen(name);
+	uint64_t seq;
 	int rc, gone;
 
 	if (len > OBJFS_NAME_MAX)
@@ -1288,40 +1569,40 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	touch_c(&a);
 	touch_mc(&pa);
 	/* Once its last name goes nothing can open it again.  If nothing
-	 * has it open and none of its bytes are on disk, its records leave
-	 * the index in this transaction: no orphan record, and no second
-	 * commit when the kernel forgets it.  Otherwise it becomes an
+	 * has it open, its records leave the index in this transaction (a
+	 * tombstone says its backing file may go): no orphan record, and no
+	 * second commit when the kernel forgets it.  Otherwise it becomes an
 	 * orphan, destroyed at the last close (or at the next mount). */
-	gone = a.nlink == 0 && ip->nopen == 0 && !bytes_on_disk(ip);
+	gone = a.nlink == 0 && ip->nopen == 0;
 	if ((rc = objfs_meta_dirent_del(t, parent, name, len)) < 0 ||
 	    (gone && (rc = objfs_meta_inode_del(t, a.ino)) < 0) ||
+	    (gone && objfs_data_has_file(ip) &&
+	     (rc = objfs_meta_deleted_add(t, a.ino)) < 0) ||
 	    (!gone && (rc = objfs_meta_inode_put(t, &a)) < 0) ||
-	    (want_dir && (rc = objfs_meta_inode_put(t, &pa)) < 0) ||
+	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
 	    (a.nlink == 0 && !gone &&
 	     (rc = objfs_meta_orphan_add(t, a.ino)) < 0)) {
 		pthread_mutex_unlock(&ip->lock);
 		pthread_mutex_unlock(&dp->lock);
 		goto out_ip;
 	}
-	rc = objfs_meta_commit(t);
+	rc = objfs_meta_commit_seq(t, &seq);
 	t = NULL;
 	if (rc == 0) {
 		ip->attr = a;
 		dp->attr = pa;
-		/* Only the directory's times changed: they reach the
-		 * index later, like a file's after a write. */
-		if (!want_dir)
-			dp->attr_dirty = 1;
 		if (gone) {
 			ip->gone = 1;
 			s->ninodes--;
-			objfs_data_unload(s, ip);
-			objfs_data_remove_file(s, ip);
+			objfs_data_gone(s, ip, seq);
 		}
 	}
 	pthread_mutex_unlock(&ip->lock);
 	pthread_mutex_unlock(&dp->lock);
 out_ip:
+	/* Never an inode lock inside a transaction (put may take one). */
+	objfs_meta_abort(t);
+	t = NULL;
 	put_locked(s, ip);
 out_abort:
 	objfs_meta_abort(t);
@@ -1344,7 +1625,9 @@ objfs_store_rmdir(struct objfs_store *s, uint64_t parent, const char *name)
 	return remove_name(s, parent, name, 1);
 }
 
-/* Is @dir (a directory inode) @anc or below it?  Holds s->lock. */
+/* Is @dir (a directory inode) @anc or below it?  Holds s->lock, which
+ * keeps every directory's parent as it is; an inode's lock is never taken
+ * inside a transaction. */
 static int
 is_within_locked(struct objfs_store *s, uint64_t dir, uint64_t anc, int *out)
 {
@@ -1353,17 +1636,14 @@ is_within_locked(struct objfs_store *s, uint64_t dir, uint64_t anc, int *out)
 	struct objfs_attr a;
 	int rc, depth = 0;
 
-	rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc < 0)
-		return rc;
 	for (;;) {
 		if (dir == anc) {
 			*out = 1;
-			break;
+			return 0;
 		}
 		if (dir == OBJFS_ROOT_INO || ++depth > 100000) {
 			*out = 0;
-			break;
+			return 0;
 		}
 		ip = find_locked(s, dir);
 		if (ip) {
@@ -1372,13 +1652,15 @@ is_within_locked(struct objfs_store *s, uint64_t dir, uint64_t anc, int *out)
 			pthread_mutex_unlock(&ip->lock);
 			continue;
 		}
-		rc = objfs_meta_inode_get(t, dir, &a);
+		rc = objfs_meta_begin(s->meta, 0, &t);
 		if (rc < 0)
-			break;
+			return rc;
+		rc = objfs_meta_inode_get(t, dir, &a);
+		objfs_meta_abort(t);
+		if (rc < 0)
+			return rc;
 		dir = a.parent;
 	}
-	objfs_meta_abort(t);
-	return rc;
 }
 
 struct rename_side {
@@ -1482,6 +1764,8 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 		if (dst_dir && (rc = objfs_meta_dir_empty(t, dst.d.ino)) < 0)
 			goto out_put;
 	}
+	objfs_meta_abort(t);
+	t = NULL;
 	/* Never move a directory into itself or below itself. */
 	if (src_dir && parent != newparent) {
 		rc = is_within_locked(s, newparent, src.d.ino, &within);
@@ -1502,14 +1786,12 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 		}
 	}
 
-	objfs_meta_abort(t);
-	t = NULL;
 	set[0] = src.dp;
 	set[1] = dst.dp;
 	set[2] = src.ip;
 	set[3] = dst.ip;
 	lock_set(set, 4, 1);
-	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
+	rc = begin_change(s, &t);
 	if (rc < 0) {
 		t = NULL;
 		goto out_locks;
@@ -1664,11 +1946,10 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	if ((flags & O_TRUNC) && S_ISREG(ip->attr.mode)) {
 		pthread_mutex_lock(&ip->lock);
 		if (ip->attr.size) {
-			rc = objfs_data_truncate(s, ip, 0);
-			if (rc == 0) {
-				touch_mc(&ip->attr);
-				rc = persist_attr(s, ip);
-			}
+			struct objfs_attr a = ip->attr;
+
+			touch_mc(&a);
+			rc = objfs_data_truncate(s, ip, 0, &a);
 		}
 		pthread_mutex_unlock(&ip->lock);
 	} else if (S_ISREG(ip->attr.mode) && (flags & O_ACCMODE) != O_WRONLY) {
@@ -1928,10 +2209,12 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 		return rc;
 	pthread_mutex_lock(&ip->lock);
 	if (S_ISREG(ip->attr.mode) && ip->attr.nlink)
-		rc = objfs_data_flush(s, ip, 1);
+		rc = objfs_data_flush(s, ip);
 	else if (ip->attr_dirty)
 		rc = persist_attr(s, ip);
 	pthread_mutex_unlock(&ip->lock);
+	/* The bytes are on disk already: what makes them and every
+	 * namespace change so far durable is one flush of the journal. */
 	if (rc == 0)
 		rc = objfs_meta_sync(s->meta);
 	iput(s, ip);
@@ -2159,7 +2442,7 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	}
 	a = ip->attr;
 	touch_c(&a);
-	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
+	rc = begin_change(s, &t);
 	if (rc < 0)
 		goto out;
 	rc = remove ? objfs_meta_xattr_del(t, ino, name) :

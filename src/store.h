@@ -24,6 +24,10 @@
 
 #define OBJFS_ROOT_INO		1
 #define OBJFS_DEFAULT_CHUNK	(1u << 20)
+/* The largest file: 2^22 chunks (4 TiB with 1 MiB chunks), 16 TiB at
+ * most.  Writes and truncates past it fail with EFBIG. */
+#define OBJFS_MAX_CHUNKS_SHIFT	22
+#define OBJFS_MAX_FILE_SIZE	(1ull << 44)
 
 struct objfs_store;
 

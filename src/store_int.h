@@ -42,6 +42,9 @@ struct objfs_inode {
 	int gone;			/* protected by lock: unlinked and its
 					 * records already out of the index */
 	struct objfs_chunkmap chunks;	/* protected by lock */
+	struct objfs_slotmap slots;	/* protected by lock: slots of the
+					 * backing file that records point at,
+					 * or that wait to be freed */
 	int bfd;			/* protected by lock: backing file, -1 */
 	int no_file;			/* protected by lock: created by this
 					 * daemon and never given a backing
@@ -49,6 +52,10 @@ struct objfs_inode {
 	struct objfs_rahead *ra;	/* protected by lock: chunks read
 					 * straight from disk, or NULL */
 };
+
+/* attr.pad bits */
+#define OBJFS_ATTR_DAMAGED	0x1u	/* some chunk records were lost: the
+					 * chunks without one read as EIO */
 
 /*
  * Read-ahead of spilled chunks, outside the arena (data.c).  When the
@@ -65,6 +72,7 @@ enum { OBJFS_RA_EMPTY, OBJFS_RA_LOADING, OBJFS_RA_READY };
 struct objfs_ra_slot {
 	unsigned char *buf;
 	uint64_t idx;
+	uint64_t dslot;			/* the disk copy's slot */
 	uint64_t csum;
 	uint64_t gen;			/* which request is loading it */
 	uint32_t len;
@@ -82,6 +90,19 @@ struct objfs_rahead {
 /* Restore and read-ahead threads: two keep two disk reads in flight. */
 #define OBJFS_RESTORE_THREADS	2
 
+/*
+ * Disk space that may be given back once a commit is durable: a slot an
+ * old chunk record pointed at, or (slot OBJFS_WHOLE_FILE) the backing
+ * file of a deleted object.  Until then a machine crash could bring that
+ * record back, so the bytes must stay.
+ */
+#define OBJFS_WHOLE_FILE	UINT64_MAX
+struct objfs_deferred {
+	uint64_t ino;
+	uint64_t slot;
+	uint64_t seq;
+};
+
 struct objfs_store {
 	struct objfs_meta *meta;
 	struct objfs_arena *arena;
@@ -89,6 +110,7 @@ struct objfs_store {
 	int lockfd;
 	uint32_t chunk_size;
 	unsigned chunk_shift;
+	uint64_t max_size;		/* largest file: writes past it EFBIG */
 	uint64_t restore_limit;		/* arena use above which reads are
 					 * served from disk, not restored */
 
@@ -104,6 +126,19 @@ struct objfs_store {
 	_Atomic uint64_t restored_chunks, restored_bytes;
 	_Atomic uint64_t direct_reads, csum_failures;
 	_Atomic uint64_t evictions, dropped_bytes, write_waits;
+
+	/* Space given back when durable (data.c), a leaf lock. */
+	pthread_mutex_t defer_lock;
+	struct objfs_deferred *defer;	/* protected by defer_lock */
+	size_t ndefer, defer_cap;	/* protected by defer_lock */
+
+	/* The maintenance thread (store.c): checkpoints the index and
+	 * gives deferred space back, once a second. */
+	pthread_t maint_thread;
+	int maint_started;
+	pthread_mutex_t maint_lock;
+	pthread_cond_t maint_cv;
+	int maint_stop;			/* protected by maint_lock */
 
 	/* The spiller (spiller.c). */
 	uint64_t high_bytes;		/* start spilling above this use */
@@ -151,10 +186,14 @@ int objfs_data_read_iov(struct objfs_store *s, struct objfs_inode *ip,
 void objfs_iov_release(struct objfs_iov *v);
 int objfs_data_write(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, const void *buf, size_t len, size_t *n_out);
+/* Set the size to @size and the other attributes to @a (whose size and
+ * nrec are set here), in one index commit: all or nothing. */
 int objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t size);
-/* Write dirty chunks and the attributes out; with @sync, make durable. */
-int objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip, int sync);
+		uint64_t size, struct objfs_attr *a);
+/* Write the dirty chunks and the attributes out: copy-on-write, the
+ * bytes flushed to disk before the index points at them.  Durable for a
+ * machine crash after objfs_meta_sync(). */
+int objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip);
 int objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip,
 		int mode, uint64_t off, uint64_t len);
 int objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip,
@@ -175,11 +214,21 @@ void objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
 void objfs_data_ra_release(struct objfs_inode *ip);
 /* Free the arena blocks and the backing fd (the object stays on disk). */
 void objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip);
-/* Remove the object's backing file and all its index records. */
+/* Remove the object's index records, and its backing file once that is
+ * durable. */
 int objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip);
-/* Remove @ip's backing file, if it may have one (its records are out of
- * the index already). */
-int objfs_data_remove_file(struct objfs_store *s, struct objfs_inode *ip);
+/* May @ip have a backing file?  Then deleting it records a tombstone. */
+int objfs_data_has_file(const struct objfs_inode *ip);
+/* @ip left the index in commit @seq: its backing file goes when that is
+ * durable. */
+void objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t seq);
+/* Give back the space deferred until commits that are durable now (all
+ * of it with @all, after a final sync).  No lock held. */
+void objfs_data_release(struct objfs_store *s, int all);
+/* When space waits to be given back: make the index durable and give it
+ * back now (a full disk).  1 if there was any, else 0.  No lock held. */
+int objfs_data_reclaim(struct objfs_store *s);
 
 /* store.c */
 void objfs_time_now(int64_t *sec, uint32_t *nsec);
@@ -188,6 +237,9 @@ void objfs_time_now(int64_t *sec, uint32_t *nsec);
 int objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
 		struct objfs_inode **out);
 void objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip);
+/* The same, loading @ino from the index when it is not in memory. */
+int objfs_store_iget(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out);
 
 /* spiller.c */
 int objfs_spiller_start(struct objfs_store *s);

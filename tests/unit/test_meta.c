@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_meta.c - the LMDB index: namespace, listing order, xattrs, chunk
- * records, orphans, inode deletion and reopening, and the writable map
- * growing under readers.
+ * records, orphans, inode deletion and reopening; the journal (commits
+ * survive a killed process, a torn record ends the replay, checkpoints),
+ * failed transactions, damaged records and damaged files, readers and
+ * writers in threads.
  */
 #include <config.h>
 
@@ -15,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -35,10 +39,22 @@ setup(void **state)
 
 	strcpy(f->dir, "/tmp/objfs-meta-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
-	assert_int_equal(objfs_meta_open(f->dir, &f->m), 0);
+	assert_int_equal(objfs_meta_open(f->dir, 1, &f->m, NULL), 0);
 	assert_int_equal(objfs_meta_begin(f->m, 1, &f->t), 0);
 	*state = f;
 	return 0;
+}
+
+static void
+rm_index(const char *dir)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	unlink(path);
+	rmdir(dir);
 }
 
 static int
@@ -48,12 +64,10 @@ teardown(void **state)
 	char path[128];
 
 	objfs_meta_abort(f->t);
-	objfs_meta_close(f->m);
-	snprintf(path, sizeof(path), "%s/data.mdb", f->dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/lock.mdb", f->dir);
-	unlink(path);
-	rmdir(f->dir);
+	if (f->m)
+		assert_int_equal(objfs_meta_close(f->m), 0);
+	(void)path;
+	rm_index(f->dir);
 	free(f);
 	return 0;
 }
@@ -164,15 +178,25 @@ test_xattrs(void **state)
 }
 
 static int
-count_chunk(void *arg, uint64_t idx, uint64_t csum, uint32_t len)
+count_chunk(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 {
 	uint64_t *v = arg;
 
-	assert_int_equal(csum, idx * 1000);
-	assert_int_equal(len, (uint32_t)idx + 1);
+	assert_non_null(r);
+	assert_int_equal(r->csum, idx * 1000);
+	assert_int_equal(r->len, (uint32_t)idx + 1);
+	assert_int_equal(r->slot, idx + 100);
 	v[0]++;
 	v[1] += idx;
 	return 0;
+}
+
+static void
+put_chunk(struct objfs_meta_txn *t, uint64_t ino, uint64_t i)
+{
+	struct objfs_chunk_rec r = { i * 1000, i + 100, (uint32_t)i + 1 };
+
+	assert_int_equal(objfs_meta_chunk_put(t, ino, i, &r), 0);
 }
 
 static void
@@ -187,9 +211,8 @@ test_chunks_and_inode_delete(void **state)
 
 	assert_int_equal(objfs_meta_inode_put(f->t, &a), 0);
 	for (uint64_t i = 0; i < 10; i++)
-		assert_int_equal(objfs_meta_chunk_put(f->t, 9, i, i * 1000,
-					(uint32_t)i + 1), 0);
-	assert_int_equal(objfs_meta_chunk_put(f->t, 10, 0, 0, 1), 0);
+		put_chunk(f->t, 9, i);
+	put_chunk(f->t, 10, 0);
 	assert_int_equal(objfs_meta_chunk_list(f->t, 9, count_chunk, v), 0);
 	assert_int_equal(v[0], 10);
 	/* Deleting a run of records with a cursor visits each one. */
@@ -237,13 +260,16 @@ test_orphans_and_reopen(void **state)
 	assert_int_equal(objfs_meta_orphan_del(f->t, 43), 0);
 	assert_int_equal(objfs_meta_super_put(f->t, "next_ino", 77), 0);
 	assert_int_equal(objfs_meta_symlink_put(f->t, 42, "target", 6), 0);
+	assert_int_equal(objfs_meta_deleted_add(f->t, 50), 0);
 	assert_int_equal(objfs_meta_commit(f->t), 0);
 	f->t = NULL;
 	assert_int_equal(objfs_meta_sync(f->m), 0);
-	objfs_meta_close(f->m);
+	assert_int_equal(objfs_meta_close(f->m), 0);
 
-	assert_int_equal(objfs_meta_open(f->dir, &f->m), 0);
+	assert_int_equal(objfs_meta_open(f->dir, 0, &f->m, NULL), 0);
 	assert_int_equal(objfs_meta_begin(f->m, 0, &f->t), 0);
+	assert_int_equal(objfs_meta_deleted_get(f->t, 50), 0);
+	assert_int_equal(objfs_meta_deleted_get(f->t, 51), -ENOENT);
 	assert_int_equal(objfs_meta_inode_get(f->t, 42, &b), 0);
 	assert_memory_equal(&a, &b, sizeof(a));
 	assert_int_equal(objfs_meta_orphan_list(f->t, collect_orphan, v), 0);
@@ -257,9 +283,350 @@ test_orphans_and_reopen(void **state)
 	assert_memory_equal(target, "tar", 3);
 }
 
-/* ---- the writable map grows, with readers running and nested ------- */
-#define VAL	60000
-#define NVALS	2400		/* 144 MB of values: past half of 256 MiB */
+/* ---- the journal: what a killed process committed is kept -------- */
+
+static void
+commit_names(struct objfs_meta *m, int from, int to)
+{
+	struct objfs_meta_txn *t;
+	char name[32];
+
+	for (int i = from; i < to; i++) {
+		if (objfs_meta_begin(m, OBJFS_META_WRITE, &t) != 0)
+			_exit(3);
+		snprintf(name, sizeof(name), "n%d", i);
+		if (objfs_meta_dirent_add(t, 1, name, strlen(name),
+				(uint64_t)i + 100, S_IFREG, (uint64_t)i + 10) ||
+		    objfs_meta_commit(t) != 0)
+			_exit(4);
+	}
+}
+
+/* In a child: open, commit @n names, and die without closing, as a
+ * killed daemon does (its page cache stays). */
+static void
+child_commits_and_dies(const char *dir, int from, int to, int tick)
+{
+	pid_t pid = fork();
+	int st;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct objfs_meta *m;
+
+		if (objfs_meta_open(dir, 1, &m, NULL) != 0)
+			_exit(2);
+		commit_names(m, from, to);
+		if (tick && objfs_meta_tick(m, 0) != 0)
+			_exit(5);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static int
+count_names(struct objfs_meta *m, int from, int to)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_dirent d;
+	char name[32];
+	int n = 0;
+
+	assert_int_equal(objfs_meta_begin(m, 0, &t), 0);
+	for (int i = from; i < to; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		if (objfs_meta_dirent_get(t, 1, name, strlen(name), &d) == 0) {
+			assert_int_equal(d.ino, (uint64_t)i + 100);
+			n++;
+		}
+	}
+	objfs_meta_abort(t);
+	return n;
+}
+
+static void
+copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out;
+	ssize_t n;
+
+	assert_true(in >= 0);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+static void
+test_journal_after_kill(void **state)
+{
+	struct fx *f = *state;
+	char other[64], from[128], to[128];
+
+	objfs_meta_abort(f->t);
+	f->t = NULL;
+	assert_int_equal(objfs_meta_close(f->m), 0);
+	f->m = NULL;
+	child_commits_and_dies(f->dir, 0, 500, 0);
+	/* The data file alone does not have them: no commit of LMDB per
+	 * operation; the journal does. */
+	strcpy(other, "/tmp/objfs-meta-XXXXXX");
+	assert_non_null(mkdtemp(other));
+	snprintf(from, sizeof(from), "%s/data.mdb", f->dir);
+	snprintf(to, sizeof(to), "%s/data.mdb", other);
+	copy_file(from, to);
+	assert_int_equal(objfs_meta_open(other, 0, &f->m, NULL), 0);
+	assert_int_equal(count_names(f->m, 0, 500), 0);
+	assert_int_equal(objfs_meta_close(f->m), 0);
+	rm_index(other);
+	/* With its journal, all 500 are back, and are then checkpointed. */
+	assert_int_equal(objfs_meta_open(f->dir, 0, &f->m, NULL), 0);
+	assert_int_equal(count_names(f->m, 0, 500), 500);
+	assert_int_equal(objfs_meta_close(f->m), 0);
+	/* A second kill after a checkpoint, with more names. */
+	child_commits_and_dies(f->dir, 500, 700, 1);
+	assert_int_equal(objfs_meta_open(f->dir, 0, &f->m, NULL), 0);
+	assert_int_equal(count_names(f->m, 0, 700), 700);
+}
+
+/* Flip byte @at (from the end when negative) of @path. */
+static void
+flip_byte(const char *path, long at)
+{
+	unsigned char b;
+	struct stat st;
+	int fd = open(path, O_RDWR);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	if (at < 0)
+		at += st.st_size;
+	assert_int_equal(pread(fd, &b, 1, at), 1);
+	b ^= 0x5a;
+	assert_int_equal(pwrite(fd, &b, 1, at), 1);
+	close(fd);
+}
+
+/* Offset of the last byte of the last journal record with number @seq:
+ * records follow each other from offset 0, 24-byte headers. */
+static long
+journal_record_end(const char *dir, uint64_t want)
+{
+	char path[128];
+	unsigned char h[24];
+	long off = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	for (;;) {
+		uint32_t len;
+		uint64_t seq;
+
+		assert_int_equal(pread(fd, h, 24, off), 24);
+		memcpy(&len, h + 4, 4);
+		memcpy(&seq, h + 8, 8);
+		off += 24 + len;
+		if (seq == want)
+			break;
+	}
+	close(fd);
+	return off - 1;
+}
+
+static void
+test_torn_journal(void **state)
+{
+	struct fx *f = *state;
+	char path[128];
+
+	objfs_meta_abort(f->t);
+	f->t = NULL;
+	assert_int_equal(objfs_meta_close(f->m), 0);
+	f->m = NULL;
+	child_commits_and_dies(f->dir, 0, 10, 0);
+	/* The names are records 1 to 10.  Tear the last one (a machine
+	 * crash while it was being written). */
+	snprintf(path, sizeof(path), "%s/journal", f->dir);
+	flip_byte(path, journal_record_end(f->dir, 10));
+	assert_int_equal(objfs_meta_open(f->dir, 0, &f->m, NULL), 0);
+	assert_int_equal(count_names(f->m, 0, 9), 9);
+	assert_int_equal(count_names(f->m, 9, 10), 0);
+}
+
+static void
+test_failed_write_changes_nothing(void **state)
+{
+	struct fx *f = *state;
+	struct objfs_meta_txn *t2;
+	struct objfs_dirent d;
+	uint64_t seq, seq2;
+
+	assert_int_equal(objfs_meta_dirent_add(f->t, 1, "kept", 4, 5, S_IFREG,
+				3), 0);
+	assert_int_equal(objfs_meta_commit_seq(f->t, &seq), 0);
+	assert_int_equal(objfs_meta_begin(f->m, OBJFS_META_WRITE, &f->t), 0);
+	assert_int_equal(objfs_meta_dirent_add(f->t, 1, "lost", 4, 6, S_IFREG,
+				4), 0);
+	/* No write inside a write. */
+	assert_int_equal(objfs_meta_begin(f->m, OBJFS_META_WRITE, &t2),
+			-EDEADLK);
+	/* A read inside sees the write's own changes. */
+	assert_int_equal(objfs_meta_begin(f->m, 0, &t2), 0);
+	assert_int_equal(objfs_meta_dirent_get(t2, 1, "lost", 4, &d), 0);
+	objfs_meta_abort(t2);
+	objfs_meta_abort(f->t);
+	assert_int_equal(objfs_meta_begin(f->m, 0, &f->t), 0);
+	assert_int_equal(objfs_meta_dirent_get(f->t, 1, "lost", 4, &d), -ENOENT);
+	assert_int_equal(objfs_meta_dirent_get(f->t, 1, "kept", 4, &d), 0);
+	/* A read commits to the number of the last write. */
+	assert_int_equal(objfs_meta_commit_seq(f->t, &seq2), 0);
+	assert_int_equal(seq2, seq);
+	assert_true(objfs_meta_durable_seq(f->m) < seq);
+	assert_int_equal(objfs_meta_sync(f->m), 0);
+	assert_true(objfs_meta_durable_seq(f->m) >= seq);
+	/* A write inside a read is fine. */
+	assert_int_equal(objfs_meta_begin(f->m, 0, &f->t), 0);
+	assert_int_equal(objfs_meta_begin(f->m, OBJFS_META_WRITE, &t2), 0);
+	assert_int_equal(objfs_meta_dirent_add(t2, 1, "inner", 5, 7, S_IFREG,
+				5), 0);
+	assert_int_equal(objfs_meta_commit(t2), 0);
+	assert_int_equal(objfs_meta_dirent_get(f->t, 1, "inner", 5, &d), 0);
+	/* Checkpointed: durable too. */
+	objfs_meta_abort(f->t);
+	f->t = NULL;
+	assert_int_equal(objfs_meta_tick(f->m, 0), 0);
+	assert_true(objfs_meta_durable_seq(f->m) > seq);
+}
+
+/* The offset of @pat in @path (a value to damage). */
+static long
+find_bytes(const char *path, const char *pat)
+{
+	size_t plen = strlen(pat);
+	struct stat st;
+	char *buf;
+	long at = -1;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	buf = malloc((size_t)st.st_size);
+	assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
+	for (long i = 0; i + (long)plen <= st.st_size; i++)
+		if (memcmp(buf + i, pat, plen) == 0) {
+			at = i;
+			break;
+		}
+	free(buf);
+	close(fd);
+	return at;
+}
+
+static void
+test_damaged_record(void **state)
+{
+	struct fx *f = *state;
+	struct objfs_meta_report r;
+	char path[128], buf[64];
+	size_t len;
+	long at;
+
+	assert_int_equal(objfs_meta_xattr_set(f->t, 3, "user.v",
+				"DAMAGE-ME-PLEASE", 16, 0), 0);
+	assert_int_equal(objfs_meta_xattr_set(f->t, 3, "user.w", "fine", 4, 0),
+			0);
+	assert_int_equal(objfs_meta_commit(f->t), 0);
+	f->t = NULL;
+	assert_int_equal(objfs_meta_close(f->m), 0);
+	f->m = NULL;
+	snprintf(path, sizeof(path), "%s/data.mdb", f->dir);
+	at = find_bytes(path, "DAMAGE-ME-PLEASE");
+	assert_true(at > 0);
+	flip_byte(path, at + 3);
+	assert_int_equal(objfs_meta_verify(f->dir, &r), 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.damaged, 1);
+	assert_true(r.records > 3);
+	assert_int_equal(objfs_meta_open(f->dir, 0, &f->m, NULL), 0);
+	assert_int_equal(objfs_meta_begin(f->m, 0, &f->t), 0);
+	assert_int_equal(objfs_meta_xattr_get(f->t, 3, "user.v", buf,
+				sizeof(buf), &len), -EIO);
+	assert_int_equal(objfs_meta_xattr_get(f->t, 3, "user.w", buf,
+				sizeof(buf), &len), 0);
+	assert_int_equal(objfs_meta_xattr_list(f->t, 3, buf, sizeof(buf), &len),
+			-EIO);
+}
+
+static void
+test_damaged_file(void **state)
+{
+	struct fx *f = *state;
+	struct objfs_meta_report r;
+	struct objfs_meta *m;
+	unsigned char junk[4096];
+	char path[128], name[32];
+	int fd;
+
+	for (int i = 0; i < 3000; i++) {
+		snprintf(name, sizeof(name), "file-%05d", i);
+		assert_int_equal(objfs_meta_dirent_add(f->t, 1, name,
+					strlen(name), (uint64_t)i + 2, S_IFREG,
+					(uint64_t)i + 3), 0);
+	}
+	assert_int_equal(objfs_meta_commit(f->t), 0);
+	f->t = NULL;
+	assert_int_equal(objfs_meta_close(f->m), 0);
+	f->m = NULL;
+	/* Random bytes over pages 2 to 5 (branch and leaf pages). */
+	srand(7);
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)rand();
+	snprintf(path, sizeof(path), "%s/data.mdb", f->dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	for (int pg = 2; pg <= 5; pg++)
+		assert_int_equal(pwrite(fd, junk, sizeof(junk), pg * 4096L),
+				(ssize_t)sizeof(junk));
+	close(fd);
+	assert_int_equal(objfs_meta_verify(f->dir, &r), 0);
+	assert_int_equal(r.status, -EUCLEAN);
+	assert_true(r.what[0] != '\0');
+	assert_int_equal(objfs_meta_open(f->dir, 0, &m, NULL), -EUCLEAN);
+}
+
+static void
+test_open_errors(void **state)
+{
+	char dir[64], path[128];
+	struct objfs_meta *m;
+	int fd;
+
+	assert_int_equal(objfs_meta_open("/nonexistent/objfs/index", 0, &m,
+				NULL), -ENOENT);
+	strcpy(dir, "/tmp/objfs-meta-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(objfs_meta_open(dir, 0, &m, NULL), -ENOENT);
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	close(fd);
+	assert_int_equal(objfs_meta_open(dir, 1, &m, NULL), -ENODATA);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(write(fd, "not an index, just some bytes...",
+					32), 32);
+	close(fd);
+	assert_int_equal(objfs_meta_open(dir, 1, &m, NULL), -EPROTO);
+	rm_index(dir);
+}
+
+/* ---- readers and writers in threads ------------------------------- */
 
 struct reader {
 	struct objfs_meta *m;
@@ -267,105 +634,59 @@ struct reader {
 	_Atomic long reads;
 };
 
-static void
-fill_val(unsigned char *v, unsigned i)
-{
-	for (unsigned k = 0; k < VAL; k++)
-		v[k] = (unsigned char)(i * 7 + k);
-}
-
 static void *
 read_loop(void *arg)
 {
 	struct reader *r = arg;
-	static unsigned char want[VAL];
-	unsigned char *got = malloc(VAL);
 	struct objfs_meta_txn *t;
+	char got[16];
 	size_t len;
 
-	fill_val(want, 0);
 	while (!r->stop) {
 		if (objfs_meta_begin(r->m, 0, &t) != 0)
 			abort();
-		if (objfs_meta_xattr_get(t, 1, "user.v0", got, VAL, &len) != 0 ||
-		    len != VAL || memcmp(got, want, VAL) != 0)
+		if (objfs_meta_xattr_get(t, 1, "user.v0", got, sizeof(got),
+				&len) != 0 || len != 5 || memcmp(got, "value", 5))
 			abort();
 		objfs_meta_abort(t);
 		r->reads++;
-		usleep(200);
 	}
-	free(got);
 	return NULL;
 }
 
 static void
-test_map_grows(void **state)
+test_threads(void **state)
 {
 	struct fx *f = *state;
-	unsigned char *v = malloc(VAL), *got = malloc(VAL);
-	struct objfs_meta_txn *t, *rt;
 	struct reader r = { .m = f->m };
-	pthread_t th;
+	pthread_t th[2];
 	char name[32];
-	size_t len;
 
-	objfs_meta_abort(f->t);
+	assert_int_equal(objfs_meta_xattr_set(f->t, 1, "user.v0", "value", 5,
+				0), 0);
+	assert_int_equal(objfs_meta_commit(f->t), 0);
 	f->t = NULL;
-	alarm(300);		/* a deadlock fails the test */
-	assert_int_equal(objfs_meta_map_size(f->m), 256u << 20);
-	fill_val(v, 0);
-	assert_int_equal(objfs_meta_begin(f->m, 1, &t), 0);
-	assert_int_equal(objfs_meta_xattr_set(t, 1, "user.v0", v, VAL, 0), 0);
-	assert_int_equal(objfs_meta_commit(t), 0);
-	assert_int_equal(pthread_create(&th, NULL, read_loop, &r), 0);
-	for (unsigned i = 1; i < NVALS; i += 100) {
-		assert_int_equal(objfs_meta_begin(f->m, 1, &t), 0);
-		for (unsigned j = i; j < i + 100 && j < NVALS; j++) {
-			fill_val(v, j);
-			snprintf(name, sizeof(name), "user.v%u", j);
-			assert_int_equal(objfs_meta_xattr_set(t, 1, name, v, VAL,
-						0), 0);
-		}
+	alarm(120);		/* a deadlock fails the test */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, read_loop, &r), 0);
+	for (unsigned i = 1; i < 3000; i++) {
+		struct objfs_meta_txn *t;
+
+		assert_int_equal(objfs_meta_begin(f->m, OBJFS_META_WRITE, &t),
+				0);
+		snprintf(name, sizeof(name), "user.v%u", i);
+		assert_int_equal(objfs_meta_xattr_set(t, 1, name, "x", 1, 0), 0);
 		assert_int_equal(objfs_meta_commit(t), 0);
+		if (i % 500 == 0)
+			assert_int_equal(objfs_meta_tick(f->m, 0), 0);
+		if (i % 700 == 0)
+			assert_int_equal(objfs_meta_sync(f->m), 0);
 	}
-	/* A write inside a read: the map cannot be remapped meanwhile. */
-	assert_int_equal(objfs_meta_begin(f->m, 0, &rt), 0);
-	assert_int_equal(objfs_meta_begin(f->m, 1, &t), 0);
-	assert_int_equal(objfs_meta_xattr_set(t, 2, "user.n", "n", 1, 0), 0);
-	assert_int_equal(objfs_meta_commit(t), 0);
-	objfs_meta_abort(rt);
 	r.stop = 1;
-	pthread_join(th, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
 	assert_true(r.reads > 0);
-	assert_true(objfs_meta_map_size(f->m) >= 512u << 20);
-	/* Everything is there, and after reopening too. */
-	for (int pass = 0; pass < 2; pass++) {
-		assert_int_equal(objfs_meta_begin(f->m, 0, &t), 0);
-		for (unsigned j = 0; j < NVALS; j += 97) {
-			fill_val(v, j);
-			snprintf(name, sizeof(name), "user.v%u", j);
-			assert_int_equal(objfs_meta_xattr_get(t, 1, name, got, VAL,
-						&len), 0);
-			assert_int_equal(len, VAL);
-			assert_memory_equal(got, v, VAL);
-		}
-		objfs_meta_abort(t);
-		objfs_meta_close(f->m);
-		assert_int_equal(objfs_meta_open(f->dir, &f->m), 0);
-		assert_true(objfs_meta_map_size(f->m) >= 512u << 20);
-	}
 	alarm(0);
-	free(v);
-	free(got);
-}
-
-static void
-test_open_errors(void **state)
-{
-	struct objfs_meta *m;
-
-	assert_int_equal(objfs_meta_open("/nonexistent/objfs/index", &m),
-			-ENOENT);
 }
 
 int
@@ -379,7 +700,17 @@ main(void)
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_and_reopen, setup,
 				teardown),
-		cmocka_unit_test_setup_teardown(test_map_grows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_after_kill, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_torn_journal, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_failed_write_changes_nothing,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_record, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_file, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test(test_open_errors),
 	};
 
