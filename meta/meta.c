@@ -1324,6 +1324,10 @@ objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
 		return -ENOMEM;
 	m->dfd = m->jfd = -1;
 	pthread_mutex_init(&m->lock, NULL);
+	/* A new index: the journal first, so that an index file never
+	 * exists without one. */
+	if (fresh && (rc = journal_open(m, dir, fresh)) < 0)
+		goto err_free;
 	rc = env_open(m, dir, 0);
 	if (rc) {
 		rc = open_err(rc);
@@ -1335,6 +1339,20 @@ objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
 	if (rc) {
 		rc = open_err(rc);
 		goto err_env;
+	}
+	/* An LMDB file without objfs's DBs is someone else's: leave it.
+	 * One with no DB at all is a first open that did not get to make
+	 * them. */
+	if (!fresh && mdb_dbi_open(txn, OBJFS_DB_SUPER, 0, &m->dbi[0]) ==
+			MDB_NOTFOUND) {
+		MDB_stat ms;
+
+		if (mdb_dbi_open(txn, NULL, 0, &m->dbi[0]) ||
+		    mdb_stat(txn, m->dbi[0], &ms) || ms.ms_entries) {
+			mdb_txn_abort(txn);
+			rc = -EMEDIUMTYPE;
+			goto err_env;
+		}
 	}
 	for (int i = 0; i < OBJFS_META_NDBS; i++) {
 		rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE, &m->dbi[i]);
@@ -1358,8 +1376,7 @@ objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
 	}
 	if (fresh && (rc = fsync_dir(dir)) < 0)
 		goto err_env;
-	rc = journal_open(m, dir, fresh);
-	if (rc < 0)
+	if (!fresh && (rc = journal_open(m, dir, fresh)) < 0)
 		goto err_env;
 	reserve_open(m);
 	meta_lock(m);
@@ -1395,14 +1412,25 @@ err_batch:
 	if (m->batch)
 		mdb_txn_abort(m->batch);
 err_env:
-	if (m->jfd >= 0)
-		close(m->jfd);
 	mdb_env_close(m->env);
 err_free:
+	if (m->jfd >= 0)
+		close(m->jfd);
 	pthread_mutex_destroy(&m->lock);
 	free(m->jbuf);
 	free(m);
 	return rc;
+}
+
+int
+objfs_meta_empty(struct objfs_meta_txn *t)
+{
+	MDB_stat st;
+
+	for (int i = 0; i < OBJFS_META_NDBS; i++)
+		if (mdb_stat(t->txn, t->m->dbi[i], &st) || st.ms_entries)
+			return 0;
+	return 1;
 }
 
 int

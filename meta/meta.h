@@ -79,6 +79,7 @@ struct objfs_chunk_rec {
  *	-ENOENT		no index file (and !@create)
  *	-ENODATA	the index file is empty
  *	-EPROTO		not an LMDB file, or one this objfs cannot read
+ *	-EMEDIUMTYPE	an LMDB file without objfs's DBs (left unchanged)
  *	-EUCLEAN	structurally damaged (objfsctl check says where)
  * and -EACCES, -EROFS, -ENOSPC, -EIO.  *@created says whether this call
  * made a new, empty index.
@@ -129,6 +130,8 @@ int objfs_meta_inode_get(struct objfs_meta_txn *t, uint64_t ino,
 int objfs_meta_inode_put(struct objfs_meta_txn *t, const struct objfs_attr *a);
 /* Delete the inode and everything keyed by it: xattrs, symlink, chunks. */
 int objfs_meta_inode_del(struct objfs_meta_txn *t, uint64_t ino);
+/* 1 when the index holds no record at all (made, never filled). */
+int objfs_meta_empty(struct objfs_meta_txn *t);
 /* How many inodes the index holds (kept by LMDB: no scan). */
 int objfs_meta_inode_count(struct objfs_meta_txn *t, uint64_t *n);
 

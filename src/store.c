@@ -445,10 +445,17 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 	if (rc < 0)
 		return rc;
 	rc = objfs_meta_super_get(t, OBJFS_SUPER_SCHEMA, &schema);
-	if (rc == -ENOENT && !created) {
+	if (rc == -ENOENT && !created && !objfs_meta_empty(t)) {
 		*msg = "the index is an LMDB file but not an objfs index";
 		rc = -EMEDIUMTYPE;
 		goto err_abort;
+	}
+	if (rc == -ENOENT && !created) {
+		/* Made by a first mount that did not get to fill it. */
+		objfs_log(OBJFS_LOG_INFO, "the index was left empty by a first "
+			"mount cut short; making it now");
+		objfs_meta_abort(t);
+		return init_or_check_index(s, 1, want_chunk, id, msg);
 	}
 	if (rc == -ENOENT) {
 		/* A new data directory. */
@@ -474,6 +481,9 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 		    (rc = objfs_meta_inode_put(t, &root)) < 0)
 			goto err_abort;
 		rc = objfs_meta_commit(t);
+		/* Durable before the data directory's id file is made. */
+		if (rc == 0)
+			rc = objfs_meta_sync(s->meta);
 		if (rc < 0)
 			return rc;
 		return init_or_check_index(s, 0, 0, id, msg);
@@ -768,6 +778,8 @@ open_index(struct objfs_store *s, const char *path, int *created,
 	if (rc != -ENOENT && rc != -ENODATA) {
 		*msg = rc == -EPROTO ? "index/data.mdb is not an index this objfs "
 			"can read; refusing to mount (nothing was changed)" :
+			rc == -EMEDIUMTYPE ? "index/data.mdb is an LMDB file but not "
+			"an objfs index; refusing to mount (nothing was changed)" :
 			rc == -EUCLEAN ? "the index is damaged; refusing to mount "
 			"(nothing was changed): run 'objfsctl check' on the data "
 			"directory, and 'objfsctl recover' to save the objects" :

@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: MIT
+"""workload.py MOUNT LOG STEPS SEED - the crash simulator's workload.
+
+Runs STEPS operations on a mounted objfs: creates, renames, unlinks,
+xattrs, sequential writes, an append-only log with fsync after each
+record, rewrites of fsynced chunks followed by fsync, truncates, hole
+punches, fsyncs of files and directories.  Every operation is logged to
+LOG (one JSON object per line) with its start and end (CLOCK_MONOTONIC ns,
+the clock the trace recorder uses) and what it did; the bytes written are
+a function of the logged seed, so the checker (sim.py) can rebuild every
+file as it was at any point.
+"""
+import ctypes
+import json
+import os
+import random
+import sys
+import time
+
+FALLOC_FL_KEEP_SIZE = 1
+FALLOC_FL_PUNCH_HOLE = 2
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong,
+                           ctypes.c_longlong]
+
+
+def data(seed, n):
+    """The bytes a write with @seed puts down (also used by sim.py)."""
+    return random.Random(seed).randbytes(n)
+
+
+def main():
+    mnt, logpath, steps, seed = (sys.argv[1], sys.argv[2],
+                                 int(sys.argv[3]), int(sys.argv[4]))
+    rng = random.Random(seed)
+    log = open(logpath, "w")
+    files = {}          # path -> size
+    synced = set()      # paths fsynced at least once
+    nseed = [seed * 1000003]
+
+    def record(op, t0, **kw):
+        kw.update(op=op, t0=t0, t1=time.monotonic_ns())
+        log.write(json.dumps(kw) + "\n")
+
+    def newseed():
+        nseed[0] += 1
+        return nseed[0]
+
+    def p(rel):
+        return os.path.join(mnt, rel)
+
+    def write(rel, off, n):
+        s = newseed()
+        t0 = time.monotonic_ns()
+        fd = os.open(p(rel), os.O_WRONLY)
+        os.pwrite(fd, data(s, n), off)
+        os.close(fd)
+        record("write", t0, path=rel, off=off, len=n, seed=s)
+        files[rel] = max(files[rel], off + n)
+
+    def fsync(rel):
+        t0 = time.monotonic_ns()
+        fd = os.open(p(rel), os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+        record("fsync", t0, path=rel)
+        synced.add(rel)
+
+    def dirsync(rel):
+        t0 = time.monotonic_ns()
+        fd = os.open(p(rel) if rel else mnt, os.O_RDONLY | os.O_DIRECTORY)
+        os.fsync(fd)
+        os.close(fd)
+        record("dirsync", t0, path=rel)
+
+    def create(rel):
+        t0 = time.monotonic_ns()
+        os.close(os.open(p(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        record("create", t0, path=rel)
+        files[rel] = 0
+
+    for d in ("a", "b"):
+        t0 = time.monotonic_ns()
+        os.mkdir(p(d))
+        record("mkdir", t0, path=d)
+    dirsync("")
+    create("log")
+    logfd = os.open(p("log"), os.O_WRONLY | os.O_APPEND)
+    nfile = 0
+    for _ in range(steps):
+        live = sorted(files)
+        total = sum(files.values())
+        r = rng.random()
+        if r < 0.25:
+            # An append-only log: one record, fsync, as a WAL does.
+            s = newseed()
+            n = rng.choice((1000, 1000, 3000, 70000)) if rng.random() < 0.3 \
+                else 1000
+            t0 = time.monotonic_ns()
+            os.write(logfd, data(s, n))
+            record("append", t0, path="log", off=files["log"], len=n,
+                   seed=s)
+            t0 = time.monotonic_ns()
+            os.fsync(logfd)
+            record("fsync", t0, path="log")
+            files["log"] += n
+            synced.add("log")
+            if files["log"] > (1 << 20):
+                t0 = time.monotonic_ns()
+                os.ftruncate(logfd, 0)
+                record("truncate", t0, path="log", size=0)
+                files["log"] = 0
+        elif r < 0.37 and total < (4 << 20):
+            nfile += 1
+            rel = "%s/f%d" % (rng.choice("ab"), nfile)
+            create(rel)
+            write(rel, 0, rng.choice((4096, 50000, 200000, 600000)))
+            if rng.random() < 0.7:
+                fsync(rel)
+        elif r < 0.52 and synced & set(live):
+            # Rewrite 4 KiB in each of a few chunks of a synced file.
+            rel = rng.choice(sorted(synced & set(live)))
+            if files[rel] > 0:
+                for _ in range(rng.randint(1, 4)):
+                    off = rng.randrange(0, files[rel]) & ~4095
+                    write(rel, off, 4096)
+                fsync(rel)
+        elif r < 0.60 and live:
+            rel = rng.choice(live)
+            write(rel, files[rel], rng.choice((1000, 65536, 300000)))
+        elif r < 0.66 and live:
+            rel = rng.choice(live)
+            size = rng.randrange(0, files[rel] + 100000)
+            t0 = time.monotonic_ns()
+            os.truncate(p(rel), size)
+            record("truncate", t0, path=rel, size=size)
+            files[rel] = size
+        elif r < 0.72 and live:
+            rel = rng.choice(live)
+            if files[rel] > 8192:
+                off = rng.randrange(0, files[rel] - 4096)
+                n = rng.randrange(1, min(files[rel] - off, 300000))
+                t0 = time.monotonic_ns()
+                fd = os.open(p(rel), os.O_WRONLY)
+                rc = libc.fallocate(fd, FALLOC_FL_PUNCH_HOLE |
+                                    FALLOC_FL_KEEP_SIZE, off, n)
+                os.close(fd)
+                if rc == 0:
+                    record("punch", t0, path=rel, off=off, len=n)
+        elif r < 0.78 and len(live) > 1:
+            rel = rng.choice([f for f in live if f != "log"])
+            nfile += 1
+            dst = "%s/r%d" % (rng.choice("ab"), nfile)
+            t0 = time.monotonic_ns()
+            os.rename(p(rel), p(dst))
+            record("rename", t0, path=rel, dst=dst)
+            files[dst] = files.pop(rel)
+            if rel in synced:
+                synced.discard(rel)
+                synced.add(dst)
+        elif r < 0.83 and len(live) > 4:
+            rel = rng.choice([f for f in live if f != "log"])
+            t0 = time.monotonic_ns()
+            os.unlink(p(rel))
+            record("unlink", t0, path=rel)
+            del files[rel]
+            synced.discard(rel)
+        elif r < 0.88 and live:
+            rel = rng.choice(live)
+            v = "v%d" % rng.randrange(1000)
+            t0 = time.monotonic_ns()
+            os.setxattr(p(rel), "user.tag", v.encode())
+            record("setxattr", t0, path=rel, name="user.tag", value=v)
+        elif r < 0.94 and live:
+            fsync(rng.choice(live))
+        else:
+            dirsync(rng.choice(("", "a", "b")))
+    os.close(logfd)
+    log.close()
+
+
+if __name__ == "__main__":
+    main()
