@@ -1,0 +1,264 @@
+# SPDX-License-Identifier: MIT
+"""killload.py MOUNT JOURNAL SEED - one round of the SIGKILL loop.
+
+First checks the mount against everything earlier rounds were told was
+done (JOURNAL, a file outside the mount, one JSON line before and after
+each operation), then runs a mixed load until the daemon dies under it:
+append-then-fsync logs, rewrite-then-fsync of fsynced files, creates,
+renames and unlinks.  Prints one line:
+    verified BYTES lost BYTES names NAMES missing NAMES
+and exits 1 when anything acknowledged was lost.
+
+What must survive a killed daemon: every byte an fsync acknowledged (a
+byte rewritten later, without fsync, may be the old or the new one), and
+every name change that returned.
+"""
+import errno
+import json
+import os
+import random
+import sys
+
+LOGS = ["log%d" % i for i in range(3)]
+FILES = ["rw%d" % i for i in range(3)]
+BLK = 4096
+
+
+def data(seed, n):
+    return random.Random(seed).randbytes(n)
+
+
+def replay(path):
+    """What was acknowledged: per log its records and how many are
+    fsynced, per file its blocks, and the names."""
+    logs = {n: {"recs": [], "acked": 0} for n in LOGS}
+    files = {}
+    names = set()
+    loose = set()           # names an operation in flight may have changed
+    if not os.path.exists(path):
+        return logs, files, names, loose
+    begun = {}
+    for line in open(path):
+        e = json.loads(line)
+        if "b" in e:
+            begun[e["b"]] = e
+            continue
+        o = begun.pop(e["e"])
+        k = o["op"]
+        if k == "trim":
+            lg = logs[o["path"]]
+            lg["recs"] = lg["recs"][:o["nrec"]]
+            lg["acked"] = min(lg["acked"], o["nrec"])
+        elif k == "settle":
+            f = files[o["path"]]
+            f["acked"] = {int(b): v for b, v in o["blocks"].items()
+                          if v is not None}
+            f["later"] = {}
+        elif k == "append":
+            logs[o["path"]]["recs"].append((o["seed"], o["len"]))
+        elif k == "fsync_log":
+            logs[o["path"]]["acked"] = o["nrec"]
+        elif k == "make":
+            files[o["path"]] = {"size": o["size"], "seed": o["seed"],
+                                "acked": {}, "later": {}}
+        elif k == "rewrite":
+            f = files[o["path"]]
+            f["later"].setdefault(o["blk"], []).append(o["seed"])
+        elif k == "fsync_file":
+            f = files[o["path"]]
+            for b, seeds in f["later"].items():
+                f["acked"][b] = seeds[-1]
+            f["later"] = {}
+        elif k == "create":
+            names.add(o["path"])
+        elif k == "rename":
+            names.discard(o["path"])
+            names.add(o["dst"])
+        elif k == "unlink":
+            names.discard(o["path"])
+    # Whatever was in flight when the daemon died.
+    for o in begun.values():
+        k = o["op"]
+        if k in ("create", "rename", "unlink"):
+            loose.add(o["path"])
+            loose.add(o.get("dst", o["path"]))
+        elif k == "rewrite" and o["path"] in files:
+            files[o["path"]]["later"].setdefault(o["blk"], []).append(
+                o["seed"])
+        elif k == "make":
+            loose.add(o["path"])
+    return logs, files, names, loose
+
+
+def verify(mnt, journal, now):
+    """Check the mount; @now gets, per file, which version each block
+    holds now (what the next round starts from)."""
+    logs, files, names, loose = replay(journal)
+    verified = lost = nnames = missing = 0
+    for name, lg in logs.items():
+        want = b"".join(data(s, n) for s, n in lg["recs"][:lg["acked"]])
+        if not want:
+            continue
+        try:
+            got = open(os.path.join(mnt, name), "rb").read(len(want))
+        except OSError as e:
+            got = b""
+            print("# %s: %s" % (name, e))
+        verified += len(want)
+        if got != want:
+            bad = sum(1 for a, b in zip(got, want) if a != b) + \
+                max(0, len(want) - len(got))
+            lost += bad
+            print("# %s: %d of %d fsynced bytes lost" % (name, bad,
+                                                         len(want)))
+    for name, f in files.items():
+        base = data(f["seed"], f["size"])
+        try:
+            got = open(os.path.join(mnt, name), "rb").read()
+        except OSError as e:
+            print("# %s: %s" % (name, e))
+            if name not in loose:
+                lost += f["size"]
+                verified += f["size"]
+            continue
+        now[name] = {}
+        for b in range(0, (f["size"] + BLK - 1) // BLK):
+            lo, hi = b * BLK, min(f["size"], (b + 1) * BLK)
+            ok = [f["acked"][b]] if b in f["acked"] else [None]
+            ok += f["later"].get(b, [])
+            cands = [base[lo:hi] if s is None else data(s, BLK)[:hi - lo]
+                     for s in ok]
+            verified += hi - lo
+            if got[lo:hi] not in cands:
+                lost += hi - lo
+                print("# %s: block %d is no version that was written" %
+                      (name, b))
+            else:
+                now[name][b] = ok[cands.index(got[lo:hi])]
+    present = set()
+    for root, _, fs in os.walk(os.path.join(mnt, "ns")):
+        for x in fs:
+            present.add(os.path.relpath(os.path.join(root, x), mnt))
+    for n in names - loose:
+        nnames += 1
+        if n not in present:
+            missing += 1
+            print("# name %s, acknowledged, is missing" % n)
+    for n in present - names - loose:
+        missing += 1
+        print("# name %s is there but was removed" % n)
+    return verified, lost, nnames, missing
+
+
+def run(mnt, journal, seed, now):
+    rng = random.Random(seed)
+    jf = open(journal, "a")
+    logs, files, names, _ = replay(journal)
+    seq = [0]
+
+    def step(op, fn, **kw):
+        seq[0] += 1
+        sid = "%d.%d" % (seed, seq[0])
+        kw.update(op=op, b=sid)
+        jf.write(json.dumps(kw) + "\n")
+        jf.flush()
+        fn()
+        jf.write(json.dumps({"e": sid}) + "\n")
+        jf.flush()
+
+    def p(x):
+        return os.path.join(mnt, x)
+
+    os.makedirs(p("ns"), exist_ok=True)
+    fds = {}
+    nrec = {}
+    for n in LOGS:
+        fds[n] = os.open(p(n), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        # Start from what was fsynced: records after it may be lost.
+        lg = logs[n]
+        keep = sum(ln for _, ln in lg["recs"][:lg["acked"]])
+        step("trim", lambda: os.ftruncate(fds[n], keep), path=n,
+             nrec=lg["acked"])
+        nrec[n] = lg["acked"]
+    for n, blocks in now.items():
+        step("settle", lambda: None, path=n,
+             blocks={str(b): v for b, v in blocks.items()})
+    for n in FILES:
+        if n not in files:
+            s, size = rng.randrange(1 << 30), rng.choice((300000, 2 << 20))
+
+            def make(n=n, s=s, size=size):
+                fd = os.open(p(n), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                             0o644)
+                os.write(fd, data(s, size))
+                os.fsync(fd)
+                os.close(fd)
+            step("make", make, path=n, seed=s, size=size)
+            files[n] = {"size": size}
+    nid = 0
+    while True:
+        r = rng.random()
+        if r < 0.45:
+            n = rng.choice(LOGS)
+            s, ln = rng.randrange(1 << 30), rng.choice((1000, 1000, 20000))
+            step("append", lambda: os.write(fds[n], data(s, ln)), path=n,
+                 seed=s, len=ln)
+            nrec[n] += 1
+            step("fsync_log", lambda: os.fsync(fds[n]), path=n,
+                 nrec=nrec[n])
+            if os.fstat(fds[n]).st_size > (2 << 20):
+                step("trim", lambda: os.ftruncate(fds[n], 0), path=n,
+                     nrec=0)
+                nrec[n] = 0
+        elif r < 0.75:
+            n = rng.choice(FILES)
+            fd = os.open(p(n), os.O_WRONLY)
+            for _ in range(rng.randint(1, 6)):
+                b = rng.randrange(files[n]["size"] // BLK)
+                s = rng.randrange(1 << 30)
+                step("rewrite", lambda: os.pwrite(fd, data(s, BLK),
+                                                  b * BLK),
+                     path=n, blk=b, seed=s)
+            if rng.random() < 0.8:
+                step("fsync_file", lambda: os.fsync(fd), path=n)
+            os.close(fd)
+        elif r < 0.88 or len(names) < 3:
+            nid += 1
+            n = "ns/n%d_%d" % (seed, nid)
+            step("create", lambda: os.close(os.open(
+                p(n), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)), path=n)
+            names.add(n)
+        elif r < 0.94:
+            src = rng.choice(sorted(names))
+            nid += 1
+            dst = "ns/m%d_%d" % (seed, nid)
+            step("rename", lambda: os.rename(p(src), p(dst)), path=src,
+                 dst=dst)
+            names.discard(src)
+            names.add(dst)
+        else:
+            n = rng.choice(sorted(names))
+            step("unlink", lambda: os.unlink(p(n)), path=n)
+            names.discard(n)
+
+
+def main():
+    mnt, journal, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    now = {}
+    v, lost, nn, miss = verify(mnt, journal, now)
+    print("verified %d lost %d names %d missing %d" % (v, lost, nn, miss))
+    sys.stdout.flush()
+    if lost or miss:
+        sys.exit(1)
+    if os.environ.get("KILLLOAD_VERIFY_ONLY"):
+        return
+    try:
+        run(mnt, journal, seed, now)
+    except OSError as e:
+        if e.errno not in (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO,
+                           errno.ENOENT):
+            raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The SIGKILL loop: the daemon is killed at random moments under a mixed
+# load (append-then-fsync logs, rewrite-then-fsync of fsynced files,
+# creates, renames, unlinks), and after each remount every byte an fsync
+# acknowledged, and every name change that returned, is compared with
+# what the load was told (tests/crash/killload.py keeps that outside the
+# mount).  Nothing may be lost.
+. "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
+t_init
+SIM=$(cd "$(dirname "$0")/../crash" && pwd)
+ROUNDS=${KILL_ROUNDS:-100}
+SEED=${KILL_SEED:-$((RANDOM * 32768 + RANDOM))}
+echo "# seed $SEED (KILL_SEED=$SEED reproduces the choices)"
+kills=0 remounts=0 verified=0 lost=0 names=0 missing=0 bad=0
+
+add_up() {	# add_up OUTPUT: the load's "verified V lost L names N missing M"
+	local v l n m
+	read -r _ v _ l _ n _ m < <(grep -m1 '^verified ' "$1")
+	if [ -z "$v" ]; then
+		bad=$((bad + 1))
+		sed 's/^/# /' "$1" | tail -n 20
+		return
+	fi
+	verified=$((verified + v)) lost=$((lost + l))
+	names=$((names + n)) missing=$((missing + m))
+	if [ "$l" != 0 ] || [ "$m" != 0 ]; then
+		bad=$((bad + 1))
+		sed 's/^/# /' "$1" | head -n 20
+	fi
+}
+
+for ((r = 0; r < ROUNDS; r++)); do
+	start_objfs "$MNT" "$DATA" "arena=32M,chunk=64K" >>"$T/mounts.log" 2>&1 ||
+		{ bad=$((bad + 1)); break; }
+	remounts=$((remounts + 1))
+	out=$T/round.out
+	python3 "$SIM/killload.py" "$MNT" "$T/journal" $((SEED + r)) >"$out" 2>&1 &
+	load=$!
+	# The kill lands in the load, after this round's check of the last.
+	for ((i = 0; i < 600; i++)); do
+		grep -q '^verified ' "$out" 2>/dev/null && break
+		kill -0 "$load" 2>/dev/null || break
+		sleep 0.05
+	done
+	sleep "$(printf '0.%03d' $((RANDOM % 700 + 50)))"
+	kill -KILL "$OBJFS_PID"
+	wait "$OBJFS_PID" 2>/dev/null
+	kills=$((kills + 1))
+	wait "$load"
+	fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"
+	add_up "$out"
+done
+# One last check, after a clean mount.
+ok "mount after the last kill" start_objfs "$MNT" "$DATA" "arena=32M,chunk=64K"
+KILLLOAD_VERIFY_ONLY=1 python3 "$SIM/killload.py" "$MNT" "$T/journal" 0 >"$T/final.out" 2>&1
+add_up "$T/final.out"
+ok "unmount" stop_objfs
+echo "# kills $kills, remounts $((remounts + 1)), bytes verified $verified, bytes lost $lost, names checked $names, names wrong $missing"
+ok "$kills kills, $verified fsynced bytes and $names names checked after remounts: $lost bytes lost, $missing names wrong" \
+	test "$kills" -ge "$ROUNDS" -a "$lost" = 0 -a "$missing" = 0 -a "$bad" = 0
+t_done
