@@ -78,21 +78,21 @@
 #include "../src/csum.h"
 #include "../src/log.h"
 #include "meta.h"
+#include "meta_int.h"
 #include "meta_keys.h"
 
+#define db_names objfs_meta_db_names
+
 #define MAP_SIZE	(16ull << 30)	/* the index's limit */
+#define TRAILER		OBJFS_META_TRAILER
+#define JHDR		OBJFS_META_JHDR
 #define RESERVE		(32ull << 20)	/* allocated beyond the data file */
 #define MIN_RESERVE	(2ull << 20)
 #define JOURNAL_SIZE	(8u << 20)
 #define JOURNAL_MIN	(1u << 20)
-#define JHDR		24		/* journal record header */
-#define TRAILER		8		/* record checksum */
 #define CHUNK_VAL	20		/* csum 8, len 4, slot 8 */
 
-enum { DB_SUPER, DB_INODE, DB_DIRENT, DB_DIRCOOKIE, DB_XATTR, DB_SYMLINK,
-	DB_CHUNK, DB_ORPHAN, DB_DELETED };
-
-static const char *const db_names[OBJFS_META_NDBS] = {
+const char *const objfs_meta_db_names[OBJFS_META_NDBS] = {
 	OBJFS_DB_SUPER, OBJFS_DB_INODE, OBJFS_DB_DIRENT, OBJFS_DB_DIRCOOKIE,
 	OBJFS_DB_XATTR, OBJFS_DB_SYMLINK, OBJFS_DB_CHUNK, OBJFS_DB_ORPHAN,
 	OBJFS_DB_DELETED,
@@ -122,6 +122,7 @@ struct objfs_meta {
 	uint64_t reserved_to;		/* allocated up to here */
 	int tight;			/* see the top of this file */
 	int broken;			/* lost track of the batch: EIO */
+	int rdonly;			/* never commits (objfsctl) */
 };
 
 struct objfs_meta_txn {
@@ -222,6 +223,15 @@ rec_ok(int db, const void *k, size_t klen, const MDB_val *v)
 	return objfs_csum_from_canonical((const unsigned char *)v->mv_data +
 			v->mv_size - TRAILER) ==
 		rec_csum(db, k, klen, v->mv_data, v->mv_size - TRAILER);
+}
+
+int
+objfs_meta_rec_ok(int db, const void *k, size_t klen, const void *v,
+		size_t vlen)
+{
+	MDB_val val = { vlen, (void *)v };
+
+	return db >= 0 && db < OBJFS_META_NDBS && rec_ok(db, k, klen, &val);
 }
 
 static int
@@ -549,14 +559,14 @@ journal_append(struct objfs_meta *m, uint64_t seq)
 	return 0;
 }
 
-/* Apply one record's entries to @txn. */
-static int
-apply(struct objfs_meta *m, MDB_txn *txn, const unsigned char *p,
-		size_t len)
+int
+objfs_meta_journal_entries(const unsigned char *p, size_t len,
+		int (*cb)(void *arg, int op, int db, const unsigned char *k,
+			size_t klen, const unsigned char *v, size_t vlen),
+		void *arg)
 {
 	while (len) {
 		size_t klen, vlen;
-		MDB_val k, v;
 		int rc, db;
 
 		if (len < 8)
@@ -568,26 +578,7 @@ apply(struct objfs_meta *m, MDB_txn *txn, const unsigned char *p,
 		if (db >= OBJFS_META_NDBS || len - 8 < klen ||
 		    len - 8 - klen < vlen)
 			return MDB_CORRUPTED;
-		k.mv_size = klen;
-		k.mv_data = (void *)(p + 8);
-		v.mv_size = vlen;
-		v.mv_data = (void *)(p + 8 + klen);
-		switch (p[0]) {
-		case OBJFS_JOURNAL_PUT:
-			rc = mdb_put(txn, m->dbi[db], &k, &v, 0);
-			break;
-		case OBJFS_JOURNAL_DEL:
-			rc = mdb_del(txn, m->dbi[db], &k, NULL);
-			if (rc == MDB_NOTFOUND)
-				rc = 0;
-			break;
-		case OBJFS_JOURNAL_DELRANGE:
-			rc = klen >= 8 ? raw_del_range(txn, m->dbi[db],
-					k.mv_data, klen) : MDB_CORRUPTED;
-			break;
-		default:
-			rc = MDB_CORRUPTED;
-		}
+		rc = cb(arg, p[0], db, p + 8, klen, p + 8 + klen, vlen);
 		if (rc)
 			return rc;
 		p += 8 + klen + vlen;
@@ -596,11 +587,46 @@ apply(struct objfs_meta *m, MDB_txn *txn, const unsigned char *p,
 	return 0;
 }
 
-/* The record at @off that follows @expect - 1, read into *@buf: its
- * payload length, or 0 when there is none (end, torn or stale). */
-static size_t
-journal_read(int fd, uint64_t jsize, uint64_t off, uint64_t expect,
-		unsigned char **buf, size_t *cap)
+struct apply_ctx {
+	struct objfs_meta *m;
+	MDB_txn *txn;
+};
+
+static int
+apply_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
+		const unsigned char *v, size_t vlen)
+{
+	struct apply_ctx *a = arg;
+	MDB_val key = { klen, (void *)k }, val = { vlen, (void *)v };
+	int rc;
+
+	switch (op) {
+	case OBJFS_JOURNAL_PUT:
+		return mdb_put(a->txn, a->m->dbi[db], &key, &val, 0);
+	case OBJFS_JOURNAL_DEL:
+		rc = mdb_del(a->txn, a->m->dbi[db], &key, NULL);
+		return rc == MDB_NOTFOUND ? 0 : rc;
+	case OBJFS_JOURNAL_DELRANGE:
+		return klen >= 8 ? raw_del_range(a->txn, a->m->dbi[db], k,
+				klen) : MDB_CORRUPTED;
+	default:
+		return MDB_CORRUPTED;
+	}
+}
+
+/* Apply one record's entries to @txn. */
+static int
+apply(struct objfs_meta *m, MDB_txn *txn, const unsigned char *p,
+		size_t len)
+{
+	struct apply_ctx a = { m, txn };
+
+	return objfs_meta_journal_entries(p, len, apply_one, &a);
+}
+
+size_t
+objfs_meta_journal_read(int fd, uint64_t jsize, uint64_t off,
+		uint64_t expect, unsigned char **buf, size_t *cap)
 {
 	unsigned char h[JHDR];
 	uint32_t magic, len;
@@ -663,7 +689,7 @@ replay(struct objfs_meta *m, uint64_t *n)
 	if (rc && rc != MDB_NOTFOUND)
 		return rc;
 	m->ckpt_seq = ckpt;
-	while ((len = journal_read(m->jfd, m->jsize, off, ckpt + *n + 1, &buf,
+	while ((len = objfs_meta_journal_read(m->jfd, m->jsize, off, ckpt + *n + 1, &buf,
 			&cap)) > 0) {
 		rc = apply(m, m->batch, buf, len);
 		if (rc) {
@@ -739,7 +765,7 @@ checkpoint(struct objfs_meta *m)
 	uint64_t seq = m->seq;
 	int rc;
 
-	if (!m->batch)
+	if (!m->batch || m->rdonly)
 		return 0;
 	if (seq == m->ckpt_seq) {
 		mdb_txn_abort(m->batch);	/* it only read */
@@ -804,7 +830,7 @@ objfs_meta_begin(struct objfs_meta *m, int write, struct objfs_meta_txn **out)
 	if (!t)
 		return -ENOMEM;
 	meta_lock(m);
-	rc = m->broken ? -EIO : 0;
+	rc = m->broken ? -EIO : write && m->rdonly ? -EROFS : 0;
 	if (rc == 0 && write && m->w) {
 		objfs_log(OBJFS_LOG_ERR, "index: a write inside a write");
 		rc = -EDEADLK;
@@ -943,6 +969,10 @@ objfs_meta_sync(struct objfs_meta *m)
 	meta_lock(m);
 	target = m->seq;
 	fd = m->jfd;
+	if (m->rdonly) {
+		meta_unlock(m);
+		return 0;
+	}
 	if (m->broken) {
 		meta_unlock(m);
 		return -EIO;
@@ -1061,6 +1091,12 @@ journal_open(struct objfs_meta *m, const char *dir, int fresh)
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/journal", dir);
+	if (m->rdonly) {	/* read what there is; make nothing */
+		m->jfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (m->jfd >= 0 && fstat(m->jfd, &st) == 0)
+			m->jsize = (uint64_t)st.st_size;
+		return 0;
+	}
 	if (stat(path, &st) < 0 || (uint64_t)st.st_size < JOURNAL_MIN) {
 		if (!fresh)
 			objfs_log(OBJFS_LOG_WARNING, "index: the journal is %s; "
@@ -1286,9 +1322,11 @@ migrate_v1(struct objfs_meta *m, MDB_txn *txn)
 }
 
 int
-objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
+objfs_meta_open(const char *dir, int flags, struct objfs_meta **out,
 		int *created)
 {
+	int rdonly = !!(flags & OBJFS_META_RDONLY);
+	int create = (flags & OBJFS_META_CREATE) && !rdonly;
 	struct objfs_meta_report rep;
 	struct objfs_meta *m;
 	char path[4200];
@@ -1323,6 +1361,7 @@ objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
 	if (!m)
 		return -ENOMEM;
 	m->dfd = m->jfd = -1;
+	m->rdonly = rdonly;
 	pthread_mutex_init(&m->lock, NULL);
 	/* A new index: the journal first, so that an index file never
 	 * exists without one. */
@@ -1340,6 +1379,10 @@ objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
 		rc = open_err(rc);
 		goto err_env;
 	}
+	/* Read-only: everything happens in a batch that is never committed
+	 * (a damaged index must stay as it is). */
+	if (rdonly)
+		m->batch = txn;
 	/* An LMDB file without objfs's DBs is someone else's: leave it.
 	 * One with no DB at all is a first open that did not get to make
 	 * them. */
@@ -1350,6 +1393,7 @@ objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
 		if (mdb_dbi_open(txn, NULL, 0, &m->dbi[0]) ||
 		    mdb_stat(txn, m->dbi[0], &ms) || ms.ms_entries) {
 			mdb_txn_abort(txn);
+			m->batch = NULL;
 			rc = -EMEDIUMTYPE;
 			goto err_env;
 		}
@@ -1358,6 +1402,7 @@ objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
 		rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE, &m->dbi[i]);
 		if (rc) {
 			mdb_txn_abort(txn);
+			m->batch = NULL;
 			rc = open_err(rc);
 			goto err_env;
 		}
@@ -1366,10 +1411,11 @@ objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
 		objfs_log(OBJFS_LOG_ERR, "index: cannot convert it from schema "
 			"1: %s", mdb_strerror(rc));
 		mdb_txn_abort(txn);
+		m->batch = NULL;
 		rc = rc == ENOMEM ? -ENOMEM : -EUCLEAN;
 		goto err_env;
 	}
-	rc = mdb_txn_commit(txn);
+	rc = rdonly ? 0 : mdb_txn_commit(txn);
 	if (rc) {
 		rc = open_err(rc);
 		goto err_env;
@@ -1377,15 +1423,16 @@ objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
 	if (fresh && (rc = fsync_dir(dir)) < 0)
 		goto err_env;
 	if (!fresh && (rc = journal_open(m, dir, fresh)) < 0)
-		goto err_env;
-	reserve_open(m);
+		goto err_batch;
+	if (!rdonly)
+		reserve_open(m);
 	meta_lock(m);
 	rc = ensure_batch(m);
 	if (rc == 0) {
 		rc = replay(m, &n);
 		rc = rc ? map_err(rc, "journal replay") : 0;
 	}
-	if (rc == 0 && n) {
+	if (rc == 0 && n && !rdonly) {
 		objfs_log(OBJFS_LOG_INFO, "index: replayed %" PRIu64 " journal "
 			"record(s) left by a daemon that did not stop cleanly",
 			n);
@@ -1555,7 +1602,7 @@ verify_walk(const char *dir, struct objfs_meta_report *r)
 		snprintf(path, sizeof(path), "%s/journal", dir);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0 && fstat(fd, &fs) == 0) {
-			while ((len = journal_read(fd, (uint64_t)fs.st_size, off,
+			while ((len = objfs_meta_journal_read(fd, (uint64_t)fs.st_size, off,
 					ckpt + r->journal_records + 1, &buf,
 					&cap)) > 0) {
 				off += JHDR + len;

@@ -75,8 +75,10 @@ struct objfs_chunk_rec {
 /*
  * Open the index in directory @dir.  Its structure is walked first, in a
  * child process (a damaged LMDB file can crash the reader), and the
- * journal is replayed.  Without @create the index must exist.  Errors:
- *	-ENOENT		no index file (and !@create)
+ * journal is replayed.  @flags: OBJFS_META_CREATE makes a new index when
+ * there is none; OBJFS_META_RDONLY changes nothing on disk (the journal
+ * is replayed in memory; write transactions are -EROFS).  Errors:
+ *	-ENOENT		no index file (and no OBJFS_META_CREATE)
  *	-ENODATA	the index file is empty
  *	-EPROTO		not an LMDB file, or one this objfs cannot read
  *	-EMEDIUMTYPE	an LMDB file without objfs's DBs (left unchanged)
@@ -84,7 +86,9 @@ struct objfs_chunk_rec {
  * and -EACCES, -EROFS, -ENOSPC, -EIO.  *@created says whether this call
  * made a new, empty index.
  */
-int objfs_meta_open(const char *dir, int create, struct objfs_meta **out,
+#define OBJFS_META_CREATE	1
+#define OBJFS_META_RDONLY	2
+int objfs_meta_open(const char *dir, int flags, struct objfs_meta **out,
 		int *created);
 /* Checkpoint and close.  Returns the checkpoint's error: then what was
  * committed is still in the journal, and the next open replays it. */
@@ -237,5 +241,24 @@ struct objfs_meta_report {
 /* Walk the index in @dir without changing it, in a child process.  0
  * when the walk could run (the verdict is in @r), or -errno. */
 int objfs_meta_verify(const char *dir, struct objfs_meta_report *r);
+
+/* What objfs_meta_rebuild found. */
+struct objfs_meta_salvage_report {
+	uint64_t pages;		/* pages of the data file */
+	uint64_t live;		/* records found in the live trees */
+	uint64_t stray;		/* records found in pages no tree reached */
+	uint64_t damaged;	/* records in the live trees that fail their
+				 * checksum (not used) */
+	uint64_t journal;	/* journal records applied on top */
+};
+/*
+ * Rebuild the index in @from, however damaged, into a new index in @to
+ * (an existing empty directory), without trusting LMDB's pages: every
+ * record whose checksum holds is taken, the live trees' before any other,
+ * pages on the free list never, and the journal's records since the last
+ * checkpoint on top.  Changes nothing in @from.  0 or -errno.
+ */
+int objfs_meta_rebuild(const char *from, const char *to,
+		struct objfs_meta_salvage_report *r);
 
 #endif

@@ -6,9 +6,14 @@
  *				readable
  *   objfsctl stat FILE...	where each file's bytes are: the
  *				user.objfs.* extended attributes
+ *   objfsctl check DATA	verify a data directory offline (check.c)
+ *   objfsctl recover DATA [DEST]
+ *				save what can be saved of a data
+ *				directory, however damaged (check.c)
  *
- * It reads only what any program can read (a file and getxattr), so it
- * needs neither the daemon's privileges nor its libraries.
+ * status and stat read only what any program can read (a file and
+ * getxattr); check and recover read the data directory while no daemon
+ * serves it, and change nothing in it.
  */
 #include <config.h>
 
@@ -20,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "check.h"
 #include "units.h"
 
 static void
@@ -28,10 +34,17 @@ usage(FILE *f)
 	fprintf(f,
 "usage: objfsctl status MOUNTPOINT\n"
 "       objfsctl stat FILE...\n"
+"       objfsctl check DATA\n"
+"       objfsctl recover DATA [DEST]\n"
 "\n"
 "status  the mount's arena, spill and restore figures (MOUNTPOINT/.objfs-status)\n"
 "stat    for each file in an objfs mount: bytes in the arena, not yet on\n"
-"        disk, on disk, only on disk, and its chunks\n");
+"        disk, on disk, only on disk, and its chunks\n"
+"check   verify a data directory that no objfs serves: the index, every\n"
+"        name, every chunk against its checksum; exit 1 on damage\n"
+"recover save every object whose bytes still verify, from a data directory\n"
+"        however damaged, into DEST (default DATA/lost+found), named by\n"
+"        inode number, with the names found in DEST/NAMES and DEST/tree\n");
 }
 
 static int
@@ -130,6 +143,17 @@ main(int argc, char **argv)
 		return cmd_status(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "stat") == 0)
 		return cmd_stat(argc - 2, argv + 2);
+	if (argc == 3 && strcmp(argv[1], "check") == 0) {
+		int rc = objfs_check(argv[2], stdout);
+
+		return rc < 0 ? 2 : rc > 0;
+	}
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "recover") == 0) {
+		int rc = objfs_recover(argv[2], argc == 4 ? argv[3] : NULL,
+				stdout);
+
+		return rc < 0 ? 2 : rc > 0;
+	}
 	usage(stderr);
 	return 2;
 }

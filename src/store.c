@@ -376,8 +376,8 @@ open_dir_at(int dirfd, const char *name, int *out)
 	return 0;
 }
 
-static int
-lock_data_dir(int dirfd, int *lockfd_out, long *holder)
+int
+objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder)
 {
 	char buf[32];
 	ssize_t n;
@@ -843,7 +843,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	}
 	s->lockfd = -1;
 	pthread_mutex_init(&s->defer_lock, NULL);
-	rc = lock_data_dir(dirfd, &s->lockfd, holder);
+	rc = objfs_store_lock_dir(dirfd, &s->lockfd, holder);
 	if (rc < 0) {
 		*msg = rc == -EBUSY ?
 			"the data directory is already served by another objfs" :

@@ -232,6 +232,10 @@ int objfs_data_reclaim(struct objfs_store *s);
 
 /* store.c */
 void objfs_time_now(int64_t *sec, uint32_t *nsec);
+/* Take the lock of the data directory open at @dirfd (its "lock" file):
+ * the fd in *@lockfd_out, or -EBUSY with the pid of the daemon that holds
+ * it in *@holder (when known). */
+int objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder);
 /* Find @ino among the inodes in memory and take a reference, or -ENOENT
  * (never loads from the index).  objfs_store_iput() drops it. */
 int objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "meta/meta.h"
 #include "src/status.h"
 #include "src/store.h"
 
@@ -438,6 +439,50 @@ test_rename_rules(void **state)
 	assert_int_equal(objfs_store_rename(f->s, 1, "nope", 1, "z", 0), -ENOENT);
 }
 
+/* A chunk record that goes missing from the index (damage) makes that
+ * chunk read as EIO, never as zeros: the inode counts its records. */
+static void
+test_lost_chunk_record(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 5 * CHUNK, n;
+	unsigned char *buf = pattern(len, 21), got[100];
+	struct objfs_meta_txn *t;
+	struct objfs_meta *m;
+	char path[128];
+	uint64_t ino;
+
+	ino = make_file(f, "lost", buf, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+	snprintf(path, sizeof(path), "%s/index", f->dir);
+	assert_int_equal(objfs_meta_open(path, 0, &m, NULL), 0);
+	assert_int_equal(objfs_meta_begin(m, OBJFS_META_WRITE, &t), 0);
+	assert_int_equal(objfs_meta_chunk_del(t, ino, 2), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	assert_int_equal(objfs_meta_close(m), 0);
+	reopen(f);
+	assert_int_equal(objfs_store_read(f->s, ino, 0, got, 100, &n), 0);
+	assert_memory_equal(got, buf, 100);
+	assert_int_equal(objfs_store_read(f->s, ino, 2 * CHUNK + 10, got, 100,
+				&n), -EIO);
+	assert_int_equal(objfs_store_read(f->s, ino, 3 * CHUNK, got, 100, &n),
+			0);
+	assert_memory_equal(got, buf + 3 * CHUNK, 100);
+	/* Only a write that replaces the whole chunk may go there. */
+	assert_int_equal(objfs_store_write(f->s, ino, 2 * CHUNK + 5, "x", 1,
+				&(int){0}, &n), -EIO);
+	assert_int_equal(objfs_store_write(f->s, ino, 2 * CHUNK, buf + 2 * CHUNK,
+				CHUNK, &(int){0}, &n), 0);
+	assert_content(f, ino, buf, len, 0);
+	/* The mark stays until the file is emptied: other chunks without a
+	 * record could have been lost too. */
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+}
+
 static void
 test_truncate_written_out(void **state)
 {
@@ -715,6 +760,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_stray_backing_files_removed,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_chunk_record, setup,
+				teardown),
 		cmocka_unit_test_setup_teardown(test_truncate_written_out, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_data_dir_locked, setup, teardown),
