@@ -469,20 +469,19 @@ static void
 objfs_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		off_t off, struct fuse_file_info *fi)
 {
-	/* Only root is taken to hold CAP_FSETID: FUSE does not say. */
-	int kill_priv = fuse_req_ctx(req)->uid != 0;
+	struct objfs_writer w = { (int32_t)fuse_req_ctx(req)->pid };
 	size_t n = 0;
-	int rc;
+	int rc, changed;
 
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	rc = objfs_store_write(req_store(req), ino, (uint64_t)off, buf, size,
-			&kill_priv, &n);
+			&w, &changed, &n);
 	/* A direct write cleared setuid: the kernel's copy of the mode is
 	 * stale.  Dropping cached attributes takes no lock a writer holds. */
-	if (kill_priv)
+	if (changed)
 		fuse_lowlevel_notify_inval_inode(req_session(req), ino, -1, 0);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -498,17 +497,17 @@ objfs_ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		off_t off_out, struct fuse_file_info *fi_out, size_t len,
 		int flags)
 {
-	int kill_priv = fuse_req_ctx(req)->uid != 0;
+	struct objfs_writer w = { (int32_t)fuse_req_ctx(req)->pid };
 	size_t n = 0;
-	int rc;
+	int rc, changed;
 
 	if (flags || off_in < 0 || off_out < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	rc = objfs_store_copy_range(req_store(req), ino_in, (uint64_t)off_in,
-			ino_out, (uint64_t)off_out, len, &kill_priv, &n);
-	if (kill_priv)
+			ino_out, (uint64_t)off_out, len, &w, &changed, &n);
+	if (changed)
 		fuse_lowlevel_notify_inval_inode(req_session(req), ino_out, -1,
 				0);
 	if (rc < 0)

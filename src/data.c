@@ -181,6 +181,8 @@ backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create,
 	if (fd >= 0) {
 		ip->bfd = fd;
 		ip->no_file = 0;
+		if (created && *created)
+			ip->bfile_new = 1;
 	}
 	return fd;
 }
@@ -878,7 +880,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 	struct objfs_attr a;
 	size_t nsel = 0, n = 0;
 	uint64_t seq, added = 0;
-	int rc = 0, created = 0, fd = -1, r;
+	int rc = 0, fd = -1, r;
 
 	for (uint64_t i = 0; i < ip->chunks.n; i++) {
 		struct objfs_chunk *c = &ip->chunks.v[i];
@@ -892,7 +894,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 	}
 	if (nsel) {
 		w = malloc(nsel * sizeof(*w));
-		fd = w ? backing_fd(s, ip, 1, &created) : -ENOMEM;
+		fd = w ? backing_fd(s, ip, 1, NULL) : -ENOMEM;
 		if (fd < 0) {
 			rc = fd;
 			goto out_clear;
@@ -931,8 +933,9 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 	 * before a new file's name. */
 	if (n && fdatasync(fd) < 0)
 		r = -errno;
-	else if (n && created)
-		r = objfs_backing_sync_dir(s->backing);
+	else if (n && ip->bfile_new &&
+		 (r = objfs_backing_sync_dir(s->backing)) == 0)
+		ip->bfile_new = 0;
 	else
 		r = 0;
 	if (r < 0) {
@@ -1148,11 +1151,57 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	return 0;
 }
 
+/*
+ * fallocate: disk blocks for the chunks of [off, end) that have no disk
+ * copy, in their home slots, so that writing them out later cannot fail
+ * for want of space.  The arena is not touched, so this works whatever
+ * its size.  All or nothing: on failure what was allocated is given back
+ * (those slots were free: no record points at them).
+ */
+static int
+reserve_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
+		uint64_t end)
+{
+	uint64_t last = (end - 1) >> s->chunk_shift, i, j, done;
+	struct objfs_chunk *c;
+	int fd = backing_fd(s, ip, 1, NULL), rc = 0;
+
+	if (fd < 0)
+		return fd;
+	for (i = off >> s->chunk_shift; i <= last; i = j) {
+		for (j = i; j <= last; j++) {
+			c = objfs_chunkmap_get(&ip->chunks, j);
+			if ((c && (c->flags & OBJFS_CHUNK_ONDISK)) ||
+			    objfs_slots_taken(&ip->slots, j))
+				break;
+		}
+		if (j == i) {
+			j = i + 1;
+			continue;
+		}
+		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)(i << s->chunk_shift),
+				(off_t)((j - i) << s->chunk_shift)) < 0) {
+			rc = -errno;
+			done = j;	/* the failed run may be partly there */
+			break;
+		}
+	}
+	if (rc == 0)
+		return 0;
+	for (i = off >> s->chunk_shift; i < done; i++) {
+		c = objfs_chunkmap_get(&ip->chunks, i);
+		if (!(c && (c->flags & OBJFS_CHUNK_ONDISK)) &&
+		    !objfs_slots_taken(&ip->slots, i))
+			(void)objfs_spill_punch(fd, i, s->chunk_size);
+	}
+	return rc == -EOPNOTSUPP ? -EOPNOTSUPP : rc;
+}
+
 int
 objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip, int mode,
 		uint64_t off, uint64_t len)
 {
-	uint64_t end = off + len, size = ip->attr.size, pos;
+	uint64_t end = off + len, size = ip->attr.size;
 	int rc;
 
 	if (len == 0 || end < off)
@@ -1162,27 +1211,9 @@ objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip, int mode,
 	switch (mode) {
 	case 0:
 	case FALLOC_FL_KEEP_SIZE:
-		/* Reserve arena blocks for the holes in the range. */
-		for (pos = off; pos < end; ) {
-			uint64_t idx = pos >> s->chunk_shift;
-			uint64_t ce = (idx + 1) << s->chunk_shift;
-			uint32_t need = (uint32_t)(min64(end, ce) -
-					(idx << s->chunk_shift));
-			struct objfs_chunk *c;
-
-			rc = objfs_chunkmap_ensure(&ip->chunks, idx + 1);
-			if (rc < 0)
-				return rc;
-			c = objfs_chunkmap_get(&ip->chunks, idx);
-			if (!(c->flags & OBJFS_CHUNK_ONDISK) || c->cap) {
-				rc = make_resident(s, ip, idx, c, need, need);
-				if (rc < 0)
-					return rc;
-				c->flags |= OBJFS_CHUNK_DIRTY;
-				objfs_arena_touch(s->arena, c->off, 1);
-			}
-			pos = ce;
-		}
+		rc = reserve_range(s, ip, off, end);
+		if (rc < 0)
+			return rc;
 		if (mode == 0 && end > size)
 			ip->attr.size = end;
 		return 0;

@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2103,29 +2104,97 @@ objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off, void *buf,
 	return rc;
 }
 
-/* What a write by someone without CAP_FSETID does to the mode, as the
- * kernel does it (should_remove_suid): 1 when bits were cleared. */
+/* Does process @pid hold CAP_FSETID?  FUSE does not say: its status
+ * file does.  A process that is gone (or a pid of 0) holds nothing. */
 static int
-kill_suid(uint32_t *mode)
+has_fsetid(int32_t pid)
 {
-	uint32_t kill = *mode & S_ISUID;
+	unsigned long long eff = 0;
+	char path[64], line[256];
+	int found = 0;
+	FILE *f;
 
-	if ((*mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	fclose(f);
+	return found && (eff >> 4 & 1);		/* CAP_FSETID is 4 */
+}
+
+#define XATTR_CAPS	"security.capability"
+
+/* Does @ip carry file capabilities?  Asked of the index once, then kept
+ * in ip->caps (xattr_change keeps it right).  Holds ip->lock. */
+static int
+has_caps(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_meta_txn *t;
+	size_t len;
+
+	if (!ip->caps && objfs_meta_begin(s->meta, 0, &t) == 0) {
+		ip->caps = objfs_meta_xattr_get(t, ip->ino, XATTR_CAPS, NULL,
+				0, &len) == 0 ? 2 : 1;
+		objfs_meta_abort(t);
+	}
+	return ip->caps == 2;
+}
+
+/*
+ * After bytes were written: clear what a local filesystem clears
+ * (file_remove_privs).  setuid, and setgid with group execute, go unless
+ * the writer holds CAP_FSETID; security.capability goes on any write, by
+ * root too.  Written through at once.  1 when something was cleared (the
+ * kernel's cached attributes are stale then).  Holds ip->lock.
+ */
+static int
+remove_privs(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_writer *w)
+{
+	uint32_t kill = ip->attr.mode & S_ISUID;
+	struct objfs_meta_txn *t;
+	int changed = 0;
+
+	if ((ip->attr.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
 		kill |= S_ISGID;
-	*mode &= ~kill;
-	return kill != 0;
+	if (kill && !has_fsetid(w->pid)) {
+		ip->attr.mode &= ~kill;
+		ip->attr_dirty = 1;
+		changed = 1;
+	}
+	if (has_caps(s, ip) && objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL,
+			&t) == 0) {
+		touch_c(&ip->attr);
+		if (objfs_meta_xattr_del(t, ip->ino, XATTR_CAPS) == 0 &&
+		    objfs_meta_inode_put(t, &ip->attr) == 0 &&
+		    objfs_meta_commit(t) == 0) {
+			ip->caps = 1;
+			ip->attr_dirty = 0;
+			changed = 1;
+		} else if (t) {
+			objfs_meta_abort(t);
+		}
+	}
+	if (changed && ip->attr_dirty)
+		(void)persist_attr(s, ip);
+	return changed;
 }
 
 int
 objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
-		const void *buf, size_t len, int *kill_priv, size_t *n_out)
+		const void *buf, size_t len, const struct objfs_writer *w,
+		int *changed, size_t *n_out)
 {
 	const char *p = buf;
 	struct objfs_inode *ip;
 	size_t done = 0, n;
-	int rc, kill = *kill_priv;
+	int rc;
 
-	*kill_priv = 0;
+	*changed = 0;
 	if (is_status(ino))
 		return -EBADF;
 	rc = iget(s, ino, &ip);
@@ -2141,10 +2210,8 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 		if (n) {
 			touch_mc(&ip->attr);
 			ip->attr_dirty = 1;
-			if (kill && kill_suid(&ip->attr.mode)) {
-				(void)persist_attr(s, ip);
-				*kill_priv = 1;
-			}
+			if (done == 0 && remove_privs(s, ip, w))
+				*changed = 1;
 		}
 		pthread_mutex_unlock(&ip->lock);
 		done += n;
@@ -2166,13 +2233,13 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 int
 objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 		uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len,
-		int *kill_priv, size_t *n_out)
+		const struct objfs_writer *w, int *changed, size_t *n_out)
 {
 	size_t piece = s->chunk_size, done = 0, got = 0, put = 0;
-	int kill = *kill_priv, rc = 0;
+	int rc = 0, k;
 	char *buf;
 
-	*kill_priv = 0;
+	*changed = 0;
 	*n_out = 0;
 	if (is_status(ino_out))
 		return -EBADF;
@@ -2186,15 +2253,13 @@ objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 	 * kernel has refused overlapping ranges) cannot deadlock. */
 	while (done < len) {
 		size_t n = len - done < piece ? len - done : piece;
-		int k = kill;
 
 		rc = objfs_store_read(s, ino_in, off_in + done, buf, n, &got);
 		if (rc < 0 || got == 0)
 			break;
-		rc = objfs_store_write(s, ino_out, off_out + done, buf, got, &k,
-				&put);
-		if (k)
-			*kill_priv = 1;
+		rc = objfs_store_write(s, ino_out, off_out + done, buf, got, w,
+				&k, &put);
+		*changed |= k;
 		if (rc < 0)
 			break;
 		done += put;
@@ -2242,15 +2307,24 @@ objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&ip->lock);
-	rc = bytes_allowed(ip->attr.mode, -ENODEV);
-	if (rc == 0)
-		rc = objfs_data_fallocate(s, ip, mode, off, len);
-	if (rc == 0) {
-		touch_mc(&ip->attr);
-		ip->attr_dirty = 1;
+	for (int tries = 0; ; tries++) {
+		pthread_mutex_lock(&ip->lock);
+		rc = bytes_allowed(ip->attr.mode, -ENODEV);
+		if (rc == 0)
+			rc = objfs_data_fallocate(s, ip, mode, off, len);
+		if (rc == 0) {
+			touch_mc(&ip->attr);
+			ip->attr_dirty = 1;
+		}
+		pthread_mutex_unlock(&ip->lock);
+		/* Hole punching needs the partial chunks at its ends in the
+		 * arena: when it is full, wait for the spiller as a write
+		 * does (nothing has changed).  Reserving never uses it. */
+		if (rc != -ENOSPC || !(mode & (FALLOC_FL_PUNCH_HOLE |
+				FALLOC_FL_ZERO_RANGE)) || tries == 100 ||
+		    objfs_spiller_wait_space(s) < 0)
+			break;
 	}
-	pthread_mutex_unlock(&ip->lock);
 	iput(s, ip);
 	return rc;
 }
@@ -2469,6 +2543,8 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	if (rc == 0) {
 		ip->attr = a;
 		ip->attr_dirty = 0;
+		if (strcmp(name, XATTR_CAPS) == 0)
+			ip->caps = remove ? 1 : 2;
 	}
 out:
 	pthread_mutex_unlock(&ip->lock);

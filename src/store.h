@@ -179,20 +179,28 @@ int objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
 /* Read up to @len bytes at @off into @buf; *n_out is 0 at end of file. */
 int objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off,
 		void *buf, size_t len, size_t *n_out);
+/* Who writes, for clearing setuid, setgid and file capabilities as a
+ * local filesystem does: the writing process (0 when not known), whose
+ * CAP_FSETID decides about setuid and setgid. */
+struct objfs_writer {
+	int32_t pid;
+};
+
 /* Write; a short count means the arena filled part-way (then retrying
- * the rest gives -ENOSPC).  Bytes already written are never lost.
- * *kill_priv in: the writer lacks CAP_FSETID, so the write clears setuid
- * (and setgid with group execute), as the kernel does for cached writes
- * but leaves to the filesystem for direct ones; out: 1 when it cleared
- * bits (the kernel's cached attributes are then stale). */
+ * the rest gives -ENOSPC).  Bytes already written are never lost.  As
+ * file_remove_privs() does for a local filesystem, a write clears setuid
+ * (and setgid with group execute) unless @w holds CAP_FSETID, and
+ * security.capability always.  *@changed: 1 when it cleared something
+ * (the kernel's cached attributes are then stale). */
 int objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
-		const void *buf, size_t len, int *kill_priv, size_t *n_out);
+		const void *buf, size_t len, const struct objfs_writer *w,
+		int *changed, size_t *n_out);
 /* copy_file_range: up to @len bytes from one object to another (or the
  * same one, ranges not overlapping), like a read and then a write; stops
- * early at the source's end.  *kill_priv as for objfs_store_write. */
+ * early at the source's end.  @w and *@changed as for objfs_store_write. */
 int objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 		uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len,
-		int *kill_priv, size_t *n_out);
+		const struct objfs_writer *w, int *changed, size_t *n_out);
 int objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync);
 int objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 		uint64_t off, uint64_t len);

@@ -49,8 +49,13 @@ struct objfs_inode {
 	int no_file;			/* protected by lock: created by this
 					 * daemon and never given a backing
 					 * file */
+	int bfile_new;			/* protected by lock: its backing file
+					 * was made and the directory not yet
+					 * synced */
 	struct objfs_rahead *ra;	/* protected by lock: chunks read
 					 * straight from disk, or NULL */
+	int caps;			/* protected by lock: 0 not known, 1 no
+					 * security.capability xattr, 2 one */
 };
 
 /* attr.pad bits */

@@ -92,6 +92,33 @@ echo x >"$MNT/suid3"
 chmod 4755 "$MNT/suid3"
 ok "chown clears setuid" bash -c "chown 65534 '$MNT/suid3' && [ \"\$(stat -c %a '$MNT/suid3')\" = 755 ]"
 
+# The rule is CAP_FSETID, not uid 0, as on ext4: root keeps setuid on
+# its writes, root without CAP_FSETID does not.
+echo x >"$MNT/suid4"
+chmod 4755 "$MNT/suid4"
+ok "a write with CAP_FSETID keeps setuid" bash -c "
+	echo y >> '$MNT/suid4' && [ \"\$(stat -c %a '$MNT/suid4')\" = 4755 ]"
+ok "a write by root without CAP_FSETID clears it" bash -c "
+	setpriv --bounding-set -fsetid sh -c \"echo z >> '$MNT/suid4'\" &&
+	[ \"\$(stat -c %a '$MNT/suid4')\" = 755 ]"
+# File capabilities go on any write or truncate, by anyone (ext4 too).
+CAPS=0sAQAAAgAgAAAAAAAAAAAAAAAAAAA=	# cap_net_raw+ep
+for how in "root write" "non-owner write" "truncate"; do
+	f=$MNT/shared/caps-${how// /-}
+	echo x >"$f" && chmod 666 "$f"
+	setfattr -n security.capability -v "$CAPS" "$f"
+	case $how in
+	"root write") echo y >>"$f" ;;
+	"non-owner write") $NOBODY sh -c "echo y >> '$f'" ;;
+	truncate) truncate -s 1 "$f" ;;
+	esac
+	ok "a $how clears security.capability" bash -c "
+		! getfattr -n security.capability '$f' >/dev/null 2>&1"
+done
+ok "security.capability stays when nothing is written" bash -c "
+	echo x > '$MNT/caps-kept' && setfattr -n security.capability -v $CAPS '$MNT/caps-kept' &&
+	cat '$MNT/caps-kept' >/dev/null && getfattr -n security.capability '$MNT/caps-kept' >/dev/null"
+
 # setgid directory: new entries take the directory's group.
 mkdir "$MNT/shared/grp" && chown 0:4242 "$MNT/shared/grp" && chmod 2777 "$MNT/shared/grp"
 ok "a file in a setgid directory takes the directory's group" bash -c "

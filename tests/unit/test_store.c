@@ -69,6 +69,7 @@ struct fx {
 };
 
 static const struct objfs_cred cr = { 0, 0 };
+static const struct objfs_writer wr = { 0 };
 
 static void
 reopen(struct fx *f)
@@ -124,7 +125,7 @@ make_file(struct fx *f, const char *name, const void *buf, size_t len,
 	assert_int_equal(objfs_store_create(f->s, 1, name, 0644, O_RDWR, 0, &cr,
 				&a), 0);
 	if (len) {
-		assert_int_equal(objfs_store_write(f->s, a.ino, off, buf, len, &(int){0},
+		assert_int_equal(objfs_store_write(f->s, a.ino, off, buf, len, &wr, &(int){0},
 					&n), 0);
 		assert_int_equal(n, len);
 	}
@@ -472,9 +473,9 @@ test_lost_chunk_record(void **state)
 	assert_memory_equal(got, buf + 3 * CHUNK, 100);
 	/* Only a write that replaces the whole chunk may go there. */
 	assert_int_equal(objfs_store_write(f->s, ino, 2 * CHUNK + 5, "x", 1,
-				&(int){0}, &n), -EIO);
+				&wr, &(int){0}, &n), -EIO);
 	assert_int_equal(objfs_store_write(f->s, ino, 2 * CHUNK, buf + 2 * CHUNK,
-				CHUNK, &(int){0}, &n), 0);
+				CHUNK, &wr, &(int){0}, &n), 0);
 	assert_content(f, ino, buf, len, 0);
 	/* The mark stays until the file is emptied: other chunks without a
 	 * record could have been lost too. */
@@ -630,17 +631,17 @@ test_spill_errors_lose_nothing(void **state)
 	fail_always = EIO;
 	assert_int_equal(objfs_store_create(f->s, 1, "more", 0644, O_RDWR, 0, &cr,
 				&a), 0);
-	rc = objfs_store_write(f->s, a.ino, 0, more, 8u << 20, &(int){0}, &n);
+	rc = objfs_store_write(f->s, a.ino, 0, more, 8u << 20, &wr, &(int){0}, &n);
 	assert_true(rc == -EIO || (rc == 0 && n < (8u << 20)));
 	assert_content(f, ino, buf, len, 0);
 	/* The same with ENOSPC. */
 	fail_always = ENOSPC;
-	rc = objfs_store_write(f->s, a.ino, 4u << 20, more, 8u << 20, &(int){0}, &n);
+	rc = objfs_store_write(f->s, a.ino, 4u << 20, more, 8u << 20, &wr, &(int){0}, &n);
 	assert_true(rc == -ENOSPC || (rc == 0 && n < (8u << 20)));
 	assert_content(f, ino, buf, len, 0);
 	/* Once the disk takes writes again, so does objfs. */
 	fail_always = 0;
-	assert_int_equal(objfs_store_write(f->s, a.ino, 0, more, 8u << 20, &(int){0}, &n), 0);
+	assert_int_equal(objfs_store_write(f->s, a.ino, 0, more, 8u << 20, &wr, &(int){0}, &n), 0);
 	assert_int_equal(n, 8u << 20);
 	assert_content(f, a.ino, more, 8u << 20, 0);
 	assert_content(f, ino, buf, len, 0);
