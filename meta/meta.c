@@ -1156,6 +1156,23 @@ env_open(struct objfs_meta *m, const char *dir, int rdonly)
 	return rc;
 }
 
+/* Are LMDB's two meta pages all zeros?  Then the file never got past its
+ * creation (a crash on a first mount can leave it so), as if empty. */
+static int
+meta_pages_zero(const char *path)
+{
+	static const unsigned char zero[8192];
+	unsigned char buf[8192];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = pread(fd, buf, sizeof(buf), 0);
+	close(fd);
+	return n > 0 && memcmp(buf, zero, (size_t)n) == 0;
+}
+
 static int
 open_err(int rc)
 {
@@ -1340,8 +1357,8 @@ objfs_meta_open(const char *dir, int flags, struct objfs_meta **out,
 		if (errno != ENOENT || !create)
 			return -errno;
 		fresh = 1;
-	} else if (st.st_size == 0) {
-		return -ENODATA;
+	} else if (st.st_size == 0 || meta_pages_zero(path)) {
+		return -ENODATA;	/* never got its first commit */
 	} else {
 		rc = objfs_meta_verify(dir, &rep);
 		if (rc == 0)

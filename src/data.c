@@ -169,7 +169,7 @@ static int
 backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create,
 		int *created)
 {
-	int fd;
+	int fd, made = 0;
 
 	if (created)
 		*created = 0;
@@ -177,12 +177,15 @@ backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create,
 		return ip->bfd;
 	if (!create && ip->no_file)
 		return -ENOENT;
-	fd = objfs_backing_file(s->backing, ip->ino, create, created);
+	fd = objfs_backing_file(s->backing, ip->ino, create, &made);
 	if (fd >= 0) {
 		ip->bfd = fd;
 		ip->no_file = 0;
-		if (created && *created)
-			ip->bfile_new = 1;
+		/* Its name is durable once the directory is synced: before
+		 * any record points into it (writeout). */
+		ip->bfile_new |= made;
+		if (created)
+			*created = made;
 	}
 	return fd;
 }
