@@ -151,6 +151,37 @@ for test in ("create", "stat", "unlink", "rsync_in", "rsync_out"):
         say("| %s vs tmpfs (report only) | %.2f s | %.2f s | %.2f | - | - |"
             % (test.replace("_", " "), m, t, t / m))
 say("")
+if get("objfs", "fsync_p50", 4096) is not None:
+    say("## Durability: fsync after a 4 KiB append\n")
+    say("Plain files on the backing directory's filesystem are the disk's own "
+        "`fdatasync`: objfs adds the flush of its journal.\n")
+    say("| measure | objfs | disk (plain files) | ratio |")
+    say("|---|---|---|---|")
+    for t, what in (("fsync_p50", "latency, median"),
+                    ("fsync_p99", "latency, 99th percentile")):
+        m, d = get("objfs", t, 4096), get("disk", t, 4096)
+        if m and d:
+            say("| %s | %.2f ms | %.2f ms | %.2f |" % (what, m * 1e3, d * 1e3,
+                                                       m / d))
+    for k in (1, 8):
+        t = "fsyncs_per_s_%d" % k
+        m, d = get("objfs", t, 4096), get("disk", t, 4096)
+        if m and d:
+            say("| fsyncs per second, %d writer%s | %.0f | %.0f | %.2f |"
+                % (k, "s" if k > 1 else "", m, d, m / d))
+    say("")
+sp = sorted({k[2] for k in M if k[1].startswith("space_")})
+if sp:
+    b = sp[-1]
+    say("## Space objfs takes on disk, %g GiB round trip\n" % (b / GiB))
+    say("| when | index | backing files |")
+    say("|---|---|---|")
+    for ph, what in (("written", "the blob written (spilled past the arena)"),
+                     ("deleted", "the blob deleted, 3 s later")):
+        i, k = get("objfs", "space_index_" + ph, b), get("objfs", "space_backing_" + ph, b)
+        if i is not None:
+            say("| %s | %.1f MiB | %.1f MiB |" % (what, i / 1024, k / 1024))
+    say("")
 memf = os.path.join(out, "memory.csv")
 if os.path.exists(memf):
     mem = dict(l.strip().split(",") for l in open(memf))

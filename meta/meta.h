@@ -247,6 +247,8 @@ struct objfs_meta_salvage_report {
 	uint64_t pages;		/* pages of the data file */
 	uint64_t live;		/* records found in the live trees */
 	uint64_t stray;		/* records found in pages no tree reached */
+	uint64_t freed;		/* stale ones from freed pages, used for keys
+				 * found nowhere else */
 	uint64_t damaged;	/* records in the live trees that fail their
 				 * checksum (not used) */
 	uint64_t journal;	/* journal records applied on top */
@@ -254,9 +256,9 @@ struct objfs_meta_salvage_report {
 /*
  * Rebuild the index in @from, however damaged, into a new index in @to
  * (an existing empty directory), without trusting LMDB's pages: every
- * record whose checksum holds is taken, the live trees' before any other,
- * pages on the free list never, and the journal's records since the last
- * checkpoint on top.  Changes nothing in @from.  0 or -errno.
+ * record whose checksum holds is taken, the live trees' before any other
+ * and the free list's stale copies last, and the journal's records since
+ * the last checkpoint on top.  Changes nothing in @from.  0 or -errno.
  */
 int objfs_meta_rebuild(const char *from, const char *to,
 		struct objfs_meta_salvage_report *r);

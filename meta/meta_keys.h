@@ -56,6 +56,8 @@
 #define OBJFS_SUPER_NEXT_COOKIE	"next_cookie"
 #define OBJFS_SUPER_ID		"id"		/* this data directory's */
 #define OBJFS_SUPER_JOURNAL	"journal_seq"	/* last record checkpointed */
+#define OBJFS_SUPER_CLEAN	"clean"		/* 1: the last daemon stopped
+						 * cleanly */
 
 #define OBJFS_JOURNAL_MAGIC	0x4c4e4a4fu	/* "OJNL" */
 #define OBJFS_JOURNAL_PUT	1

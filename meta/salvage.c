@@ -16,7 +16,9 @@
  *  2. The trees are walked from those roots; their records are "live".
  *     Pages on the free list are remembered: they hold stale versions.
  *  3. Every other leaf page (a subtree cut off by damage) is read too,
- *     and its records are used for keys the live trees do not have.
+ *     and its records are used for keys the live trees do not have; then
+ *     the pages on the free list, whose records are stale copies, for
+ *     keys found nowhere else (an older name beats no name).
  *  4. The journal's records after the last checkpoint are applied on top.
  *  5. The result goes into a new index, in one transaction.
  *
@@ -60,8 +62,10 @@ struct rec {
 	unsigned char *k, *v;
 	uint32_t klen, vlen;
 	int db;
-	int live;
+	int prio;		/* LIVE, STRAY or FREED: the higher wins */
 };
+
+enum { FREED = 1, STRAY, LIVE };
 
 struct salvage {
 	const unsigned char *p;		/* the data file, mapped */
@@ -138,11 +142,11 @@ rec_free(struct rec *e)
 	}
 }
 
-/* Keep @v as the value of (@db, @k), unless a live record has it and this
- * one is not live. */
+/* Keep @v as the value of (@db, @k), unless a record found at a higher
+ * priority has it already. */
 static void
 put(struct salvage *sv, int db, const unsigned char *k, size_t klen,
-		const unsigned char *v, size_t vlen, int live)
+		const unsigned char *v, size_t vlen, int prio)
 {
 	struct rec *e;
 	size_t i;
@@ -153,7 +157,7 @@ put(struct salvage *sv, int db, const unsigned char *k, size_t klen,
 	}
 	i = slot_of(sv, db, k, klen);
 	e = sv->tab[i];
-	if (e && e->live && !live)
+	if (e && e->prio >= prio && !(prio == LIVE && e->prio == LIVE))
 		return;
 	if (!e) {
 		e = calloc(1, sizeof(*e));
@@ -167,10 +171,12 @@ put(struct salvage *sv, int db, const unsigned char *k, size_t klen,
 		e->db = db;
 		sv->tab[i] = e;
 		sv->n++;
-		if (live)
+		if (prio == LIVE)
 			sv->r->live++;
-		else
+		else if (prio == STRAY)
 			sv->r->stray++;
+		else
+			sv->r->freed++;
 	}
 	free(e->v);
 	e->v = malloc(vlen ? vlen : 1);
@@ -180,7 +186,7 @@ put(struct salvage *sv, int db, const unsigned char *k, size_t klen,
 	}
 	memcpy(e->v, v, vlen);
 	e->vlen = (uint32_t)vlen;
-	e->live = live;
+	e->prio = prio;
 }
 
 static int
@@ -377,22 +383,23 @@ walk(struct salvage *sv, uint64_t pg, int depth, int db, struct roots *rt)
 					sv->freed[f] = 1;
 			}
 		} else if (objfs_meta_rec_ok(db, k, klen, v, vlen)) {
-			put(sv, db, k, klen, v, vlen, 1);
+			put(sv, db, k, klen, v, vlen, LIVE);
 		} else {
 			sv->r->damaged++;
 		}
 	}
 }
 
-/* Leaf pages no live tree reached and not freed: try every DB. */
+/* Leaf pages no live tree reached: those not freed (@freed 0), or the
+ * freed ones; each record found tries every DB. */
 static void
-scan_strays(struct salvage *sv)
+scan_strays(struct salvage *sv, int freed)
 {
 	for (uint64_t pg = 2; pg < sv->npages; pg++) {
 		const unsigned char *p = page(sv, pg);
 		unsigned fl = (unsigned)le(p + 10, 2);
 
-		if (sv->seen[pg] || sv->freed[pg] || le(p, 8) != pg ||
+		if (sv->seen[pg] || sv->freed[pg] != freed || le(p, 8) != pg ||
 		    !(fl & P_LEAF) || (fl & (P_LEAF2 | P_SUBP | P_BRANCH)))
 			continue;
 		for (unsigned i = 0; i < nodes(sv, p); i++) {
@@ -405,7 +412,8 @@ scan_strays(struct salvage *sv)
 				continue;
 			for (int db = 0; db < OBJFS_META_NDBS; db++)
 				if (objfs_meta_rec_ok(db, k, klen, v, vlen)) {
-					put(sv, db, k, klen, v, vlen, 0);
+					put(sv, db, k, klen, v, vlen, freed ?
+						FREED : STRAY);
 					break;
 				}
 		}
@@ -451,7 +459,7 @@ journal_entry(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	struct salvage *sv = arg;
 
 	if (op == OBJFS_JOURNAL_PUT)
-		put(sv, db, k, klen, v, vlen, 1);
+		put(sv, db, k, klen, v, vlen, LIVE);
 	else
 		del(sv, db, k, klen, op == OBJFS_JOURNAL_DELRANGE);
 	return 0;
@@ -577,7 +585,8 @@ objfs_meta_rebuild(const char *from, const char *to,
 				walk(&sv, rt.root[d], 0, d, &rt);
 	}
 	if (rc == 0) {
-		scan_strays(&sv);
+		scan_strays(&sv, 0);
+		scan_strays(&sv, 1);
 		overlay_journal(&sv, from);
 		rc = sv.nomem ? -ENOMEM : write_index(&sv, to);
 	}

@@ -729,18 +729,62 @@ save_file(struct rv *r, const struct ino *x)
 	return renameat(r->dfd, tmp, r->dfd, name) < 0 ? -errno : 0;
 }
 
-/* A backing file no record describes: copied as it is. */
+struct extent {
+	uint64_t end, n;
+};
+
+static int
+chunk_end(void *arg, uint64_t idx, const struct objfs_chunk_rec *rec)
+{
+	struct extent *e = arg;
+
+	if (rec) {
+		uint64_t end = idx * ((uint64_t *)arg)[2] + rec->len;
+
+		if (end > e->end)
+			e->end = end;
+		e->n++;
+	}
+	return 0;
+}
+
+/* A backing file whose inode record is lost: with chunk records, saved
+ * verified as INO.noattr (its size: the end of its last chunk); without,
+ * copied as it is. */
 static int
 save_unverified(void *arg, uint64_t ino)
 {
 	struct rv *r = arg;
 	struct ino *x = find(&r->c, ino);
-	char name[64], buf[65536];
+	uint64_t ext[3] = { 0, 0, r->c.chunk };
+	char name[64], tmp[64], buf[65536];
 	ssize_t n;
 	int in, out;
 
 	if (x && x->ok && S_ISREG(x->a.mode))
 		return 0;
+	if (r->c.t && objfs_meta_chunk_list(r->c.t, ino, chunk_end, ext) == 0 &&
+	    ext[1]) {
+		struct ino y = { .ino = ino, .ok = 1 };
+
+		y.a.ino = ino;
+		y.a.mode = S_IFREG | 0600;
+		y.a.size = ext[0];
+		y.a.nrec = ext[1];
+		fprintf(r->report, "== inode %" PRIu64 ": its record is lost; "
+			"saved from its %" PRIu64 " chunk records\n", ino,
+			ext[1]);
+		if (save_file(r, &y) == 0) {
+			snprintf(tmp, sizeof(tmp), "%" PRIu64, ino);
+			snprintf(name, sizeof(name), "%" PRIu64 ".noattr", ino);
+			if (renameat(r->dfd, tmp, r->dfd, name) < 0) {
+				snprintf(tmp, sizeof(tmp), "%" PRIu64 ".damaged",
+					ino);
+				(void)renameat(r->dfd, tmp, r->dfd, name);
+			}
+			return 0;
+		}
+	}
 	in = open_backing(r->c.bdir, ino);
 	if (in < 0)
 		return 0;
@@ -898,9 +942,11 @@ objfs_recover(const char *data_dir, const char *dest_arg, FILE *out)
 				idx, &sr);
 		if (rc == 0) {
 			fprintf(out, "  found %" PRIu64 " records in the live "
-				"trees, %" PRIu64 " elsewhere, %" PRIu64 " from "
-				"the journal; %" PRIu64 " damaged\n", sr.live,
-				sr.stray, sr.journal, sr.damaged);
+				"trees, %" PRIu64 " in pages they no longer reach, "
+				"%" PRIu64 " stale ones in freed pages, %" PRIu64
+				" from the journal; %" PRIu64 " damaged\n",
+				sr.live, sr.stray, sr.freed, sr.journal,
+				sr.damaged);
 			index = idx;
 		} else {
 			fprintf(out, "  nothing to rebuild from (%s): saving "

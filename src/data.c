@@ -1496,3 +1496,86 @@ objfs_data_reclaim(struct objfs_store *s)
 		objfs_data_release(s, 0);
 	return 1;
 }
+
+/* ---- after an unclean stop: space no record points at ------------------ */
+
+struct trim_ctx {
+	struct objfs_slotmap slots;
+};
+
+static int
+trim_take(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
+{
+	struct trim_ctx *t = arg;
+
+	return r ? objfs_slots_take(&t->slots, r->slot) == -ENOMEM ?
+		-ENOMEM : 0 : 0;
+}
+
+/* Punch the slots of @ino's backing file that no record points at. */
+static uint64_t
+trim_file(struct objfs_store *s, uint64_t ino)
+{
+	struct trim_ctx t;
+	struct objfs_meta_txn *txn;
+	uint64_t freed = 0, end;
+	off_t data, hole;
+	int fd, rc;
+
+	objfs_slots_init(&t.slots);
+	rc = objfs_meta_begin(s->meta, 0, &txn);
+	if (rc < 0)
+		return 0;
+	rc = objfs_meta_chunk_list(txn, ino, trim_take, &t);
+	objfs_meta_abort(txn);
+	fd = rc == 0 ? objfs_backing_file(s->backing, ino, 0, NULL) : -1;
+	for (data = 0; fd >= 0 && (data = lseek(fd, data, SEEK_DATA)) >= 0;
+	     data = hole) {
+		hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0)
+			break;
+		for (uint64_t sl = (uint64_t)data >> s->chunk_shift;
+		     (sl << s->chunk_shift) < (uint64_t)hole; sl++) {
+			if (objfs_slots_taken(&t.slots, sl))
+				continue;
+			if (objfs_spill_punch(fd, sl, s->chunk_size) == 0)
+				freed += s->chunk_size;
+		}
+	}
+	end = objfs_slots_end(&t.slots) << s->chunk_shift;
+	if (fd >= 0 && lseek(fd, 0, SEEK_END) > (off_t)end &&
+	    objfs_slots_end(&t.slots) == 0 && ftruncate(fd, 0) < 0)
+		freed = 0;
+	if (fd >= 0)
+		close(fd);
+	objfs_slots_fini(&t.slots);
+	return freed;
+}
+
+static int
+trim_one(void *arg, uint64_t ino)
+{
+	struct objfs_store *s = ((void **)arg)[0];
+	uint64_t *freed = ((void **)arg)[1];
+	struct objfs_meta_txn *t;
+	struct objfs_attr a;
+	int rc;
+
+	if (objfs_meta_begin(s->meta, 0, &t) < 0)
+		return 0;
+	rc = objfs_meta_inode_get(t, ino, &a);
+	objfs_meta_abort(t);
+	if (rc == 0 && S_ISREG(a.mode))
+		*freed += trim_file(s, ino);
+	return 0;
+}
+
+uint64_t
+objfs_data_trim(struct objfs_store *s)
+{
+	uint64_t freed = 0;
+	void *arg[2] = { s, &freed };
+
+	(void)objfs_backing_list(s->backing, trim_one, arg);
+	return freed;
+}

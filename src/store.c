@@ -701,6 +701,53 @@ reap_orphans(struct objfs_store *s)
 	return rc;
 }
 
+/*
+ * The index says whether the last daemon stopped cleanly; from now on it
+ * says no, until objfs_store_close.  After an unclean stop, give back the
+ * backing-file space no record points at.
+ */
+static int
+mark_unclean(struct objfs_store *s)
+{
+	struct objfs_meta_txn *t;
+	uint64_t clean = 0, freed;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_super_get(t, OBJFS_SUPER_CLEAN, &clean);
+	objfs_meta_abort(t);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (!clean) {
+		freed = objfs_data_trim(s);
+		if (freed)
+			objfs_log(OBJFS_LOG_INFO, "gave back %" PRIu64 " MiB of "
+				"backing files that no record points at (left by "
+				"a daemon that did not stop cleanly)",
+				freed >> 20);
+	}
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_super_put(t, OBJFS_SUPER_CLEAN, 0);
+	return rc < 0 ? (objfs_meta_abort(t), rc) : objfs_meta_commit(t);
+}
+
+static void
+mark_clean(struct objfs_store *s)
+{
+	struct objfs_meta_txn *t;
+
+	if (objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t) < 0)
+		return;
+	if (objfs_meta_super_put(t, OBJFS_SUPER_CLEAN, 1) < 0)
+		objfs_meta_abort(t);
+	else
+		(void)objfs_meta_commit(t);
+}
+
 /* ---- the maintenance thread ------------------------------------------ */
 
 #define MAINT_INTERVAL_MS	1000
@@ -778,7 +825,8 @@ open_index(struct objfs_store *s, const char *path, int *created,
 		return 0;
 	if (rc != -ENOENT && rc != -ENODATA) {
 		*msg = rc == -EPROTO ? "index/data.mdb is not an index this objfs "
-			"can read; refusing to mount (nothing was changed)" :
+			"can read; refusing to mount (nothing was changed; if it "
+			"was one, 'objfsctl recover' saves the objects)" :
 			rc == -EMEDIUMTYPE ? "index/data.mdb is an LMDB file but not "
 			"an objfs index; refusing to mount (nothing was changed)" :
 			rc == -EUCLEAN ? "the index is damaged; refusing to mount "
@@ -943,6 +991,11 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		*msg = "cannot remove unlinked objects";
 		goto err_table;
 	}
+	rc = mark_unclean(s);
+	if (rc < 0) {
+		*msg = "cannot write to the index";
+		goto err_table;
+	}
 	rc = objfs_spiller_start(s);
 	if (rc == 0)
 		rc = maint_start(s);
@@ -1032,6 +1085,8 @@ objfs_store_close(struct objfs_store *s)
 	/* Everything committed is durable now: the space it freed can go
 	 * (the tombstones' removal is checkpointed at close). */
 	objfs_data_release(s, 0);
+	if (rc == 0)
+		mark_clean(s);
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		while (s->table[b]) {
 			struct objfs_inode *ip = s->table[b];

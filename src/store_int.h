@@ -231,6 +231,11 @@ void objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip,
 /* Give back the space deferred until commits that are durable now (all
  * of it with @all, after a final sync).  No lock held. */
 void objfs_data_release(struct objfs_store *s, int all);
+/* After an unclean stop (at mount, before anything else): punch the
+ * slots of backing files that no record points at, the copies a write-out
+ * made but never recorded and the old ones whose release was lost.  The
+ * bytes given back. */
+uint64_t objfs_data_trim(struct objfs_store *s);
 /* When space waits to be given back: make the index durable and give it
  * back now (a full disk).  1 if there was any, else 0.  No lock held. */
 int objfs_data_reclaim(struct objfs_store *s);

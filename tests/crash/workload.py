@@ -173,8 +173,12 @@ def main():
             record("setxattr", t0, path=rel, name="user.tag", value=v)
         elif r < 0.94 and live:
             fsync(rng.choice(live))
-        else:
+        elif r < 0.99:
             dirsync(rng.choice(("", "a", "b")))
+        else:
+            # Time for checkpoints: names older than a second or so must
+            # survive a crash without an fsync.
+            time.sleep(0.4)
     os.close(logfd)
     log.close()
 

@@ -15,6 +15,8 @@ mkdir -p "$MNT/dir/sub"
 head -c $((3 << 20)) /dev/urandom >"$T/big"
 cp "$T/big" "$MNT/big"
 for i in $(seq 1 20); do echo "small $i" >"$MNT/dir/s$i"; done
+# Enough names that the index's trees have branch pages.
+mkdir "$MNT/many" && (cd "$MNT/many" && seq -f "name-with-some-length-%04g" 1 600 | xargs touch)
 ln -s dir/s1 "$MNT/link"
 setfattr -n user.k -v v "$MNT/big"
 ok "unmount writes everything out" stop_objfs
@@ -31,10 +33,18 @@ ok "  ... and it verified every chunk" \
 
 # refused mounts: a message, exit 2, nothing touched
 refused() {	# refused WHAT: the mount fails with WHAT in its message
-	local out=$T/refused.out
-	if "$OBJFS_BIN" -f -o "data=$DATA,$OPTS" "$MNT" >"$out" 2>&1; then
-		echo "it mounted"; fusermount3 -u "$MNT"; return 1
-	fi
+	local out=$T/refused.out pid i
+	"$OBJFS_BIN" -f -o "data=$DATA,$OPTS" "$MNT" >"$out" 2>&1 &
+	pid=$!
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		if mountpoint -q "$MNT"; then
+			echo "it mounted"; fusermount3 -u "$MNT"; wait "$pid"
+			return 1
+		fi
+		sleep 0.1
+	done
+	wait "$pid" && { echo "it exited 0"; return 1; }
 	grep -q -- "$1" "$out" || { cat "$out"; return 1; }
 	[ "$(backing_sum)" = "$before" ] || { echo "backing/ changed"; return 1; }
 }
@@ -96,26 +106,61 @@ ok "unmount" stop_objfs
 cp "$T/big" "$DATA/backing/$bigino"
 ok "with its backing file back, check is clean" "$CTL" check "$DATA"
 
-# A damaged index: refused, and recover saves every object.
+# A damaged index: refused, and recover saves the objects.  Three kinds
+# of damage: both meta pages (LMDB cannot even open the file), every
+# branch page (the trees are cut from their leaves), and random pages
+# (some records are simply gone: whatever is saved must be right).
 cp -a "$DATA/index" "$T/index.good"
-python3 - "$DATA/index/data.mdb" <<'PY'
-import os, random, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-random.seed(5)
-for pg in range(2, 6):
-    os.pwrite(fd, random.randbytes(4096), pg * 4096)
-PY
 before=$(backing_sum)
-ok "a damaged index refuses to mount (no crash)" refused "the index is damaged"
-ok "objfsctl check says the index is damaged" \
-	bash -c "'$CTL' check '$DATA' >'$T/c4.out'; [ \$? = 1 ] && grep -q 'index cannot be read' '$T/c4.out'"
-"$CTL" recover "$DATA" "$T/saved" >"$T/recover.out" 2>&1
-sed 's/^/# /' "$T/recover.out"
-ok "objfsctl recover saves the big file byte for byte" cmp "$T/big" "$T/saved/tree/big"
-ok "  ... and the small ones" bash -c "for i in \$(seq 1 20); do [ \"\$(cat '$T/saved/tree/dir/s'\$i)\" = \"small \$i\" ] || exit 1; done"
-ok "  ... and the symlink" test "$(readlink "$T/saved/tree/link")" = dir/s1
-ok "  ... with the names listed" grep -q "/dir/s7" "$T/saved/NAMES"
-ok "recover changed nothing in the data directory" test "$(backing_sum)" = "$before"
+damage() {	# damage meta|branch|random
+	python3 - "$DATA/index/data.mdb" "$1" <<'PY'
+import os, random, sys
+path, how = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDWR)
+size = os.fstat(fd).st_size
+random.seed(5)
+if how == "meta":
+    os.pwrite(fd, random.randbytes(8192), 0)
+elif how == "branch":
+    n = 0
+    for pg in range(2, size // 4096):
+        h = os.pread(fd, 16, pg * 4096)
+        if int.from_bytes(h[:8], "little") == pg and h[10] & 1:
+            os.pwrite(fd, random.randbytes(4096), pg * 4096)
+            n += 1
+    assert n, "no branch page"
+else:
+    for pg in range(2, 6):
+        os.pwrite(fd, random.randbytes(4096), pg * 4096)
+PY
+}
+for how in meta branch random; do
+	restore
+	damage "$how"
+	ok "damaged $how pages: the mount is refused, no crash" refused "refusing to mount"
+	ok "  ... objfsctl check says so" \
+		bash -c "'$CTL' check '$DATA' >'$T/c4.out'; [ \$? = 1 ]"
+	rm -rf "$T/saved"
+	"$CTL" recover "$DATA" "$T/saved" >"$T/recover.out" 2>&1
+	sed 's/^/# /' "$T/recover.out"
+	ok "  ... objfsctl recover changed nothing in the data directory" \
+		test "$(backing_sum)" = "$before"
+	# Never wrong bytes: every object saved whole is one that was written.
+	ok "  ... every object it saved whole holds bytes that were written" bash -c "
+		cd '$T/saved' && for f in [0-9]*; do
+			case \$f in *.damaged|*.unverified) continue ;; esac
+			case \$(stat -c %s \$f) in
+			0) ;;
+			$((3 << 20))) cmp -s \$f '$T/big' || exit 1 ;;
+			*) grep -qx 'small [0-9]*' \$f || exit 1 ;;
+			esac
+		done"
+	[ "$how" = random ] && continue
+	ok "  ... the big file byte for byte, at its name" cmp "$T/big" "$T/saved/tree/big"
+	ok "  ... the small ones" bash -c "for i in \$(seq 1 20); do [ \"\$(cat '$T/saved/tree/dir/s'\$i)\" = \"small \$i\" ] || exit 1; done"
+	ok "  ... the symlink" test "$(readlink "$T/saved/tree/link")" = dir/s1
+	ok "  ... and the names listed" grep -q "/dir/s7" "$T/saved/NAMES"
+done
 restore
 ok "the undamaged index mounts again" start_objfs "$MNT" "$DATA" "$OPTS"
 ok "and reads back" cmp "$T/big" "$MNT/big"
