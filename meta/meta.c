@@ -9,15 +9,17 @@
  * flushes, so operations are not committed to LMDB one by one.  Instead:
  *
  *  - One top-level write transaction, the batch, stays open and collects
- *    the changes of many operations.  Each operation is a child (nested)
- *    transaction of it: committing the child merges it into the batch,
- *    aborting it leaves the batch as it was, so a failed operation changes
- *    nothing.
- *  - Before a child is merged, its changes (the puts and deletes, as
+ *    the changes of many operations, each made in it directly.
+ *  - When an operation commits, its changes (the puts and deletes, as
  *    stored) are appended to the journal, index/journal, as one record
  *    with a sequence number and an xxh3 checksum: a write into the page
  *    cache, which a killed daemon does not lose.  objfs_meta_commit()
- *    returns only then.
+ *    returns only then.  An operation that fails or is abandoned after it
+ *    changed the batch has no record: the batch is rebuilt from the last
+ *    checkpoint and the journal (rollback), so a failed operation changes
+ *    nothing.  (LMDB's nested transactions did the same at about 1 us and
+ *    3 MiB of allocations per operation; failures are rare, and this way
+ *    they alone pay.)
  *  - A checkpoint commits the batch to LMDB (synced), with the number of
  *    the last journal record it holds (super "journal_seq"), and starts
  *    the journal again from its first byte.  The store calls for one
@@ -109,6 +111,7 @@ struct objfs_meta {
 	MDB_txn *batch;			/* changes not yet checkpointed */
 	struct objfs_meta_txn *w;	/* the write under way, or NULL */
 	int w_failed;			/* its log could not be kept */
+	int w_touched;			/* it changed the batch */
 	uint64_t batch_ns;		/* when the first change not yet
 					 * checkpointed was committed */
 	uint64_t joff;			/* journal bytes in use */
@@ -373,6 +376,7 @@ put(struct objfs_meta_txn *t, int db, const void *k, size_t klen,
 
 	if (rc < 0)
 		return rc;
+	t->m->w_touched = 1;
 	rc = raw_put(t->txn, t->m->dbi[db], db, k, klen, v, vlen, flags,
 			&stored);
 	if (rc)
@@ -389,6 +393,7 @@ del(struct objfs_meta_txn *t, int db, const void *k, size_t klen)
 
 	if (rc < 0)
 		return rc;
+	t->m->w_touched = 1;
 	rc = mdb_del(t->txn, t->m->dbi[db], &key, NULL);
 	if (rc)
 		return map_err(rc, "del");
@@ -425,6 +430,7 @@ del_range(struct objfs_meta_txn *t, int db, uint64_t id, const void *from,
 
 	if (rc < 0)
 		return rc;
+	t->m->w_touched = 1;
 	rc = raw_del_range(t->txn, t->m->dbi[db], kb, klen);
 	if (rc)
 		return map_err(rc, "delete range");
@@ -840,21 +846,16 @@ objfs_meta_begin(struct objfs_meta *m, int write, struct objfs_meta_txn **out)
 	if (rc == 0)
 		rc = ensure_batch(m);
 	if (rc == 0 && write) {
-		rc = map_err(mdb_txn_begin(m->env, m->batch, 0, &t->txn),
-				"begin");
-		if (rc == 0) {
-			m->w = t;
-			m->w_failed = 0;
-			m->jlen = JHDR;		/* room for the header */
-			rc = jgrow(m, JHDR);
-			if (rc < 0) {
-				mdb_txn_abort(t->txn);
-				m->w = NULL;
-			}
-		}
-	} else if (rc == 0) {
-		t->txn = m->w ? m->w->txn : m->batch;
+		m->w = t;
+		m->w_failed = 0;
+		m->w_touched = 0;
+		m->jlen = JHDR;			/* room for the header */
+		rc = jgrow(m, JHDR);
+		if (rc < 0)
+			m->w = NULL;
 	}
+	if (rc == 0)
+		t->txn = m->batch;
 	if (rc < 0) {
 		meta_unlock(m);
 		free(t);
@@ -866,6 +867,17 @@ objfs_meta_begin(struct objfs_meta *m, int write, struct objfs_meta_txn **out)
 	return 0;
 }
 
+/* A write failed or was abandoned after it changed the batch: put the
+ * batch back as the journal says it is. */
+static int
+rollback(struct objfs_meta *m)
+{
+	if (!m->w_touched)
+		return 0;
+	m->w_touched = 0;
+	return rebuild(m);
+}
+
 static int
 commit_write(struct objfs_meta_txn *t, uint64_t *seq_out)
 {
@@ -875,21 +887,18 @@ commit_write(struct objfs_meta_txn *t, uint64_t *seq_out)
 
 	m->w = NULL;
 	if (m->w_failed) {
-		mdb_txn_abort(t->txn);
+		(void)rollback(m);
 		return -ENOMEM;
 	}
 	if (m->jlen == JHDR) {		/* changed nothing */
 		*seq_out = m->seq;
-		return map_err(mdb_txn_commit(t->txn), "commit");
+		return rollback(m);	/* a failed put may have, though */
 	}
 	/* The last quarter of the journal is for essential writes, so that
 	 * deletes still work when a full disk stops checkpoints. */
 	if (m->jlen - JHDR > m->jsize / 2 || m->joff + m->jlen > (t->write ==
 			OBJFS_META_ESSENTIAL ? m->jsize : m->jsize / 4 * 3)) {
 		/* No room in the journal: straight into a checkpoint. */
-		rc = mdb_txn_commit(t->txn);
-		if (rc)
-			return map_err(rc, "commit");
 		m->seq = next;
 		rc = checkpoint(m);
 		if (rc < 0)
@@ -899,19 +908,10 @@ commit_write(struct objfs_meta_txn *t, uint64_t *seq_out)
 	}
 	rc = journal_append(m, next);
 	if (rc < 0) {
-		mdb_txn_abort(t->txn);
+		(void)rollback(m);
 		return rc;
 	}
 	m->seq = next;
-	rc = mdb_txn_commit(t->txn);
-	if (rc) {
-		/* In the journal, not in the batch: rebuilding puts it in. */
-		objfs_log(OBJFS_LOG_WARNING, "index: merging a change: %s",
-			mdb_strerror(rc));
-		rc = rebuild(m);
-		if (rc < 0)
-			return rc;
-	}
 	if (!m->batch_ns)
 		m->batch_ns = monotonic_ns();
 	*seq_out = next;
@@ -951,8 +951,8 @@ objfs_meta_abort(struct objfs_meta_txn *t)
 		return;
 	m = t->m;
 	if (t->write) {
-		mdb_txn_abort(t->txn);
 		m->w = NULL;
+		(void)rollback(m);
 	}
 	meta_unlock(m);
 	free(t);
@@ -1156,13 +1156,16 @@ env_open(struct objfs_meta *m, const char *dir, int rdonly)
 	return rc;
 }
 
-/* Are LMDB's two meta pages all zeros?  Then the file never got past its
- * creation (a crash on a first mount can leave it so), as if empty. */
+/*
+ * Did the file never get its first commit?  Each of LMDB's two meta pages
+ * is either zeros or the one written at creation (transaction 0): a crash
+ * on a first mount can leave it so, with nothing in it.  (The first
+ * commit's flush makes both pages durable before its own meta page.)
+ */
 static int
-meta_pages_zero(const char *path)
+never_committed(const char *path)
 {
-	static const unsigned char zero[8192];
-	unsigned char buf[8192];
+	unsigned char buf[2 * 4096];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
@@ -1170,7 +1173,29 @@ meta_pages_zero(const char *path)
 		return 0;
 	n = pread(fd, buf, sizeof(buf), 0);
 	close(fd);
-	return n > 0 && memcmp(buf, zero, (size_t)n) == 0;
+	if (n <= 0)
+		return n == 0;
+	for (size_t pg = 0; pg < 2 && pg * 4096 < (size_t)n; pg++) {
+		const unsigned char *p = buf + pg * 4096;
+		size_t len = (size_t)n - pg * 4096 < 4096 ?
+			(size_t)n - pg * 4096 : 4096;
+		uint32_t magic, zero = 1;
+		uint64_t txnid;
+		uint16_t fl;
+
+		for (size_t k = 0; k < len && zero; k++)
+			zero = p[k] == 0;
+		if (zero)
+			continue;
+		if (len < LMDB_META_TXNID + 8)
+			return 0;
+		memcpy(&fl, p + 10, 2);
+		memcpy(&magic, p + 16, 4);
+		memcpy(&txnid, p + LMDB_META_TXNID, 8);
+		if (!(fl & LMDB_P_META) || magic != LMDB_MAGIC || txnid != 0)
+			return 0;
+	}
+	return 1;
 }
 
 static int
@@ -1357,7 +1382,7 @@ objfs_meta_open(const char *dir, int flags, struct objfs_meta **out,
 		if (errno != ENOENT || !create)
 			return -errno;
 		fresh = 1;
-	} else if (st.st_size == 0 || meta_pages_zero(path)) {
+	} else if (never_committed(path)) {
 		return -ENODATA;	/* never got its first commit */
 	} else {
 		rc = objfs_meta_verify(dir, &rep);

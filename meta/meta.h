@@ -252,13 +252,16 @@ struct objfs_meta_salvage_report {
 	uint64_t damaged;	/* records in the live trees that fail their
 				 * checksum (not used) */
 	uint64_t journal;	/* journal records applied on top */
+	int whole;		/* the live trees were whole, so only their
+				 * records were taken (stray and freed 0) */
 };
 /*
  * Rebuild the index in @from, however damaged, into a new index in @to
  * (an existing empty directory), without trusting LMDB's pages: every
- * record whose checksum holds is taken, the live trees' before any other
- * and the free list's stale copies last, and the journal's records since
- * the last checkpoint on top.  Changes nothing in @from.  0 or -errno.
+ * record of the live trees whose checksum holds, and, only when those
+ * trees are cut (a page lost or damaged), every record found elsewhere
+ * for a key they lack, stray pages' before the free list's stale copies;
+ * the journal's records since the last checkpoint on top.  Changes nothing in @from.  0 or -errno.
  */
 int objfs_meta_rebuild(const char *from, const char *to,
 		struct objfs_meta_salvage_report *r);

@@ -13,6 +13,14 @@
 #define OBJFS_META_TRAILER	8	/* record checksum, ends every value */
 #define OBJFS_META_JHDR		24	/* journal record header */
 
+/* LMDB 0.9's file format (mdb.c), 64-bit: a page starts with a 16-byte
+ * header (pgno, pad, flags, lower, upper); a meta page's offsets. */
+#define LMDB_PAGEHDR		16
+#define LMDB_P_META		0x08
+#define LMDB_MAGIC		0xBEEFC0DEu
+#define LMDB_META_DBS		40	/* mm_dbs */
+#define LMDB_META_TXNID		144	/* mm_txnid */
+
 enum { DB_SUPER, DB_INODE, DB_DIRENT, DB_DIRCOOKIE, DB_XATTR, DB_SYMLINK,
 	DB_CHUNK, DB_ORPHAN, DB_DELETED };
 

@@ -41,21 +41,21 @@
 #include "meta.h"
 #include "meta_int.h"
 
-/* LMDB 0.9's file format (mdb.c), 64-bit. */
-#define PAGEHDR		16
+/* LMDB 0.9's file format (mdb.c), 64-bit; see also meta_int.h. */
+#define PAGEHDR		LMDB_PAGEHDR
 #define P_BRANCH	0x01
 #define P_LEAF		0x02
 #define P_OVERFLOW	0x04
-#define P_META		0x08
+#define P_META		LMDB_P_META
 #define P_LEAF2		0x20
 #define P_SUBP		0x40
 #define F_BIGDATA	0x01
 #define F_SUBDATA	0x02
 #define F_DUPDATA	0x04
-#define MDB_MAGIC_NUM	0xBEEFC0DEu
+#define MDB_MAGIC_NUM	LMDB_MAGIC
 #define DB_SIZE		48
-#define META_DBS	40	/* offset of mm_dbs in a meta page's data */
-#define META_TXNID	144
+#define META_DBS	LMDB_META_DBS
+#define META_TXNID	LMDB_META_TXNID
 #define NO_PAGE		UINT64_MAX
 
 struct rec {
@@ -77,6 +77,7 @@ struct salvage {
 	size_t cap, n;
 	struct objfs_meta_salvage_report *r;
 	int nomem;
+	int cut;			/* the live trees are not whole */
 };
 
 static uint64_t
@@ -337,6 +338,7 @@ leaf_kv(struct salvage *sv, const unsigned char *p, const unsigned char *n,
 
 struct roots {
 	uint64_t root[OBJFS_META_NDBS];
+	int found[OBJFS_META_NDBS];	/* named in the main DB */
 };
 
 /* Walk a tree from @pg: @db >= 0 one of objfs's, -1 the main DB (into
@@ -347,16 +349,22 @@ walk(struct salvage *sv, uint64_t pg, int depth, int db, struct roots *rt)
 	const unsigned char *p = page(sv, pg);
 	unsigned fl;
 
-	if (!p || depth > 32 || sv->seen[pg] || le(p, 8) != pg)
+	if (pg == NO_PAGE || (p && sv->seen[pg]))
+		return;		/* an empty tree, or a page seen */
+	if (!p || depth > 32 || le(p, 8) != pg) {
+		sv->cut = 1;
 		return;
+	}
 	sv->seen[pg] = 1;
 	fl = (unsigned)le(p + 10, 2);
 	for (unsigned i = 0; i < nodes(sv, p); i++) {
 		const unsigned char *n = node(sv, p, i), *k, *v;
 		size_t klen, vlen;
 
-		if (!n)
+		if (!n) {
+			sv->cut = 1;
 			break;
+		}
 		if (fl & P_BRANCH) {
 			uint64_t child = le(n, 2) | le(n + 2, 2) << 16 |
 				le(n + 4, 2) << 32;
@@ -365,14 +373,18 @@ walk(struct salvage *sv, uint64_t pg, int depth, int db, struct roots *rt)
 			continue;
 		}
 		if (!(fl & P_LEAF) || (fl & (P_LEAF2 | P_SUBP)) ||
-		    !leaf_kv(sv, p, n, &k, &klen, &v, &vlen, 1))
+		    !leaf_kv(sv, p, n, &k, &klen, &v, &vlen, 1)) {
+			sv->cut = 1;
 			continue;
+		}
 		if (db == -1) {
 			for (int d = 0; d < OBJFS_META_NDBS; d++)
 				if (klen == strlen(objfs_meta_db_names[d]) &&
 				    !memcmp(k, objfs_meta_db_names[d], klen) &&
-				    vlen == DB_SIZE)
+				    vlen == DB_SIZE) {
 					rt->root[d] = le(v + 40, 8);
+					rt->found[d] = 1;
+				}
 		} else if (db == -2) {
 			uint64_t cnt = vlen >= 8 ? le(v, 8) : 0;
 
@@ -386,6 +398,7 @@ walk(struct salvage *sv, uint64_t pg, int depth, int db, struct roots *rt)
 			put(sv, db, k, klen, v, vlen, LIVE);
 		} else {
 			sv->r->damaged++;
+			sv->cut = 1;
 		}
 	}
 }
@@ -420,7 +433,7 @@ scan_strays(struct salvage *sv, int freed)
 	}
 }
 
-/* The newer meta page that looks whole: its data, or NULL. */
+/* The newer meta page that looks whole, or NULL. */
 static const unsigned char *
 best_meta(const unsigned char *file, uint64_t size, uint32_t *psize)
 {
@@ -430,12 +443,12 @@ best_meta(const unsigned char *file, uint64_t size, uint32_t *psize)
 	for (int i = 0; i < 2; i++) {
 		/* Page 0 says the page size; page 1 is at that offset. */
 		uint64_t ps = i == 0 ? 0 : *psize ? *psize : 4096;
-		const unsigned char *m = file + ps + PAGEHDR;
+		const unsigned char *m = file + ps;
 		uint64_t txn, pz;
 
-		if (ps + PAGEHDR + META_TXNID + 8 > size ||
-		    le(m, 4) != MDB_MAGIC_NUM || le(m + 4, 4) != 1 ||
-		    !(le(file + ps + 10, 2) & P_META))
+		if (ps + META_TXNID + 8 > size ||
+		    le(m + PAGEHDR, 4) != MDB_MAGIC_NUM ||
+		    le(m + PAGEHDR + 4, 4) != 1 || !(le(m + 10, 2) & P_META))
 			continue;
 		pz = le(m + META_DBS, 4);
 		if (pz < 512 || pz > 65536 || (pz & (pz - 1)))
@@ -575,8 +588,10 @@ objfs_meta_rebuild(const char *from, const char *to,
 	sv.seen = calloc(sv.npages, 1);
 	sv.freed = calloc(sv.npages, 1);
 	rc = sv.seen && sv.freed ? 0 : -ENOMEM;
-	for (int d = 0; d < OBJFS_META_NDBS; d++)
+	for (int d = 0; d < OBJFS_META_NDBS; d++) {
 		rt.root[d] = NO_PAGE;
+		rt.found[d] = 0;
+	}
 	if (rc == 0 && meta) {
 		walk(&sv, le(meta + META_DBS + 40, 8), 0, -2, &rt);
 		walk(&sv, le(meta + META_DBS + DB_SIZE + 40, 8), 0, -1, &rt);
@@ -584,9 +599,20 @@ objfs_meta_rebuild(const char *from, const char *to,
 			if (rt.root[d] != NO_PAGE)
 				walk(&sv, rt.root[d], 0, d, &rt);
 	}
-	if (rc == 0) {
+	/* Whole live trees are the index: records elsewhere are stale (a
+	 * deleted name's among them).  Only when something is cut are they
+	 * the best there is. */
+	if (!meta)
+		sv.cut = 1;
+	for (int d = 0; d < OBJFS_META_NDBS; d++)
+		if (!rt.found[d])
+			sv.cut = 1;
+	r->whole = !sv.cut;
+	if (rc == 0 && sv.cut) {
 		scan_strays(&sv, 0);
 		scan_strays(&sv, 1);
+	}
+	if (rc == 0) {
 		overlay_journal(&sv, from);
 		rc = sv.nomem ? -ENOMEM : write_index(&sv, to);
 	}

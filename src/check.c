@@ -947,6 +947,10 @@ objfs_recover(const char *data_dir, const char *dest_arg, FILE *out)
 				" from the journal; %" PRIu64 " damaged\n",
 				sr.live, sr.stray, sr.freed, sr.journal,
 				sr.damaged);
+			if (sr.whole)
+				fprintf(out, "  the live trees are whole: "
+					"records outside them are stale and "
+					"were not used\n");
 			index = idx;
 		} else {
 			fprintf(out, "  nothing to rebuild from (%s): saving "

@@ -51,7 +51,12 @@ struct objfs_chunk {
 	uint32_t cap;		/* arena block size, 0 = not resident */
 	uint32_t disk_len;	/* bytes in the disk copy (ONDISK) */
 	uint32_t flags;
-	uint32_t pad;
+	uint32_t dirty_lo;	/* the lowest byte changed since the block
+				 * last equalled the disk copy (0: not known) */
+	uint64_t rec_seq;	/* the commit that made its record (ONDISK):
+				 * until it is durable, an older, longer
+				 * record of the same slot may be the one a
+				 * crash brings back */
 };
 
 struct objfs_chunkmap {

@@ -58,6 +58,8 @@ struct load_ctx {
 	struct objfs_inode *ip;
 	uint64_t n;			/* records found */
 	int bad;			/* some could not be used */
+	uint64_t seq;			/* the last commit: records loaded are
+					 * taken as made by it */
 };
 
 static int
@@ -89,6 +91,7 @@ chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 	c->csum = r->csum;
 	c->slot = r->slot;
 	c->disk_len = r->len;
+	c->rec_seq = l->seq;
 	l->n++;
 	return 0;
 }
@@ -112,10 +115,16 @@ take_deferred(struct objfs_store *s, struct objfs_inode *ip)
 int
 objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 {
-	struct load_ctx l = { s, ip, 0, 0 };
+	struct load_ctx l = { s, ip, 0, 0, 0 };
 	struct objfs_meta_txn *t;
 	int rc = objfs_meta_begin(s->meta, 0, &t);
 
+	if (rc < 0)
+		return rc;
+	/* A record may have changed in this run while the inode was out of
+	 * memory: take each as made by the last commit, durable no sooner. */
+	(void)objfs_meta_commit_seq(t, &l.seq);
+	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		return rc;
 	rc = objfs_meta_chunk_list(t, ip->ino, chunk_record, &l);
@@ -283,6 +292,7 @@ restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	c->off = off;
 	c->cap = cap;
 	c->flags &= ~OBJFS_CHUNK_DIRTY;
+	c->dirty_lo = UINT32_MAX;
 	atomic_fetch_add(&s->restored_chunks, 1);
 	atomic_fetch_add(&s->restored_bytes, c->disk_len);
 	return 0;
@@ -759,6 +769,8 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		p = objfs_arena_ptr(s->arena, c->off);
 		memcpy(p + co, src + done, n);
 		c->flags |= OBJFS_CHUNK_DIRTY;
+		if (co < c->dirty_lo)
+			c->dirty_lo = co;
 		objfs_arena_touch(s->arena, c->off, 1);
 		done += n;
 	}
@@ -852,6 +864,7 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	if (shorten) {
 		c->csum = csum;
 		c->disk_len = tail;
+		c->rec_seq = seq;
 	}
 	if (c && c->cap > tail)
 		memset((unsigned char *)objfs_arena_ptr(s->arena, c->off) + tail,
@@ -862,10 +875,11 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	return 0;
 }
 
-/* A chunk written to a new slot, not yet recorded. */
+/* A chunk written out, not yet recorded. */
 struct written {
 	uint64_t idx, slot, csum;
 	uint32_t len;
+	int tail;		/* into its own slot, after its copy */
 };
 
 /*
@@ -882,7 +896,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 	struct objfs_meta_txn *t;
 	struct objfs_attr a;
 	size_t nsel = 0, n = 0;
-	uint64_t seq, added = 0;
+	uint64_t seq, added = 0, durable = objfs_meta_durable_seq(s->meta);
 	int rc = 0, fd = -1, r;
 
 	for (uint64_t i = 0; i < ip->chunks.n; i++) {
@@ -909,12 +923,33 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 
 		if (!(c->flags & OBJFS_CHUNK_SEL))
 			continue;
+		x->idx = i;
+		x->len = (uint32_t)min64(c->cap, extent_in_file(s, ip, i));
+		x->tail = (c->flags & OBJFS_CHUNK_ONDISK) &&
+			c->dirty_lo >= c->disk_len && x->len > c->disk_len &&
+			c->rec_seq <= durable;
+		if (x->tail) {
+			/* It only grew since its disk copy, and its record is
+			 * durable (so no older, longer one of this slot can
+			 * come back): the new bytes go after that copy, in
+			 * its own slot.  Nothing a record needs is changed:
+			 * the partial block before them is written with the
+			 * bytes it holds (sector writes are whole or not at
+			 * all). */
+			x->slot = c->slot;
+			rc = objfs_spill_write_tail(fd, x->slot, s->chunk_size,
+					objfs_arena_ptr(s->arena, c->off),
+					c->disk_len & ~(OBJFS_SPILL_ALIGN - 1),
+					x->len, &x->csum);
+			if (rc < 0)
+				break;
+			n++;
+			continue;
+		}
 		/* Slot i if free; never the one a record points at. */
 		rc = objfs_slots_alloc(&ip->slots, i, nchunks, &x->slot);
 		if (rc < 0)
 			break;
-		x->idx = i;
-		x->len = (uint32_t)min64(c->cap, extent_in_file(s, ip, i));
 		rc = objfs_spill_write(fd, x->slot, s->chunk_size,
 				objfs_arena_ptr(s->arena, c->off), x->len,
 				&x->csum);
@@ -943,7 +978,8 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 		r = 0;
 	if (r < 0) {
 		for (size_t k = 0; k < n; k++)
-			objfs_slots_put(&ip->slots, w[k].slot);
+			if (!w[k].tail)
+				objfs_slots_put(&ip->slots, w[k].slot);
 		n = 0;
 		rc = rc ? rc : r;
 	}
@@ -972,20 +1008,23 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 	}
 	if (r < 0) {
 		for (size_t k = 0; k < n; k++)
-			objfs_slots_put(&ip->slots, w[k].slot);
+			if (!w[k].tail)
+				objfs_slots_put(&ip->slots, w[k].slot);
 		rc = rc ? rc : r;
 		goto out_clear;
 	}
 	for (size_t k = 0; k < n; k++) {
 		struct objfs_chunk *c = &ip->chunks.v[w[k].idx];
 
-		if (c->flags & OBJFS_CHUNK_ONDISK)
+		if ((c->flags & OBJFS_CHUNK_ONDISK) && !w[k].tail)
 			defer_slot(s, ip->ino, c->slot, seq);
 		c->flags &= ~OBJFS_CHUNK_DIRTY;
 		c->flags |= OBJFS_CHUNK_ONDISK;
+		c->dirty_lo = UINT32_MAX;
 		c->slot = w[k].slot;
 		c->csum = w[k].csum;
 		c->disk_len = w[k].len;
+		c->rec_seq = seq;
 		objfs_arena_mark_clean(s->arena, c->off);
 		atomic_fetch_add(&s->written_out_chunks, 1);
 		atomic_fetch_add(&s->written_out_bytes, w[k].len);
@@ -1146,6 +1185,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			memset((unsigned char *)objfs_arena_ptr(s->arena, c->off)
 					+ lo, 0, min64(hi, c->cap) - lo);
 			c->flags |= OBJFS_CHUNK_DIRTY;
+			c->dirty_lo = 0;	/* conservative */
 			objfs_arena_touch(s->arena, c->off, 1);
 		}
 		off = ce;
@@ -1375,24 +1415,15 @@ slot_loading(const struct objfs_inode *ip, uint64_t slot)
 	return 0;
 }
 
-/* Shorten @ip's backing file to its last slot in use. */
+/* Shorten @ip's backing file to the end of its last slot in use (whole
+ * slots: an older record of that slot, longer than the current one, may
+ * still be the durable one). */
 static void
 shrink_file(struct objfs_store *s, struct objfs_inode *ip, int fd)
 {
-	uint64_t last = objfs_slots_end(&ip->slots), end = 0;
+	uint64_t end = objfs_slots_end(&ip->slots) << s->chunk_shift;
 	struct stat st;
 
-	if (last) {
-		end = last << s->chunk_shift;
-		for (uint64_t i = 0; i < ip->chunks.n; i++) {
-			struct objfs_chunk *c = &ip->chunks.v[i];
-
-			if ((c->flags & OBJFS_CHUNK_ONDISK) &&
-			    c->slot == last - 1)
-				end = ((last - 1) << s->chunk_shift) +
-					c->disk_len;
-		}
-	}
 	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > end &&
 	    ftruncate(fd, (off_t)end) < 0)
 		objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64

@@ -171,9 +171,18 @@ int
 objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size, const void *buf,
 		uint32_t len, uint64_t *csum_out)
 {
+	return objfs_spill_write_tail(fd, slot, chunk_size, buf, 0, len,
+			csum_out);
+}
+
+int
+objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
+		const void *buf, uint32_t from, uint32_t len,
+		uint64_t *csum_out)
+{
 	off_t pos = (off_t)(slot * chunk_size);
 	const char *p = buf;
-	uint32_t done = 0, span = objfs_spill_span(len);
+	uint32_t done = from, span = objfs_spill_span(len);
 	ssize_t n;
 
 	while (done < span) {

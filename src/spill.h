@@ -64,6 +64,13 @@ int objfs_backing_free(struct objfs_backing *b, uint64_t *total,
 int objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t len, uint64_t *csum_out);
 
+/* The same for bytes [@from, @len) of the chunk only (@from aligned to
+ * OBJFS_SPILL_ALIGN), into the same place of slot @slot; the checksum is
+ * of all @len bytes of @buf. */
+int objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
+		const void *buf, uint32_t from, uint32_t len,
+		uint64_t *csum_out);
+
 /*
  * Read the @len-byte disk copy of chunk @idx from slot @slot into @buf and
  * check it against @csum.  A short or unreadable file is -EIO and a

@@ -527,6 +527,12 @@ def run_objfs(args, rng):
     try:
         for T, img in images(ops, args.images, rng, work):
             n += 1
+            if args.only:
+                if n != args.only:
+                    continue
+                shutil.copytree(img, args.keep, symlinks=True)
+                print("image %d (crash at %d) copied to %s" % (n, T, args.keep))
+                return n, 0
             out = os.path.join(work, "out")
             shutil.rmtree(out, ignore_errors=True)
             os.makedirs(out)
@@ -647,6 +653,8 @@ def main():
                     help="also mount every Nth image through FUSE")
     ap.add_argument("--tmp", default="/dev/shm")
     ap.add_argument("--keep", help="copy the first failing images here")
+    ap.add_argument("--only", type=int, default=0,
+                    help="only build image N, copied as it is to --keep")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     if args.mode == "objfs":
