@@ -564,15 +564,34 @@ test_damaged_record(void **state)
 			-EIO);
 }
 
+/* Random bytes (from @seed) over pages 2 to 5 of @dir's data file:
+ * branch and leaf pages. */
+static void
+junk_pages(const char *dir, unsigned seed)
+{
+	unsigned char junk[4096];
+	char path[256];
+	int fd;
+
+	srand(seed);
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)rand();
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	for (int pg = 2; pg <= 5; pg++)
+		assert_int_equal(pwrite(fd, junk, sizeof(junk), pg * 4096L),
+				(ssize_t)sizeof(junk));
+	close(fd);
+}
+
 static void
 test_damaged_file(void **state)
 {
 	struct fx *f = *state;
 	struct objfs_meta_report r;
 	struct objfs_meta *m;
-	unsigned char junk[4096];
-	char path[128], name[32];
-	int fd;
+	char name[32];
 
 	for (int i = 0; i < 3000; i++) {
 		snprintf(name, sizeof(name), "file-%05d", i);
@@ -584,17 +603,7 @@ test_damaged_file(void **state)
 	f->t = NULL;
 	assert_int_equal(objfs_meta_close(f->m), 0);
 	f->m = NULL;
-	/* Random bytes over pages 2 to 5 (branch and leaf pages). */
-	srand(7);
-	for (size_t i = 0; i < sizeof(junk); i++)
-		junk[i] = (unsigned char)rand();
-	snprintf(path, sizeof(path), "%s/data.mdb", f->dir);
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	for (int pg = 2; pg <= 5; pg++)
-		assert_int_equal(pwrite(fd, junk, sizeof(junk), pg * 4096L),
-				(ssize_t)sizeof(junk));
-	close(fd);
+	junk_pages(f->dir, 7);
 	assert_int_equal(objfs_meta_verify(f->dir, &r), 0);
 	assert_int_equal(r.status, -EUCLEAN);
 	assert_true(r.what[0] != '\0');
@@ -654,9 +663,7 @@ test_rebuild(void **state)
 {
 	struct fx *f = *state;
 	struct objfs_meta_salvage_report r;
-	char to[128], path[128];
-	unsigned char junk[4096];
-	int fd;
+	char to[128];
 
 	add_names(f->t, "keep", 10, 2000, 0);
 	add_names(f->t, "gone", 10000, 2000, 0);
@@ -681,17 +688,7 @@ test_rebuild(void **state)
 	assert_true(r.live >= 2000);
 	rm_index(to);
 
-	/* Cut the trees: random bytes over pages 2 to 5. */
-	srand(11);
-	for (size_t i = 0; i < sizeof(junk); i++)
-		junk[i] = (unsigned char)rand();
-	snprintf(path, sizeof(path), "%s/data.mdb", f->dir);
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	for (int pg = 2; pg <= 5; pg++)
-		assert_int_equal(pwrite(fd, junk, sizeof(junk), pg * 4096L),
-				(ssize_t)sizeof(junk));
-	close(fd);
+	junk_pages(f->dir, 11);	/* cut the trees */
 	assert_int_equal(mkdir(to, 0700), 0);
 	assert_int_equal(objfs_meta_rebuild(f->dir, to, &r), 0);
 	assert_int_equal(r.whole, 0);
