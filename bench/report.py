@@ -29,7 +29,7 @@ def rt(system, size):
     return None if w is None or r is None else w + r
 
 
-systems = ["objfs", "tmpfs", "disk", "passthrough", "disk_direct"]
+systems = ["objfs", "before", "tmpfs", "disk", "passthrough", "disk_direct"]
 sizes = sorted({k[2] for k in M if k[1] == "write"})
 lines = []
 say = lines.append
@@ -181,6 +181,49 @@ if sp:
         i, k = get("objfs", "space_index_" + ph, b), get("objfs", "space_backing_" + ph, b)
         if i is not None:
             say("| %s | %.1f MiB | %.1f MiB |" % (what, i / 1024, k / 1024))
+    say("")
+if any(k[0] == "before" for k in M):
+    vf = os.path.join(out, "before.version")
+    ver = open(vf).read().strip() if os.path.exists(vf) else "?"
+    say("## objfs against the build given with --before (%s)\n" % ver)
+    say("Both mounted side by side, the same arena, in this run. Ratio: "
+        "objfs's figure over the earlier build's (for times, below 1 is "
+        "faster; for fsyncs per second and space, as it reads).\n")
+    say("| measure | objfs | before | ratio |")
+    say("|---|---|---|---|")
+
+    def row(what, m, b, unit, scale=1.0, fmt="%.2f"):
+        if m is None or b is None:
+            return
+        say(("| %s | " + fmt + " %s | " + fmt + " %s | %s |") % (
+            what, m * scale, unit, b * scale, unit,
+            "%.2f" % (m / b) if b else "-"))
+
+    for sz in sizes:
+        row("round trip %g GiB" % (sz / GiB), rt("objfs", sz), rt("before", sz), "s")
+    for test in ("create", "stat", "unlink", "rsync_in", "rsync_out"):
+        size = 10000 if test in ("create", "stat", "unlink") else 1000
+        row(test.replace("_", " "), get("objfs", test, size),
+            get("before", test, size), "s")
+        p = get("passthrough", test, size)
+        if p and get("before", test, size):
+            say("| %s vs passthrough, before (report only) | | | %.2f |"
+                % (test.replace("_", " "), p / get("before", test, size)))
+    row("fsync after a 4 KiB append, median", get("objfs", "fsync_p50", 4096),
+        get("before", "fsync_p50", 4096), "ms", 1e3)
+    row("fsync after a 4 KiB append, 99th percentile",
+        get("objfs", "fsync_p99", 4096), get("before", "fsync_p99", 4096),
+        "ms", 1e3)
+    for k in (1, 8):
+        t = "fsyncs_per_s_%d" % k
+        row("fsyncs per second, %d writer%s" % (k, "s" if k > 1 else ""),
+            get("objfs", t, 4096), get("before", t, 4096), "", fmt="%.0f")
+    for b in sorted({k[2] for k in M if k[0] == "before" and k[1].startswith("space_")}):
+        for ph, what in (("written", "written"), ("deleted", "deleted, 3 s later")):
+            for part in ("index", "backing"):
+                t = "space_%s_%s" % (part, ph)
+                row("%s, %g GiB blob %s" % (part if part == "index" else "backing files", b / GiB, what),
+                    get("objfs", t, b), get("before", t, b), "MiB", 1 / 1024, "%.1f")
     say("")
 memf = os.path.join(out, "memory.csv")
 if os.path.exists(memf):

@@ -1198,6 +1198,18 @@ never_committed(const char *path)
 	return 1;
 }
 
+int
+objfs_meta_exists(const char *dir)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	if (stat(path, &st) < 0)
+		return -errno;
+	return never_committed(path) ? -ENODATA : 0;
+}
+
 static int
 open_err(int rc)
 {

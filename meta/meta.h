@@ -79,13 +79,17 @@ struct objfs_chunk_rec {
  * there is none; OBJFS_META_RDONLY changes nothing on disk (the journal
  * is replayed in memory; write transactions are -EROFS).  Errors:
  *	-ENOENT		no index file (and no OBJFS_META_CREATE)
- *	-ENODATA	the index file is empty
+ *	-ENODATA	the index file never got its first commit (empty,
+ *			or cut short when it was made): nothing in it
  *	-EPROTO		not an LMDB file, or one this objfs cannot read
  *	-EMEDIUMTYPE	an LMDB file without objfs's DBs (left unchanged)
  *	-EUCLEAN	structurally damaged (objfsctl check says where)
  * and -EACCES, -EROFS, -ENOSPC, -EIO.  *@created says whether this call
  * made a new, empty index.
  */
+/* Is there an index in @dir?  0 yes (perhaps damaged), -ENOENT none,
+ * -ENODATA a file that never got its first commit; or -errno. */
+int objfs_meta_exists(const char *dir);
 #define OBJFS_META_CREATE	1
 #define OBJFS_META_RDONLY	2
 int objfs_meta_open(const char *dir, int flags, struct objfs_meta **out,

@@ -53,6 +53,7 @@ struct ck {
 	uint32_t chunk;
 	struct objfs_meta_txn *t;
 	int bdir;		/* backing/, or -1 */
+	size_t files;		/* in backing/ */
 	struct ino *iv;
 	size_t ni, cap;
 	/* dirent (parent, cookie) pairs, sorted, for the cookie check */
@@ -445,6 +446,12 @@ read_super(struct ck *c, const char *data_dir, int dirfd)
 	ssize_t n;
 	int fd;
 
+	if (objfs_meta_super_get(c->t, OBJFS_SUPER_SCHEMA, &schema) == -ENOENT &&
+	    objfs_meta_empty(c->t) && !c->files) {
+		note(c, "the index is empty (a first mount cut short): the "
+			"next mount fills it");
+		return;
+	}
 	if (objfs_meta_super_get(c->t, OBJFS_SUPER_SCHEMA, &schema) < 0 ||
 	    objfs_meta_super_get(c->t, OBJFS_SUPER_CHUNK, &chunk) < 0) {
 		problem(c, "the index has no readable superblock (schema, "
@@ -492,9 +499,20 @@ objfs_check(const char *data_dir, FILE *out)
 		return rc;
 	c.bdir = d.bdir;
 	(void)list_backing(d.bdir, count_one, &files);
+	c.files = files;
 	fprintf(out, "objfsctl check %s\n", data_dir);
 	if (d.bdir < 0)
 		note(&c, "there is no backing directory");
+	rc = objfs_meta_exists(d.index);
+	if ((rc == -ENOENT || rc == -ENODATA) && !files) {
+		/* Never made, or a first mount cut short: nothing is lost,
+		 * and a mount makes it. */
+		note(&c, "there is no index yet (%s): the next mount makes one",
+			rc == -ENOENT ? "no index/data.mdb" :
+			"index/data.mdb never got its first commit");
+		rc = 0;
+		goto out;
+	}
 	rc = objfs_meta_verify(d.index, &rep);
 	if (rc == 0 && rep.status == 0)
 		fprintf(out, "  index: %" PRIu64 " records in %" PRIu64 " pages, "

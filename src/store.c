@@ -432,6 +432,23 @@ new_dir_id(void)
 }
 
 static int
+count_file(void *arg, uint64_t ino)
+{
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+/* How many object files the backing directory holds. */
+static size_t
+backing_objects(struct objfs_store *s)
+{
+	size_t n = 0;
+
+	(void)objfs_backing_list(s->backing, count_file, &n);
+	return n;
+}
+
+static int
 init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 		uint64_t *id, const char **msg)
 {
@@ -449,6 +466,14 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 	if (rc == -ENOENT && !created && !objfs_meta_empty(t)) {
 		*msg = "the index is an LMDB file but not an objfs index";
 		rc = -EMEDIUMTYPE;
+		goto err_abort;
+	}
+	if (rc == -ENOENT && !created && backing_objects(s)) {
+		*msg = "the index is empty, but backing/ holds object files; "
+			"refusing to mount (nothing was changed): restore "
+			"index/ from a copy, or run 'objfsctl recover' to save "
+			"the objects";
+		rc = -EUCLEAN;
 		goto err_abort;
 	}
 	if (rc == -ENOENT && !created) {
@@ -655,14 +680,6 @@ sweep_backing(struct objfs_store *s)
 	return rc;
 }
 
-/* Does the backing directory hold any object file? */
-static int
-count_file(void *arg, uint64_t ino)
-{
-	(*(size_t *)arg)++;
-	return 0;
-}
-
 /* Destroy objects that were unlinked but open when the daemon last died. */
 static int
 reap_orphans(struct objfs_store *s)
@@ -835,7 +852,7 @@ open_index(struct objfs_store *s, const char *path, int *created,
 			"cannot open the index";
 		return rc;
 	}
-	(void)objfs_backing_list(s->backing, count_file, &objects);
+	objects = backing_objects(s);
 	if (objects) {
 		snprintf(why, sizeof(why), "the index is %s, but backing/ holds "
 			"%zu object file(s); refusing to mount (nothing was "

@@ -5,9 +5,14 @@
  * holds into OUT, with "user.*" xattrs in OUT/.xattrs.  For the crash
  * simulator (sim.py), which then compares OUT with what was acknowledged.
  *
- * Exit status: 0 when the store opened and every object read back; 1 when
- * it refused to open (the reason on stderr); 2 when some object could not
- * be read (each named on stderr).  Test-only code.
+ * Before the store is opened, and again after it is closed, the image
+ * must pass objfsctl check (objfs_check): the crash must have left it
+ * consistent, and the mount must leave it so.
+ *
+ * Exit status: 0 when the image passed both checks, the store opened and
+ * every object read back; 1 when it refused to open (the reason on
+ * stderr); 2 when some object could not be read (each named on stderr);
+ * 4 when a check found problems (its report on stderr).  Test-only code.
  */
 #include <config.h>
 
@@ -20,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "src/check.h"
 #include "src/store.h"
 
 struct ent {
@@ -143,6 +149,29 @@ walk(uint64_t dir, const char *rel, const char *out)
 	free(l.v);
 }
 
+/* objfsctl check on @dir; its report goes to stderr if it finds
+ * anything wrong. */
+static int
+check(const char *dir, const char *when)
+{
+	FILE *f = tmpfile();
+	char line[1024];
+	int rc;
+
+	if (!f)
+		exit(3);
+	rc = objfs_check(dir, f);
+	if (rc != 0) {
+		fprintf(stderr, "crashcheck: %s: objfsctl check %s: %s\n", dir,
+			when, rc < 0 ? strerror(-rc) : "problems found");
+		rewind(f);
+		while (fgets(line, sizeof(line), f))
+			fputs(line, stderr);
+	}
+	fclose(f);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -155,6 +184,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: crashcheck DATA OUT\n");
 		return 3;
 	}
+	if (check(argv[1], "of the image as the crash left it"))
+		return 4;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.data_dir = argv[1];
 	cfg.arena_size = 16u << 20;
@@ -173,5 +204,7 @@ main(int argc, char **argv)
 	rc = objfs_store_close(st);
 	if (rc < 0)
 		fail(argv[1], "close", rc);
-	return bad ? 2 : 0;
+	if (bad)
+		return 2;
+	return check(argv[1], "after the mount") ? 4 : 0;
 }

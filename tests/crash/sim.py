@@ -20,9 +20,10 @@ yet durable.
 Modes:
   objfs   the trace is of an objfs daemon's data directory, the log of
           tests/crash/workload.py; each image is opened with crashcheck
-          (the store, without FUSE) and every fsynced byte and every name
-          that existed at the last durability point must be there, every
-          other byte one the workload wrote (or zero).
+          (the store, without FUSE, with objfsctl check before and after)
+          and every fsynced byte and every name that existed at the last
+          durability point must be there, every other byte one the
+          workload wrote (or zero).
   sqlite  the trace is of sqlite_load.py's directory; each image must pass
           PRAGMA integrity_check and hold every transaction whose COMMIT
           returned (unless --lossy: then losses are counted, not failures).

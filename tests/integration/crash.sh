@@ -3,9 +3,11 @@
 # The crash simulator (tests/crash/sim.py): every write, sync and name
 # change the daemon makes under its data directory is recorded
 # (crashrec.so), and crash images are built from the record as a machine
-# crash could leave the disk.  Each image must open, read back without an
-# error, and hold every fsynced byte and every name that existed at its
-# last durability point.  The simulator is first checked against SQLite:
+# crash could leave the disk.  Each image must pass objfsctl check as the
+# crash left it, open, read back without an error, pass objfsctl check
+# again after that mount, and hold every fsynced byte and every name that
+# existed at its last durability point (and every name and attribute
+# change older than 3 s).  The simulator is first checked against SQLite:
 # its safe settings must show no failures, an unsafe one must show some.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init

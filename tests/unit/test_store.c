@@ -548,6 +548,52 @@ test_data_dir_locked(void **state)
 	reopen(f);
 }
 
+/* An objfs index with its DBs but nothing in them (a first mount cut
+ * short) is filled on the next mount, unless backing/ holds objects:
+ * then it was not a first mount, and the mount is refused. */
+static void
+test_empty_index_next_to_objects(void **state)
+{
+	struct fx *f = *state;
+	struct objfs_store_config cfg = {
+		.data_dir = f->dir, .arena_size = f->arena,
+	};
+	unsigned char *buf = pattern(100000, 3);
+	struct objfs_store *s2;
+	struct objfs_meta *m;
+	char index[128], path[160], backing[128];
+	const char *msg = NULL;
+	uint64_t ino;
+
+	ino = make_file(f, "obj", buf, 100000, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+	snprintf(index, sizeof(index), "%s/index", f->dir);
+	snprintf(backing, sizeof(backing), "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino);
+	snprintf(path, sizeof(path), "%s/data.mdb", index);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/journal", index);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(objfs_meta_open(index, OBJFS_META_CREATE, &m, NULL), 0);
+	assert_int_equal(objfs_meta_close(m), 0);
+	assert_int_equal(objfs_store_open(&cfg, &s2, &msg, NULL), -EUCLEAN);
+	assert_non_null(strstr(msg, "the index is empty"));
+	assert_int_equal(access(backing, F_OK), 0);	/* kept */
+	/* Without the object file (and the id file, written last) it is a
+	 * first mount: it works. */
+	snprintf(path, sizeof(path), "%s.kept", backing);
+	assert_int_equal(rename(backing, path), 0);
+	snprintf(index, sizeof(index), "%s/id", f->dir);
+	assert_int_equal(unlink(index), 0);
+	reopen(f);
+	assert_int_equal(objfs_store_lookup(f->s, 1, "obj",
+				&(struct objfs_attr){0}), -ENOENT);
+	assert_int_equal(unlink(path), 0);
+	free(buf);
+}
+
 /* Wait (at most 10 s) until the spiller has brought use to @limit. */
 static uint64_t
 settle(struct fx *f, uint64_t limit)
@@ -765,6 +811,8 @@ main(void)
 				teardown),
 		cmocka_unit_test_setup_teardown(test_truncate_written_out, setup,
 				teardown),
+		cmocka_unit_test_setup_teardown(test_empty_index_next_to_objects,
+				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_dir_locked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_larger_than_arena, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clean_chunks_evicted_first,
