@@ -718,6 +718,20 @@ reap_orphans(struct objfs_store *s)
 	return rc;
 }
 
+/* Record in the index whether the daemon stopped cleanly. */
+static int
+set_clean(struct objfs_store *s, uint64_t clean)
+{
+	struct objfs_meta_txn *t;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_super_put(t, OBJFS_SUPER_CLEAN, clean);
+	return rc < 0 ? (objfs_meta_abort(t), rc) : objfs_meta_commit(t);
+}
+
 /*
  * The index says whether the last daemon stopped cleanly; from now on it
  * says no, until objfs_store_close.  After an unclean stop, give back the
@@ -745,24 +759,7 @@ mark_unclean(struct objfs_store *s)
 				"a daemon that did not stop cleanly)",
 				freed >> 20);
 	}
-	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
-	if (rc < 0)
-		return rc;
-	rc = objfs_meta_super_put(t, OBJFS_SUPER_CLEAN, 0);
-	return rc < 0 ? (objfs_meta_abort(t), rc) : objfs_meta_commit(t);
-}
-
-static void
-mark_clean(struct objfs_store *s)
-{
-	struct objfs_meta_txn *t;
-
-	if (objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t) < 0)
-		return;
-	if (objfs_meta_super_put(t, OBJFS_SUPER_CLEAN, 1) < 0)
-		objfs_meta_abort(t);
-	else
-		(void)objfs_meta_commit(t);
+	return set_clean(s, 0);
 }
 
 /* ---- the maintenance thread ------------------------------------------ */
@@ -1103,7 +1100,7 @@ objfs_store_close(struct objfs_store *s)
 	 * (the tombstones' removal is checkpointed at close). */
 	objfs_data_release(s, 0);
 	if (rc == 0)
-		mark_clean(s);
+		(void)set_clean(s, 1);
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		while (s->table[b]) {
 			struct objfs_inode *ip = s->table[b];
