@@ -1296,7 +1296,10 @@ objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (hole == (whence == SEEK_HOLE))
 			break;
 	}
-	if (idx << s->chunk_shift >= size) {
+	/* Past the last chunk is a hole up to the size (an extending
+	 * truncate makes one): no data there. */
+	if (idx << s->chunk_shift >= size ||
+			(whence == SEEK_DATA && idx >= ip->chunks.n)) {
 		if (whence == SEEK_DATA)
 			return -ENXIO;
 		*out = size;

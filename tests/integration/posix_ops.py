@@ -343,6 +343,13 @@ os.close(fd)
 fd = os.open(p("sparse"), os.O_RDWR | os.O_CREAT, 0o644)
 os.pwrite(fd, b"x", 10 * CHUNK)
 check("SEEK_DATA skips a leading hole", os.lseek(fd, 0, os.SEEK_DATA) == 10 * CHUNK)
+os.ftruncate(fd, 20 * CHUNK)  # a trailing hole that no chunk covers
+expect("SEEK_DATA inside a trailing hole", "ENXIO", os.lseek, fd, 15 * CHUNK, os.SEEK_DATA)
+expect("SEEK_DATA at the start of a trailing hole", "ENXIO",
+       os.lseek, fd, 11 * CHUNK, os.SEEK_DATA)
+check("SEEK_HOLE finds the trailing hole",
+      os.lseek(fd, 10 * CHUNK, os.SEEK_HOLE) == 10 * CHUNK + CHUNK)
+check("SEEK_HOLE inside the trailing hole", os.lseek(fd, 15 * CHUNK, os.SEEK_HOLE) == 15 * CHUNK)
 os.close(fd)
 
 # ---- setgid directories ---------------------------------------------------------------
