@@ -44,6 +44,7 @@
 #include "csum.h"
 #include "log.h"
 #include "store_int.h"
+#include "sync.h"
 
 static const unsigned char zeros[65536];
 
@@ -345,7 +346,10 @@ ra_get(struct objfs_store *s, struct objfs_inode *ip)
 	ra = calloc(1, sizeof(*ra) + n * sizeof(ra->slot[0]));
 	if (!ra)
 		return NULL;
-	pthread_cond_init(&ra->cv, NULL);
+	if (objfs_cond_init(&ra->cv) != 0) {
+		free(ra);
+		return NULL;
+	}
 	ra->n = n;
 	ra->last = UINT64_MAX;
 	for (unsigned i = 0; i < n; i++) {

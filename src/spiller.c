@@ -41,6 +41,7 @@
 
 #include "log.h"
 #include "store_int.h"
+#include "sync.h"
 
 #define BATCH		64
 #define RESTORE_AHEAD	4
@@ -101,7 +102,6 @@ static void *
 spill_main(void *arg)
 {
 	struct objfs_store *s = arg;
-	struct timespec ts;
 	uint64_t freed, f;
 	int err, waiters, stop, reclaimed;
 
@@ -111,9 +111,7 @@ spill_main(void *arg)
 
 		objfs_arena_get_stats(s->arena, &st);
 		if (st.used <= s->high_bytes && s->waiters == 0) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
-			pthread_cond_timedwait(&s->spill_cv, &s->spill_lock, &ts);
+			objfs_cond_wait_ms(&s->spill_cv, &s->spill_lock, 1000);
 			continue;
 		}
 		atomic_store(&s->spill_busy, 1);
@@ -157,13 +155,7 @@ spill_main(void *arg)
 		if (freed == 0 && s->waiters == 0) {
 			/* Nothing could be evicted (all hot, or the backing
 			 * directory refuses writes): do not spin. */
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 100 * 1000 * 1000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&s->spill_cv, &s->spill_lock, &ts);
+			objfs_cond_wait_ms(&s->spill_cv, &s->spill_lock, 100);
 		}
 	}
 	pthread_mutex_unlock(&s->spill_lock);
@@ -302,13 +294,20 @@ objfs_spiller_start(struct objfs_store *s)
 {
 	int rc;
 
-	pthread_mutex_init(&s->spill_lock, NULL);
-	pthread_cond_init(&s->spill_cv, NULL);
-	pthread_cond_init(&s->space_cv, NULL);
-	pthread_cond_init(&s->restore_cv, NULL);
-	rc = pthread_create(&s->spill_thread, NULL, spill_main, s);
+	rc = pthread_mutex_init(&s->spill_lock, NULL);
 	if (rc)
 		return -rc;
+	if ((rc = objfs_cond_init(&s->spill_cv)) != 0)
+		goto out_lock;
+	if ((rc = objfs_cond_init(&s->space_cv)) != 0)
+		goto out_spill_cv;
+	if ((rc = objfs_cond_init(&s->restore_cv)) != 0)
+		goto out_space_cv;
+	rc = pthread_create(&s->spill_thread, NULL, spill_main, s);
+	if (rc) {
+		pthread_cond_destroy(&s->restore_cv);
+		goto out_space_cv;
+	}
 	s->spill_started = 1;
 	for (s->restore_threads = 0;
 	     s->restore_threads < OBJFS_RESTORE_THREADS; s->restore_threads++) {
@@ -320,6 +319,14 @@ objfs_spiller_start(struct objfs_store *s)
 		}
 	}
 	return 0;
+
+out_space_cv:
+	pthread_cond_destroy(&s->space_cv);
+out_spill_cv:
+	pthread_cond_destroy(&s->spill_cv);
+out_lock:
+	pthread_mutex_destroy(&s->spill_lock);
+	return -rc;
 }
 
 void
@@ -337,4 +344,8 @@ objfs_spiller_stop(struct objfs_store *s)
 	while (s->restore_threads > 0)
 		pthread_join(s->restore_thread[--s->restore_threads], NULL);
 	s->spill_started = 0;
+	pthread_cond_destroy(&s->restore_cv);
+	pthread_cond_destroy(&s->space_cv);
+	pthread_cond_destroy(&s->spill_cv);
+	pthread_mutex_destroy(&s->spill_lock);
 }

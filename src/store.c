@@ -49,6 +49,7 @@
 #include "log.h"
 #include "status.h"
 #include "store_int.h"
+#include "sync.h"
 #include "../meta/meta_keys.h"
 
 #ifndef RENAME_NOREPLACE
@@ -770,15 +771,11 @@ static void *
 maint_main(void *arg)
 {
 	struct objfs_store *s = arg;
-	struct timespec ts;
 
 	pthread_mutex_lock(&s->maint_lock);
 	while (!s->maint_stop) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += MAINT_INTERVAL_MS % 1000 * 1000000L;
-		ts.tv_sec += MAINT_INTERVAL_MS / 1000 + ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&s->maint_cv, &s->maint_lock, &ts);
+		objfs_cond_wait_ms(&s->maint_cv, &s->maint_lock,
+				MAINT_INTERVAL_MS);
 		if (s->maint_stop)
 			break;
 		pthread_mutex_unlock(&s->maint_lock);
@@ -797,11 +794,19 @@ maint_start(struct objfs_store *s)
 {
 	int rc;
 
-	pthread_mutex_init(&s->maint_lock, NULL);
-	pthread_cond_init(&s->maint_cv, NULL);
-	rc = pthread_create(&s->maint_thread, NULL, maint_main, s);
+	rc = pthread_mutex_init(&s->maint_lock, NULL);
 	if (rc)
 		return -rc;
+	rc = objfs_cond_init(&s->maint_cv);
+	if (rc == 0) {
+		rc = pthread_create(&s->maint_thread, NULL, maint_main, s);
+		if (rc)
+			pthread_cond_destroy(&s->maint_cv);
+	}
+	if (rc) {
+		pthread_mutex_destroy(&s->maint_lock);
+		return -rc;
+	}
 	s->maint_started = 1;
 	return 0;
 }
@@ -817,6 +822,8 @@ maint_stop(struct objfs_store *s)
 	pthread_mutex_unlock(&s->maint_lock);
 	pthread_join(s->maint_thread, NULL);
 	s->maint_started = 0;
+	pthread_cond_destroy(&s->maint_cv);
+	pthread_mutex_destroy(&s->maint_lock);
 }
 
 /* ---- opening the store ------------------------------------------------ */

@@ -13,13 +13,16 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -59,6 +62,22 @@ __wrap_pwrite(int fd, const void *buf, size_t n, off_t off)
 		return __real_pwrite(fd, buf, n / 2, off);
 	}
 	return __real_pwrite(fd, buf, n, off);
+}
+
+/* ---- a wall clock that steps ---------------------------------------- */
+/* The executable's clock_gettime is the one the store's code calls too:
+ * CLOCK_REALTIME can be stepped, as an NTP correction or an operator
+ * would.  Timed waits must not depend on it. */
+static _Atomic long long realtime_step;
+
+int
+clock_gettime(clockid_t id, struct timespec *ts)
+{
+	long rc = syscall(SYS_clock_gettime, id, ts);
+
+	if (rc == 0 && id == CLOCK_REALTIME)
+		ts->tv_sec += atomic_load(&realtime_step);
+	return rc == 0 ? 0 : -1;
 }
 
 /* ---- fixture ---------------------------------------------------------- */
@@ -107,6 +126,7 @@ teardown(void **state)
 	fail_after = -1;
 	fail_always = 0;
 	slow_pwrite = 0;
+	realtime_step = 0;
 	alarm(0);
 	objfs_store_close(f->s);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
@@ -303,6 +323,32 @@ test_unlink_open_and_orphans(void **state)
 	/* The last reference: the file goes once the deletion is durable
 	 * (the maintenance thread checkpoints within a second or so). */
 	assert_true(wait_gone(path, 10));
+	free(buf);
+}
+
+/* The wall clock jumps an hour ahead: the maintenance thread still
+ * checkpoints within a second or so, so the space of a deleted file still
+ * comes back (a deadline on CLOCK_REALTIME would put it an hour off). */
+static void
+test_wall_clock_step(void **state)
+{
+	struct fx *f = *state;
+	unsigned char *buf = pattern(100000, 16);
+	char path[128];
+	uint64_t ino;
+
+	ino = make_file(f, "w", buf, 100000, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino);
+	assert_int_equal(access(path, F_OK), 0);
+	realtime_step = 3600;
+	usleep(1500000);	/* every timed wait has begun again since */
+	assert_int_equal(objfs_store_unlink(f->s, 1, "w"), 0);
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
+	objfs_store_forget(f->s, ino, 1);
+	assert_true(wait_gone(path, 10));
+	realtime_step = 0;
 	free(buf);
 }
 
@@ -739,6 +785,7 @@ test_namespace_changes_during_eviction(void **state)
 				&a), 0);
 	assert_content(f, ino, buf, len, 0);	/* still open */
 	slow_pwrite = 0;
+	realtime_step = 0;
 	alarm(0);
 	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
 	objfs_store_forget(f->s, ino, 1);
@@ -801,6 +848,8 @@ main(void)
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checksum_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_open_and_orphans, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_wall_clock_step, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_closed_leaves_index,
 				setup, teardown),
