@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -885,13 +886,19 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	struct objfs_inode *root;
 	struct objfs_store *s;
 	const char *dummy;
-	char path[4096];
+	char path[PATH_MAX];
 	uint64_t id = 0;
 	int dirfd, sub = -1, rc, created = 0;
 
 	if (!msg)
 		msg = &dummy;
 	*msg = NULL;
+	/* Every path made from it must fit, the longest being the index's
+	 * data file: a path cut short would name another file. */
+	if (strlen(cfg->data_dir) + sizeof("/index/data.mdb") > sizeof(path)) {
+		*msg = "the data directory's path is too long";
+		return -ENAMETOOLONG;
+	}
 	if (mkdir(cfg->data_dir, 0700) < 0 && errno != EEXIST) {
 		*msg = "cannot create the data directory";
 		return -errno;
@@ -1050,6 +1057,7 @@ err_backing:
 err_lock:
 	close(s->lockfd);
 err_free:
+	free(s->defer);
 	pthread_mutex_destroy(&s->defer_lock);
 	free(s);
 err_dirfd:

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -594,6 +595,45 @@ test_data_dir_locked(void **state)
 	reopen(f);
 }
 
+/* A data directory whose path leaves no room for "/backing" or
+ * "/index/data.mdb" is refused, and nothing is made at a cut-off path
+ * beside it. */
+static void
+test_data_dir_path_too_long(void **state)
+{
+	struct fx *f = *state;
+	struct objfs_store_config cfg = { .arena_size = f->arena };
+	char *dir = malloc(PATH_MAX), comp[201], probe[PATH_MAX + 16];
+	struct objfs_store *s2 = NULL;
+	const char *msg = NULL;
+	size_t len;
+
+	memset(comp, 'd', 200);
+	comp[200] = 0;
+	len = (size_t)snprintf(dir, PATH_MAX, "%s", f->dir);
+	/* Parents of 200-character names, then one name up to 4,090 bytes:
+	 * the path itself is valid, "DIR/backing" is not. */
+	while (len + 201 < 4090) {
+		len += (size_t)snprintf(dir + len, PATH_MAX - len, "/%s", comp);
+		assert_int_equal(mkdir(dir, 0700), 0);
+	}
+	dir[len++] = '/';
+	memset(dir + len, 'e', 4090 - len);
+	dir[4090] = 0;
+	cfg.data_dir = dir;
+	assert_int_equal(objfs_store_open(&cfg, &s2, &msg, NULL), -ENAMETOOLONG);
+	assert_null(s2);
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "too long"));
+	/* Nothing was made at a cut-off "DIR/backing" inside DIR. */
+	for (size_t cut = 4092; cut <= 4098; cut++) {
+		snprintf(probe, sizeof(probe), "%s/backing", dir);
+		probe[cut] = 0;
+		assert_int_equal(access(probe, F_OK), -1);
+	}
+	free(dir);
+}
+
 /* An objfs index with its DBs but nothing in them (a first mount cut
  * short) is filled on the next mount, unless backing/ holds objects:
  * then it was not a first mount, and the mount is refused. */
@@ -863,6 +903,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_empty_index_next_to_objects,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_dir_locked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_data_dir_path_too_long, setup,
+				teardown),
 		cmocka_unit_test_setup_teardown(test_larger_than_arena, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clean_chunks_evicted_first,
 				setup, teardown),
