@@ -2040,7 +2040,16 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
 		return rc;
-	if ((flags & O_TRUNC) && S_ISREG(ip->attr.mode)) {
+	/* An open that raced with the unlink of its last name (the kernel
+	 * looked the name up before): if the unlink saw no open and took
+	 * the records out of the index, there is nothing left to open, and
+	 * writing would put records of a deleted inode back.  The count
+	 * went up first, so an unlink after this sees the open. */
+	pthread_mutex_lock(&ip->lock);
+	if (ip->gone)
+		rc = -ENOENT;
+	pthread_mutex_unlock(&ip->lock);
+	if (rc == 0 && (flags & O_TRUNC) && S_ISREG(ip->attr.mode)) {
 		pthread_mutex_lock(&ip->lock);
 		if (ip->attr.size) {
 			struct objfs_attr a = ip->attr;
@@ -2049,7 +2058,8 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 			rc = objfs_data_truncate(s, ip, 0, &a);
 		}
 		pthread_mutex_unlock(&ip->lock);
-	} else if (S_ISREG(ip->attr.mode) && (flags & O_ACCMODE) != O_WRONLY) {
+	} else if (rc == 0 && S_ISREG(ip->attr.mode) &&
+		   (flags & O_ACCMODE) != O_WRONLY) {
 		/* Opening a spilled object starts bringing it back. */
 		pthread_mutex_lock(&ip->lock);
 		int spilled = ip->chunks.n && objfs_chunk_state(&ip->chunks.v[0])

@@ -327,6 +327,32 @@ test_unlink_open_and_orphans(void **state)
 	free(buf);
 }
 
+/* An open that the kernel sends after the unlink of the file's last
+ * name took its records out of the index (it looked the name up before)
+ * finds nothing: ENOENT, and nothing it could write comes back as a
+ * nameless inode after a remount. */
+static void
+test_open_after_unlink_took_records(void **state)
+{
+	struct fx *f = *state;
+	unsigned char *buf = pattern(5000, 17);
+	enum objfs_cache cache;
+	struct objfs_attr a;
+	uint64_t ino;
+
+	ino = make_file(f, "r", buf, 5000, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "r"), 0);
+	/* The kernel still holds its lookup. */
+	assert_int_equal(objfs_store_open_file(f->s, ino, O_RDWR, 0, &cache),
+			-ENOENT);
+	objfs_store_forget(f->s, ino, 1);
+	reopen(f);
+	assert_int_equal(objfs_store_getattr(f->s, ino, &a), -ENOENT);
+	free(buf);
+}
+
 /* The wall clock jumps an hour ahead: the maintenance thread still
  * checkpoints within a second or so, so the space of a deleted file still
  * comes back (a deadline on CLOCK_REALTIME would put it an hour off). */
@@ -889,6 +915,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_checksum_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_open_and_orphans, setup,
 				teardown),
+		cmocka_unit_test_setup_teardown(test_open_after_unlink_took_records,
+				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wall_clock_step, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_closed_leaves_index,
