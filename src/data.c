@@ -590,15 +590,17 @@ objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
 	if (c && objfs_chunk_state(c) == OBJFS_CHUNK_SPILLED &&
 	    c->slot == dslot && c->csum == csum && c->disk_len == len &&
 	    fd >= 0) {
-		/* The slot is ours while LOADING, and the reference the
-		 * caller holds keeps fd open; the disk copy's slot is not
-		 * given back while a record points at it.  Read without the
-		 * lock, so the reader copies the chunk before this one
-		 * meanwhile. */
+		/* The slot is ours while LOADING; the buffers and fd stay
+		 * while ra->reading says a load is under way (unloading
+		 * waits for it); the disk copy's slot is not given back
+		 * while a record points at it.  Read without the lock, so
+		 * the reader copies the chunk before this one meanwhile. */
+		ra->reading++;
 		pthread_mutex_unlock(&ip->lock);
 		rc = objfs_spill_read(fd, ip->ino, idx, dslot, s->chunk_size,
 				sl->buf, len, csum);
 		pthread_mutex_lock(&ip->lock);
+		ra->reading--;
 	}
 	/* A failure (a chunk rewritten meanwhile, or a bad copy) leaves the
 	 * slot empty: the reader then reads it itself, and reports. */
@@ -1316,6 +1318,12 @@ objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 void
 objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip)
 {
+	/* A load reading without the lock (an unlink of the closed file
+	 * can come meanwhile) keeps its buffer and the fd until it is
+	 * done.  Only the store's teardown calls this without the lock,
+	 * once the threads are stopped, when nothing is reading. */
+	while (ip->ra && ip->ra->reading)
+		pthread_cond_wait(&ip->ra->cv, &ip->lock);
 	ra_free(ip);
 	objfs_chunkmap_fini(&ip->chunks, s->arena);
 	objfs_slots_fini(&ip->slots);

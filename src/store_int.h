@@ -89,6 +89,9 @@ struct objfs_rahead {
 	uint64_t last;			/* chunk of the last disk read */
 	uint64_t next_gen;
 	unsigned n;
+	unsigned reading;		/* loads reading into a slot without
+					 * the inode's lock, through its bfd:
+					 * neither goes while this is not 0 */
 	struct objfs_ra_slot slot[];
 };
 

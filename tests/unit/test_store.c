@@ -65,6 +65,24 @@ __wrap_pwrite(int fd, const void *buf, size_t n, off_t off)
 	return __real_pwrite(fd, buf, n, off);
 }
 
+/* ---- slow backing reads ------------------------------------------------ */
+ssize_t __real_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off);
+
+static _Atomic int slow_pread;		/* each read takes 50 ms */
+static _Atomic int preads_closed_fd;	/* ... and found its fd closed */
+
+ssize_t
+__wrap_pread(int fd, void *buf, size_t n, off_t off)
+{
+	if (slow_pread) {
+		usleep(50000);
+		if (fcntl(fd, F_GETFD) < 0)
+			preads_closed_fd++;
+	}
+	return __real_pread(fd, buf, n, off);
+}
+
 /* ---- a wall clock that steps ---------------------------------------- */
 /* The executable's clock_gettime is the one the store's code calls too:
  * CLOCK_REALTIME can be stepped, as an NTP correction or an operator
@@ -127,6 +145,7 @@ teardown(void **state)
 	fail_after = -1;
 	fail_always = 0;
 	slow_pwrite = 0;
+	slow_pread = 0;
 	realtime_step = 0;
 	alarm(0);
 	objfs_store_close(f->s);
@@ -826,6 +845,71 @@ test_direct_reads_under_pressure(void **state)
 	free(fill);
 }
 
+/* Read-ahead reads a spilled chunk into its buffer without the inode's
+ * lock.  An unlink of the closed file meanwhile takes the inode out of
+ * the index and lets its data go: the buffers and the backing file's
+ * descriptor must stay until the reads in flight are done (ASan and
+ * valgrind see a use after free otherwise; here the descriptor is seen
+ * closed under a read).  Then a truncate, with the file open. */
+static void
+test_read_ahead_races_unlink(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 2u << 20;
+	unsigned char *buf = pattern(len, 18), *fill = pattern(6u << 20, 19);
+	unsigned char *got = malloc(CHUNK);
+	struct objfs_setattr sa = { .valid = OBJFS_SET_SIZE, .size = CHUNK };
+	struct objfs_store_stats st;
+	enum objfs_cache cache;
+	struct objfs_attr a;
+	uint64_t ino;
+	size_t n;
+
+	for (int round = 0; round < 2; round++) {
+		ino = make_file(f, round ? "rt" : "ru", buf, len, 0);
+		assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
+		reopen(f);			/* now only on disk */
+		/* Above the low mark: reads come straight from disk. */
+		make_file(f, round ? "fill1" : "fill0", fill, 6u << 20, 0);
+		assert_int_equal(objfs_store_open_file(f->s, ino, O_RDONLY, 0,
+					&cache), 0);
+		slow_pread = 1;
+		/* Two chunks in order: a sequential reader, so the chunks
+		 * after them are queued for read-ahead. */
+		for (uint64_t off = 0; off < 2 * CHUNK; off += CHUNK) {
+			assert_int_equal(objfs_store_read(f->s, ino, off, got,
+						CHUNK, &n), 0);
+			assert_int_equal(n, CHUNK);
+			assert_memory_equal(got, buf + off, CHUNK);
+		}
+		usleep(20000);		/* the loads are under way */
+		if (round == 0) {
+			assert_int_equal(objfs_store_release(f->s, ino,
+					O_RDONLY, 0), 0);
+			assert_int_equal(objfs_store_unlink(f->s, 1, "ru"), 0);
+		} else {
+			assert_int_equal(objfs_store_setattr(f->s, ino, &sa,
+					&a), 0);
+			assert_content(f, ino, buf, CHUNK, 0);
+			/* Loads queued before the truncate find nothing to
+			 * read now, and must not bring bytes back. */
+			usleep(300000);
+			assert_content(f, ino, buf, CHUNK, 0);
+			assert_int_equal(objfs_store_release(f->s, ino,
+					O_RDONLY, 0), 0);
+		}
+		usleep(300000);		/* every queued load has run */
+		slow_pread = 0;
+		assert_int_equal(preads_closed_fd, 0);
+		objfs_store_get_stats(f->s, &st);
+		assert_true(st.direct_reads > 0);
+		objfs_store_forget(f->s, ino, 1);
+	}
+	free(got);
+	free(buf);
+	free(fill);
+}
+
 static void
 test_namespace_changes_during_eviction(void **state)
 {
@@ -851,6 +935,7 @@ test_namespace_changes_during_eviction(void **state)
 				&a), 0);
 	assert_content(f, ino, buf, len, 0);	/* still open */
 	slow_pwrite = 0;
+	slow_pread = 0;
 	realtime_step = 0;
 	alarm(0);
 	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
@@ -940,6 +1025,8 @@ main(void)
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_reads_under_pressure,
 				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_ahead_races_unlink, setup,
+				teardown),
 		cmocka_unit_test_setup_teardown(test_namespace_changes_during_eviction,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_page_cache_after_direct_writes,
