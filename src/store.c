@@ -2468,18 +2468,20 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 	struct objfs_inode *dp, *ip;
 	struct dir_batch b;
 	struct objfs_attr a;
+	uint64_t parent;
 	int rc, full = 0;
 
 	rc = iget(s, ino, &dp);
 	if (rc < 0)
 		return rc;
-	if (!S_ISDIR(dp->attr.mode)) {
-		iput(s, dp);
-		return -ENOTDIR;
-	}
 	pthread_mutex_lock(&dp->lock);
 	a = dp->attr;
 	pthread_mutex_unlock(&dp->lock);
+	if (!S_ISDIR(a.mode)) {
+		iput(s, dp);
+		return -ENOTDIR;
+	}
+	parent = a.parent ? a.parent : ino;
 	if (off == 0) {
 		if (cb(arg, ".", &a, 1))
 			goto out;
@@ -2488,7 +2490,7 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 	if (off == 1) {
 		memset(&a, 0, sizeof(a));
 		a.mode = S_IFDIR;
-		a.ino = dp->attr.parent ? dp->attr.parent : ino;
+		a.ino = parent;
 		if (cb(arg, "..", &a, 2))
 			goto out;
 		off = 2;
