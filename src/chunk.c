@@ -10,51 +10,128 @@
 
 #include "chunk.h"
 
+#define LEAF_BITS	3
+#define LEAF_N		(1u << LEAF_BITS)
+#define NODE_BITS	4
+#define NODE_N		(1u << NODE_BITS)
+
+struct leaf {
+	struct objfs_chunk e[LEAF_N];
+};
+
+struct node {
+	void *slot[NODE_N];
+};
+
+/* Indexes a tree of @height inner levels covers. */
+static uint64_t
+span(unsigned height)
+{
+	return 1ull << (LEAF_BITS + NODE_BITS * height);
+}
+
 void
 objfs_chunkmap_init(struct objfs_chunkmap *m)
 {
-	m->v = NULL;
+	m->root = NULL;
+	m->height = 0;
 	m->n = 0;
-	m->alloc = 0;
 }
 
 void
 objfs_chunkmap_fini(struct objfs_chunkmap *m, struct objfs_arena *a)
 {
 	objfs_chunkmap_cut(m, a, 0);
-	free(m->v);
 	objfs_chunkmap_init(m);
 }
 
-int
-objfs_chunkmap_ensure(struct objfs_chunkmap *m, uint64_t n)
+struct objfs_chunk *
+objfs_chunkmap_add(struct objfs_chunkmap *m, uint64_t idx)
 {
-	struct objfs_chunk *v;
-	uint64_t na;
+	void **p;
 
-	if (n <= m->n)
-		return 0;
-	if (n > m->alloc) {
-		na = m->alloc ? m->alloc : 4;
-		while (na < n)
-			na *= 2;
-		if (na > SIZE_MAX / sizeof(*v))
-			return -ENOMEM;
-		v = realloc(m->v, na * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		m->v = v;
-		m->alloc = na;
+	if (idx >> OBJFS_CHUNKMAP_BITS)
+		return NULL;
+	/* Taller until @idx fits: the old tree becomes the first child. */
+	while (idx >= span(m->height)) {
+		struct node *up;
+
+		if (!m->root) {
+			m->height++;
+			continue;
+		}
+		up = calloc(1, sizeof(*up));
+		if (!up)
+			return NULL;
+		up->slot[0] = m->root;
+		m->root = up;
+		m->height++;
 	}
-	memset(m->v + m->n, 0, (n - m->n) * sizeof(*m->v));
-	m->n = n;
-	return 0;
+	p = &m->root;
+	for (unsigned h = m->height; h > 0; h--) {
+		if (!*p && !(*p = calloc(1, sizeof(struct node))))
+			return NULL;
+		p = &((struct node *)*p)->slot[(idx >> (LEAF_BITS +
+				NODE_BITS * (h - 1))) & (NODE_N - 1)];
+	}
+	if (!*p && !(*p = calloc(1, sizeof(struct leaf))))
+		return NULL;
+	if (idx >= m->n)
+		m->n = idx + 1;
+	return &((struct leaf *)*p)->e[idx & (LEAF_N - 1)];
 }
 
 struct objfs_chunk *
-objfs_chunkmap_get(struct objfs_chunkmap *m, uint64_t idx)
+objfs_chunkmap_get(const struct objfs_chunkmap *m, uint64_t idx)
 {
-	return idx < m->n ? &m->v[idx] : NULL;
+	void *p = m->root;
+
+	if (idx >= m->n || idx >= span(m->height))
+		return NULL;
+	for (unsigned h = m->height; p && h > 0; h--)
+		p = ((struct node *)p)->slot[(idx >> (LEAF_BITS +
+				NODE_BITS * (h - 1))) & (NODE_N - 1)];
+	return p ? &((struct leaf *)p)->e[idx & (LEAF_N - 1)] : NULL;
+}
+
+/* The first entry at or after @from in the tree @p of @height levels
+ * whose first index is @base. */
+static struct objfs_chunk *
+next_in(void *p, unsigned height, uint64_t base, uint64_t from,
+		uint64_t *out)
+{
+	uint64_t sp;
+
+	if (height == 0) {
+		uint64_t i = from > base ? from - base : 0;
+
+		if (i >= LEAF_N)
+			return NULL;
+		*out = base + i;
+		return &((struct leaf *)p)->e[i];
+	}
+	sp = span(height - 1);
+	for (uint64_t k = from > base ? (from - base) / sp : 0; k < NODE_N;
+	     k++) {
+		void *c = ((struct node *)p)->slot[k];
+		struct objfs_chunk *r;
+
+		if (c && (r = next_in(c, height - 1, base + k * sp, from, out)))
+			return r;
+	}
+	return NULL;
+}
+
+struct objfs_chunk *
+objfs_chunkmap_next(const struct objfs_chunkmap *m, uint64_t idx,
+		uint64_t *out)
+{
+	struct objfs_chunk *c;
+
+	if (!m->root || idx >= m->n)
+		return NULL;
+	c = next_in(m->root, m->height, 0, idx, out);
+	return c && *out < m->n ? c : NULL;
 }
 
 enum objfs_chunk_state
@@ -77,12 +154,42 @@ objfs_chunk_drop(struct objfs_chunk *c, struct objfs_arena *a)
 	c->flags &= ~OBJFS_CHUNK_DIRTY;
 }
 
+/* Cut the tree @p (@height levels, first index @base) at @first: free
+ * its blocks and nodes from there.  Returns 1 when @p itself is freed. */
+static int
+cut_in(void *p, unsigned height, uint64_t base, uint64_t first,
+		struct objfs_arena *a)
+{
+	if (height == 0) {
+		struct leaf *l = p;
+
+		for (uint64_t i = first > base ? first - base : 0; i < LEAF_N;
+		     i++) {
+			objfs_chunk_drop(&l->e[i], a);
+			memset(&l->e[i], 0, sizeof(l->e[i]));
+		}
+	} else {
+		struct node *nd = p;
+		uint64_t sp = span(height - 1);
+
+		for (uint64_t k = first > base ? (first - base) / sp : 0;
+		     k < NODE_N; k++)
+			if (nd->slot[k] && cut_in(nd->slot[k], height - 1,
+					base + k * sp, first, a))
+				nd->slot[k] = NULL;
+	}
+	if (base < first)
+		return 0;
+	free(p);
+	return 1;
+}
+
 void
 objfs_chunkmap_cut(struct objfs_chunkmap *m, struct objfs_arena *a,
 		uint64_t first)
 {
-	for (uint64_t i = first; i < m->n; i++)
-		objfs_chunk_drop(&m->v[i], a);
+	if (m->root && first < m->n && cut_in(m->root, m->height, 0, first, a))
+		objfs_chunkmap_init(m);
 	if (first < m->n)
 		m->n = first;
 }
@@ -91,12 +198,13 @@ void
 objfs_chunkmap_usage(const struct objfs_chunkmap *m, uint64_t *resident,
 		uint64_t *ondisk)
 {
-	uint64_t r = 0, d = 0;
+	const struct objfs_chunk *c;
+	uint64_t r = 0, d = 0, i;
 
-	for (uint64_t i = 0; i < m->n; i++) {
-		r += m->v[i].cap;
-		if (m->v[i].flags & OBJFS_CHUNK_ONDISK)
-			d += m->v[i].disk_len;
+	OBJFS_CHUNKMAP_EACH(m, 0, i, c) {
+		r += c->cap;
+		if (c->flags & OBJFS_CHUNK_ONDISK)
+			d += c->disk_len;
 	}
 	*resident = r;
 	*ondisk = d;
@@ -105,88 +213,133 @@ objfs_chunkmap_usage(const struct objfs_chunkmap *m, uint64_t *resident,
 void
 objfs_slots_init(struct objfs_slotmap *m)
 {
-	m->bits = NULL;
-	m->words = 0;
+	m->run = NULL;
+	m->n = 0;
+	m->alloc = 0;
 }
 
 void
 objfs_slots_fini(struct objfs_slotmap *m)
 {
-	free(m->bits);
+	free(m->run);
 	objfs_slots_init(m);
+}
+
+/* The first run whose end is past @slot (m->n when none is). */
+static uint64_t
+run_at(const struct objfs_slotmap *m, uint64_t slot)
+{
+	uint64_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (m->run[mid].hi <= slot)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 int
 objfs_slots_taken(const struct objfs_slotmap *m, uint64_t slot)
 {
-	uint64_t w = slot / 64;
+	uint64_t k = run_at(m, slot);
 
-	return w < m->words && (m->bits[w] >> (slot % 64) & 1);
+	return k < m->n && m->run[k].lo <= slot;
+}
+
+/* Room for one more run at @k.  0 or -ENOMEM. */
+static int
+run_insert(struct objfs_slotmap *m, uint64_t k, uint64_t lo, uint64_t hi)
+{
+	if (m->n == m->alloc) {
+		uint64_t na = m->alloc ? m->alloc * 2 : 4;
+		struct objfs_slot_run *r;
+
+		if (na > SIZE_MAX / sizeof(*r))
+			return -ENOMEM;
+		r = realloc(m->run, na * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		m->run = r;
+		m->alloc = na;
+	}
+	memmove(m->run + k + 1, m->run + k, (m->n - k) * sizeof(*m->run));
+	m->run[k].lo = lo;
+	m->run[k].hi = hi;
+	m->n++;
+	return 0;
+}
+
+static void
+run_remove(struct objfs_slotmap *m, uint64_t k)
+{
+	memmove(m->run + k, m->run + k + 1, (m->n - k - 1) * sizeof(*m->run));
+	m->n--;
 }
 
 int
 objfs_slots_take(struct objfs_slotmap *m, uint64_t slot)
 {
-	uint64_t w = slot / 64;
+	uint64_t k = run_at(m, slot);
+	int after = k > 0 && m->run[k - 1].hi == slot;
+	int before = k < m->n && m->run[k].lo == slot + 1;
 
-	if (w >= m->words) {
-		uint64_t n = m->words ? m->words : 4;
-		uint64_t *b;
-
-		while (n <= w)
-			n *= 2;
-		if (n > SIZE_MAX / sizeof(*b))
-			return -ENOMEM;
-		b = realloc(m->bits, n * sizeof(*b));
-		if (!b)
-			return -ENOMEM;
-		memset(b + m->words, 0, (n - m->words) * sizeof(*b));
-		m->bits = b;
-		m->words = n;
-	}
-	if (m->bits[w] >> (slot % 64) & 1)
+	if (k < m->n && m->run[k].lo <= slot)
 		return -EEXIST;
-	m->bits[w] |= 1ull << (slot % 64);
+	if (after && before) {		/* it joins two runs */
+		m->run[k - 1].hi = m->run[k].hi;
+		run_remove(m, k);
+	} else if (after) {
+		m->run[k - 1].hi++;
+	} else if (before) {
+		m->run[k].lo--;
+	} else {
+		return run_insert(m, k, slot, slot + 1);
+	}
 	return 0;
 }
 
 void
 objfs_slots_put(struct objfs_slotmap *m, uint64_t slot)
 {
-	if (slot / 64 < m->words)
-		m->bits[slot / 64] &= ~(1ull << (slot % 64));
+	uint64_t k = run_at(m, slot);
+	struct objfs_slot_run *r;
+
+	if (k >= m->n || m->run[k].lo > slot)
+		return;
+	r = &m->run[k];
+	if (r->lo == slot && r->hi == slot + 1)
+		run_remove(m, k);
+	else if (r->lo == slot)
+		r->lo++;
+	else if (r->hi == slot + 1)
+		r->hi--;
+	else if (run_insert(m, k + 1, slot + 1, m->run[k].hi) == 0)
+		m->run[k].hi = slot;	/* (run_insert may move the runs) */
 }
 
 uint64_t
 objfs_slots_end(const struct objfs_slotmap *m)
 {
-	for (uint64_t w = m->words; w-- > 0; )
-		if (m->bits[w])
-			return w * 64 + 64 - (uint64_t)__builtin_clzll(m->bits[w]);
-	return 0;
+	return m->n ? m->run[m->n - 1].hi : 0;
 }
 
 int
 objfs_slots_alloc(struct objfs_slotmap *m, uint64_t want, uint64_t floor,
 		uint64_t *out)
 {
-	uint64_t s;
+	uint64_t s = want, k;
 	int rc;
 
-	if (!objfs_slots_taken(m, want)) {
-		rc = objfs_slots_take(m, want);
-		if (rc == 0)
-			*out = want;
-		return rc;
-	}
-	for (s = floor; s / 64 < m->words; ) {
-		uint64_t w = m->bits[s / 64] | ((1ull << (s % 64)) - 1);
-
-		if (w != UINT64_MAX) {
-			s = s / 64 * 64 + (uint64_t)__builtin_ctzll(~w);
-			break;
-		}
-		s = (s / 64 + 1) * 64;
+	if (objfs_slots_taken(m, want)) {
+		/* The lowest free slot from @floor: @floor itself, or the
+		 * end of the run holding it (runs are merged, so it is
+		 * free). */
+		k = run_at(m, floor);
+		s = k < m->n && m->run[k].lo <= floor ? m->run[k].hi : floor;
 	}
 	rc = objfs_slots_take(m, s);
 	if (rc == 0)

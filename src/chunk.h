@@ -59,21 +59,45 @@ struct objfs_chunk {
 				 * crash brings back */
 };
 
+/*
+ * The map is a radix tree: leaves of 8 entries, inner nodes of 16
+ * pointers, as tall as the highest entry needs.  Memory follows the
+ * chunks a file has, not its highest offset: a 1-byte write at the
+ * largest offset adds one leaf and at most five nodes (about 1 KiB), and
+ * a dense file costs its entries and a sixteenth more.  Entries that were
+ * never given bytes do not exist; objfs_chunkmap_get() answers NULL for
+ * them (a hole).
+ */
 struct objfs_chunkmap {
-	struct objfs_chunk *v;
-	uint64_t n;		/* entries in use */
-	uint64_t alloc;		/* entries allocated */
+	void *root;		/* a leaf when height is 0 */
+	unsigned height;	/* inner levels above the leaves */
+	uint64_t n;		/* one past the highest entry made */
 };
+
+/* Chunk indexes go up to 2^OBJFS_CHUNKMAP_BITS - 1. */
+#define OBJFS_CHUNKMAP_BITS	23
 
 void objfs_chunkmap_init(struct objfs_chunkmap *m);
 /* Free every resident block and the map itself. */
 void objfs_chunkmap_fini(struct objfs_chunkmap *m, struct objfs_arena *a);
 
-/* Make entries [0, n) exist (new ones are holes).  0 or -ENOMEM. */
-int objfs_chunkmap_ensure(struct objfs_chunkmap *m, uint64_t n);
+/* Entry @idx, made (a hole) when it does not exist; NULL on ENOMEM or
+ * an index past OBJFS_CHUNKMAP_BITS. */
+struct objfs_chunk *objfs_chunkmap_add(struct objfs_chunkmap *m, uint64_t idx);
 
-/* Entry @idx, or NULL when @idx is past the map (a hole). */
-struct objfs_chunk *objfs_chunkmap_get(struct objfs_chunkmap *m, uint64_t idx);
+/* Entry @idx, or NULL when it does not exist (a hole). */
+struct objfs_chunk *objfs_chunkmap_get(const struct objfs_chunkmap *m,
+		uint64_t idx);
+
+/* The first entry at or after @idx, its index in *@out; NULL when there
+ * is none.  Entries that exist may be holes. */
+struct objfs_chunk *objfs_chunkmap_next(const struct objfs_chunkmap *m,
+		uint64_t idx, uint64_t *out);
+
+/* Every entry from @from on, in order: @i its index, @c the entry. */
+#define OBJFS_CHUNKMAP_EACH(m, from, i, c) \
+	for ((c) = objfs_chunkmap_next((m), (from), &(i)); (c); \
+	     (c) = objfs_chunkmap_next((m), (i) + 1, &(i)))
 
 enum objfs_chunk_state objfs_chunk_state(const struct objfs_chunk *c);
 
@@ -82,7 +106,8 @@ enum objfs_chunk_state objfs_chunk_state(const struct objfs_chunk *c);
  * truncation removes. */
 void objfs_chunk_drop(struct objfs_chunk *c, struct objfs_arena *a);
 
-/* Free blocks of entries >= @first and shorten the map to @first. */
+/* Free blocks of entries >= @first, remove those entries, and make the
+ * map end at @first at most. */
 void objfs_chunkmap_cut(struct objfs_chunkmap *m, struct objfs_arena *a,
 		uint64_t first);
 
@@ -90,16 +115,25 @@ void objfs_chunkmap_cut(struct objfs_chunkmap *m, struct objfs_arena *a,
 void objfs_chunkmap_usage(const struct objfs_chunkmap *m, uint64_t *resident,
 		uint64_t *ondisk);
 
-/* The slots of one backing file that are taken: a bitmap. */
+/* The slots of one backing file that are taken: sorted, disjoint runs
+ * [lo, hi), merged when they touch, so memory follows the runs, not the
+ * highest slot. */
+struct objfs_slot_run {
+	uint64_t lo, hi;
+};
+
 struct objfs_slotmap {
-	uint64_t *bits;
-	uint64_t words;
+	struct objfs_slot_run *run;
+	uint64_t n, alloc;
 };
 
 void objfs_slots_init(struct objfs_slotmap *m);
 void objfs_slots_fini(struct objfs_slotmap *m);
 /* Take @slot: 0, -EEXIST when it is taken already, -ENOMEM. */
 int objfs_slots_take(struct objfs_slotmap *m, uint64_t slot);
+/* Give @slot back.  Splitting a run needs memory: without it the slot
+ * stays taken (never reused until the map is rebuilt at the next load),
+ * which is safe. */
 void objfs_slots_put(struct objfs_slotmap *m, uint64_t slot);
 int objfs_slots_taken(const struct objfs_slotmap *m, uint64_t slot);
 /* One past the highest slot taken (0 when none is). */

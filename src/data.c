@@ -77,9 +77,9 @@ chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 		l->bad = 1;
 		return 0;
 	}
-	rc = objfs_chunkmap_ensure(&ip->chunks, idx + 1);
-	if (rc < 0)
-		return rc;
+	c = objfs_chunkmap_add(&ip->chunks, idx);
+	if (!c)
+		return -ENOMEM;
 	rc = objfs_slots_take(&ip->slots, r->slot);
 	if (rc == -EEXIST) {		/* two records, one slot */
 		l->bad = 1;
@@ -87,7 +87,6 @@ chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 	}
 	if (rc < 0)
 		return rc;
-	c = objfs_chunkmap_get(&ip->chunks, idx);
 	c->flags = OBJFS_CHUNK_ONDISK;
 	c->csum = r->csum;
 	c->slot = r->slot;
@@ -445,11 +444,11 @@ ra_ahead(struct objfs_store *s, struct objfs_inode *ip,
 	ra->last = idx;
 	if (!seq)
 		return;
-	for (uint64_t j = idx + 1; j < idx + ra->n && j < ip->chunks.n; j++) {
-		struct objfs_chunk *c = &ip->chunks.v[j];
+	for (uint64_t j = idx + 1; j < idx + ra->n; j++) {
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, j);
 		struct objfs_ra_slot *sl;
 
-		if (objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED ||
+		if (!c || objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED ||
 		    ra_find(ra, j, c))
 			continue;
 		sl = ra_victim(ra, first, idx, 0);
@@ -765,10 +764,11 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		struct objfs_chunk *c;
 		unsigned char *p;
 
-		rc = objfs_chunkmap_ensure(&ip->chunks, idx + 1);
-		if (rc < 0)
+		c = objfs_chunkmap_add(&ip->chunks, idx);
+		if (!c) {
+			rc = -ENOMEM;
 			break;
-		c = objfs_chunkmap_get(&ip->chunks, idx);
+		}
 		rc = make_resident(s, ip, idx, c, co + n, co);
 		if (rc < 0)
 			break;
@@ -827,14 +827,15 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	uint32_t tail = (uint32_t)(size & (s->chunk_size - 1));
 	struct objfs_chunk *c = NULL;
 	struct objfs_meta_txn *t;
-	uint64_t nrec = ip->attr.nrec, cut = 0, csum = 0, seq;
+	uint64_t nrec = ip->attr.nrec, cut = 0, csum = 0, seq, i;
+	struct objfs_chunk *e;
 	int rc, shorten = 0;
 
 	if (size > s->max_size)
 		return -EFBIG;
 	if (size < ip->attr.size) {
-		for (uint64_t i = keep; i < ip->chunks.n; i++)
-			cut += !!(ip->chunks.v[i].flags & OBJFS_CHUNK_ONDISK);
+		OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e)
+			cut += !!(e->flags & OBJFS_CHUNK_ONDISK);
 		if (tail)
 			c = objfs_chunkmap_get(&ip->chunks, keep - 1);
 		/* The last chunk's disk copy now ends at @tail: its record
@@ -864,9 +865,9 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	rc = commit_or_abort(t, rc, &seq);
 	if (rc < 0)
 		return rc;
-	for (uint64_t i = keep; i < ip->chunks.n; i++)
-		if (ip->chunks.v[i].flags & OBJFS_CHUNK_ONDISK)
-			defer_slot(s, ip->ino, ip->chunks.v[i].slot, seq);
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e)
+		if (e->flags & OBJFS_CHUNK_ONDISK)
+			defer_slot(s, ip->ino, e->slot, seq);
 	if (shorten) {
 		c->csum = csum;
 		c->disk_len = tail;
@@ -902,12 +903,11 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 	struct objfs_meta_txn *t;
 	struct objfs_attr a;
 	size_t nsel = 0, n = 0;
-	uint64_t seq, added = 0, durable = objfs_meta_durable_seq(s->meta);
+	uint64_t seq, added = 0, durable = objfs_meta_durable_seq(s->meta), i;
+	struct objfs_chunk *c;
 	int rc = 0, fd = -1, r;
 
-	for (uint64_t i = 0; i < ip->chunks.n; i++) {
-		struct objfs_chunk *c = &ip->chunks.v[i];
-
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
 		if (!(c->flags & OBJFS_CHUNK_SEL))
 			continue;
 		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY))
@@ -923,10 +923,11 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 			goto out_clear;
 		}
 	}
-	for (uint64_t i = 0; nsel && i < ip->chunks.n; i++) {
-		struct objfs_chunk *c = &ip->chunks.v[i];
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
 		struct written *x = &w[n];
 
+		if (!nsel)
+			break;
 		if (!(c->flags & OBJFS_CHUNK_SEL))
 			continue;
 		x->idx = i;
@@ -998,7 +999,8 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 	/* Record what did reach the disk, even after an error. */
 	a = ip->attr;
 	for (size_t k = 0; k < n; k++)
-		added += !(ip->chunks.v[w[k].idx].flags & OBJFS_CHUNK_ONDISK);
+		added += !(objfs_chunkmap_get(&ip->chunks, w[k].idx)->flags &
+				OBJFS_CHUNK_ONDISK);
 	a.nrec += added;
 	r = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (r == 0) {
@@ -1020,8 +1022,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 		goto out_clear;
 	}
 	for (size_t k = 0; k < n; k++) {
-		struct objfs_chunk *c = &ip->chunks.v[w[k].idx];
-
+		c = objfs_chunkmap_get(&ip->chunks, w[k].idx);
 		if ((c->flags & OBJFS_CHUNK_ONDISK) && !w[k].tail)
 			defer_slot(s, ip->ino, c->slot, seq);
 		c->flags &= ~OBJFS_CHUNK_DIRTY;
@@ -1039,8 +1040,8 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 	if (rc == 0)
 		ip->attr_dirty = 0;
 out_clear:
-	for (uint64_t i = 0; i < ip->chunks.n; i++)
-		ip->chunks.v[i].flags &= ~OBJFS_CHUNK_SEL;
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c)
+		c->flags &= ~OBJFS_CHUNK_SEL;
 	free(w);
 	return rc;
 }
@@ -1048,11 +1049,11 @@ out_clear:
 int
 objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 {
+	struct objfs_chunk *c;
 	int any = 0;
+	uint64_t i;
 
-	for (uint64_t i = 0; i < ip->chunks.n; i++) {
-		struct objfs_chunk *c = &ip->chunks.v[i];
-
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
 		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY)) {
 			c->flags |= OBJFS_CHUNK_SEL;
 			any = 1;
@@ -1106,9 +1107,12 @@ objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
 {
 	struct objfs_arena_stats st;
 
-	for (uint64_t i = idx; i < idx + n && i < ip->chunks.n; i++) {
-		struct objfs_chunk *c = &ip->chunks.v[i];
+	struct objfs_chunk *c;
+	uint64_t i;
 
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, idx, i, c) {
+		if (i >= idx + n)
+			break;
 		if (objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED)
 			continue;
 		objfs_arena_get_stats(s->arena, &st);
@@ -1130,16 +1134,18 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		uint64_t len)
 {
 	struct objfs_meta_txn *t = NULL;
-	uint64_t end = off + len, ends[2] = { off, end }, seq = 0;
+	uint64_t end = off + len, ends[2] = { off, end }, seq = 0, idx;
 	struct objfs_attr a = ip->attr;
+	struct objfs_chunk *c;
 	int rc = 0;
 
 	for (int e = 0; e < 2; e++) {
-		uint64_t idx = ends[e] >> s->chunk_shift;
-		uint64_t cs = idx << s->chunk_shift;
-		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, idx);
+		uint64_t cs;
 		uint32_t in;
 
+		idx = ends[e] >> s->chunk_shift;
+		cs = idx << s->chunk_shift;
+		c = objfs_chunkmap_get(&ip->chunks, idx);
 		if (!c || objfs_chunk_state(c) == OBJFS_CHUNK_HOLE ||
 		    (ends[e] == cs && (e == 1 || end >= cs + s->chunk_size)))
 			continue;	/* a hole, or whole */
@@ -1148,11 +1154,10 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (rc < 0)
 			return rc;
 	}
-	for (uint64_t idx = (off + s->chunk_size - 1) >> s->chunk_shift;
-	     ((idx + 1) << s->chunk_shift) <= end && idx < ip->chunks.n;
-	     idx++) {
-		struct objfs_chunk *c = &ip->chunks.v[idx];
-
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, (off + s->chunk_size - 1) >>
+			s->chunk_shift, idx, c) {
+		if (((idx + 1) << s->chunk_shift) > end)
+			break;
 		if (!(c->flags & OBJFS_CHUNK_ONDISK))
 			continue;
 		if (!t && (rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL,
@@ -1171,17 +1176,15 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			return rc;
 	}
 	/* Nothing can fail from here on. */
-	while (off < end) {
-		uint64_t idx = off >> s->chunk_shift;
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, off >> s->chunk_shift, idx, c) {
 		uint64_t cs = idx << s->chunk_shift;
-		uint64_t ce = cs + s->chunk_size;
-		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, idx);
-		uint64_t lo = off - cs, hi = min64(end, ce) - cs;
+		uint64_t lo = off > cs ? off - cs : 0, hi;
 
-		if (!c || objfs_chunk_state(c) == OBJFS_CHUNK_HOLE) {
-			off = ce;
+		if (cs >= end)
+			break;
+		if (objfs_chunk_state(c) == OBJFS_CHUNK_HOLE)
 			continue;
-		}
+		hi = min64(end, cs + s->chunk_size) - cs;
 		if (lo == 0 && hi == s->chunk_size) {
 			if (c->flags & OBJFS_CHUNK_ONDISK)
 				defer_slot(s, ip->ino, c->slot, seq);
@@ -1194,7 +1197,6 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			c->dirty_lo = 0;	/* conservative */
 			objfs_arena_touch(s->arena, c->off, 1);
 		}
-		off = ce;
 	}
 	ip->attr.nrec = a.nrec;
 	return 0;
@@ -1289,27 +1291,35 @@ int
 objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		int whence, uint64_t *out)
 {
-	uint64_t size = ip->attr.size, idx;
+	uint64_t size = ip->attr.size, idx, i;
+	struct objfs_chunk *c;
 
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
 		return -EINVAL;
 	if (off >= size)
 		return -ENXIO;
-	for (idx = off >> s->chunk_shift; idx < ip->chunks.n; idx++) {
-		int hole = objfs_chunk_state(&ip->chunks.v[idx]) ==
-			OBJFS_CHUNK_HOLE;
-
-		if (hole == (whence == SEEK_HOLE))
-			break;
-	}
-	/* Past the last chunk is a hole up to the size (an extending
-	 * truncate makes one): no data there. */
-	if (idx << s->chunk_shift >= size ||
-			(whence == SEEK_DATA && idx >= ip->chunks.n)) {
-		if (whence == SEEK_DATA)
+	idx = off >> s->chunk_shift;
+	if (whence == SEEK_DATA) {
+		/* The first chunk with bytes; chunks without an entry, and
+		 * past the last one up to the size, are holes. */
+		OBJFS_CHUNKMAP_EACH(&ip->chunks, off >> s->chunk_shift, i, c)
+			if (objfs_chunk_state(c) != OBJFS_CHUNK_HOLE)
+				break;
+		if (!c || i << s->chunk_shift >= size)
 			return -ENXIO;
-		*out = size;
-		return 0;
+		idx = i;
+	} else {
+		/* The first chunk without bytes: one without an entry, or
+		 * an entry that is a hole. */
+		OBJFS_CHUNKMAP_EACH(&ip->chunks, idx, i, c) {
+			if (i > idx || objfs_chunk_state(c) == OBJFS_CHUNK_HOLE)
+				break;
+			idx = i + 1;
+		}
+		if (idx << s->chunk_shift >= size) {
+			*out = size;
+			return 0;
+		}
 	}
 	*out = idx << s->chunk_shift > off ? idx << s->chunk_shift : off;
 	return 0;

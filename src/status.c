@@ -98,13 +98,12 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 		const char *name, char *buf, size_t size, size_t *len_out)
 {
 	uint64_t resident = 0, dirty = 0, disk = 0, spilled = 0;
-	uint64_t nres = 0, nspill = 0, nhole = 0, nchunks, v;
+	uint64_t nres = 0, nspill = 0, nhole = 0, nchunks, v, i;
+	const struct objfs_chunk *c;
 	char tmp[32];
 	int n;
 
-	for (uint64_t i = 0; i < ip->chunks.n; i++) {
-		const struct objfs_chunk *c = &ip->chunks.v[i];
-
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
 		resident += c->cap;
 		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY))
 			dirty += c->cap;
@@ -117,16 +116,15 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 			nspill++;
 			break;
 		case OBJFS_CHUNK_HOLE:
-			nhole++;
 			break;
 		default:
 			nres++;
 		}
 	}
-	/* Chunks of the file past the end of the map are holes too. */
+	/* The file's other chunks, with an entry or not, are holes. */
 	nchunks = (ip->attr.size + s->chunk_size - 1) / s->chunk_size;
-	if (nchunks > ip->chunks.n)
-		nhole += nchunks - ip->chunks.n;
+	if (nchunks > nres + nspill)
+		nhole = nchunks - nres - nspill;
 	if (strcmp(name, OBJFS_XATTR_PREFIX "resident") == 0)
 		v = resident;
 	else if (strcmp(name, OBJFS_XATTR_PREFIX "dirty") == 0)

@@ -964,8 +964,10 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	for (s->chunk_shift = 0; (1u << s->chunk_shift) < s->chunk_size;
 	     s->chunk_shift++)
 		;
-	/* The chunk map is dense (one entry per chunk up to the last one
-	 * written), so the largest file is a number of chunks. */
+	/* The largest file is a number of chunks: what the chunk map and
+	 * the index's chunk keys hold. */
+	_Static_assert(OBJFS_MAX_CHUNKS_SHIFT <= OBJFS_CHUNKMAP_BITS,
+			"the chunk map holds every chunk of the largest file");
 	s->max_size = (uint64_t)s->chunk_size << OBJFS_MAX_CHUNKS_SHIFT;
 	if (s->max_size > OBJFS_MAX_FILE_SIZE)
 		s->max_size = OBJFS_MAX_FILE_SIZE;
@@ -2062,8 +2064,8 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 		   (flags & O_ACCMODE) != O_WRONLY) {
 		/* Opening a spilled object starts bringing it back. */
 		pthread_mutex_lock(&ip->lock);
-		int spilled = ip->chunks.n && objfs_chunk_state(&ip->chunks.v[0])
-			== OBJFS_CHUNK_SPILLED;
+		const struct objfs_chunk *c0 = objfs_chunkmap_get(&ip->chunks, 0);
+		int spilled = c0 && objfs_chunk_state(c0) == OBJFS_CHUNK_SPILLED;
 		pthread_mutex_unlock(&ip->lock);
 		if (spilled)
 			objfs_spiller_restore_ahead(s, ino, 0);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_chunk.c - chunk map growth, states and cutting.
+ * test_chunk.c - the chunk map (sparse entries, states, cutting) and the
+ * slot map.
  */
 #include <config.h>
 
@@ -8,6 +9,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <errno.h>
 #include <cmocka.h>
 
 #include "src/chunk.h"
@@ -30,21 +33,120 @@ teardown(void **state)
 }
 
 static void
-test_growth_and_holes(void **state)
+test_sparse_entries(void **state)
 {
+	static const uint64_t at[] = { 0, 7, 8, 1000, 123456,
+		(1ull << OBJFS_CHUNKMAP_BITS) - 1 };
 	struct objfs_chunkmap m;
+	struct objfs_chunk *c;
+	uint64_t i, n = 0;
 
 	objfs_chunkmap_init(&m);
 	assert_null(objfs_chunkmap_get(&m, 0));
-	assert_int_equal(objfs_chunkmap_ensure(&m, 1000), 0);
-	assert_int_equal(m.n, 1000);
-	for (uint64_t i = 0; i < 1000; i++)
-		assert_int_equal(objfs_chunk_state(objfs_chunkmap_get(&m, i)),
-				OBJFS_CHUNK_HOLE);
-	assert_null(objfs_chunkmap_get(&m, 1000));
-	assert_int_equal(objfs_chunkmap_ensure(&m, 10), 0);	/* no shrink */
-	assert_int_equal(m.n, 1000);
-	objfs_chunkmap_fini(&m, *state);
+	assert_null(objfs_chunkmap_next(&m, 0, &i));
+	/* Out of order, the highest first: the tree grows taller under
+	 * what it holds, and keeps it. */
+	for (int k = 5; k >= 0; k--) {
+		c = objfs_chunkmap_add(&m, at[k]);
+		assert_non_null(c);
+		assert_int_equal(objfs_chunk_state(c), OBJFS_CHUNK_HOLE);
+		c->slot = at[k] + 1;
+	}
+	assert_int_equal(m.n, at[5] + 1);
+	assert_null(objfs_chunkmap_add(&m, 1ull << OBJFS_CHUNKMAP_BITS));
+	for (int k = 0; k < 6; k++)
+		assert_int_equal(objfs_chunkmap_get(&m, at[k])->slot, at[k] + 1);
+	/* What was never added is a hole: no entry. */
+	assert_null(objfs_chunkmap_get(&m, 999));
+	assert_null(objfs_chunkmap_get(&m, at[5] - 8));	/* another leaf */
+	/* In order, every entry of the leaves made, and only those. */
+	OBJFS_CHUNKMAP_EACH(&m, 9, i, c) {
+		assert_true(i >= 9);
+		if (c->slot) {
+			assert_int_equal(c->slot, i + 1);
+			n++;
+		}
+	}
+	assert_int_equal(n, 3);		/* 1000, 123456, the last */
+	assert_non_null(objfs_chunkmap_next(&m, at[5], &i));
+	assert_int_equal(i, at[5]);
+	assert_null(objfs_chunkmap_next(&m, at[5] + 1, &i));
+	/* Cut in the middle: what is below stays. */
+	objfs_chunkmap_cut(&m, NULL, 1001);
+	assert_int_equal(m.n, 1001);
+	assert_null(objfs_chunkmap_get(&m, 123456));
+	assert_int_equal(objfs_chunkmap_get(&m, 1000)->slot, 1001);
+	assert_int_equal(objfs_chunkmap_get(&m, 8)->slot, 9);
+	c = objfs_chunkmap_add(&m, 123456);	/* made again, a hole */
+	assert_int_equal(c->slot, 0);
+	objfs_chunkmap_fini(&m, NULL);
+	assert_null(objfs_chunkmap_get(&m, 0));
+}
+
+/* The slot map against a plain bitmap, through random takes and puts. */
+static void
+test_slot_runs(void **state)
+{
+	enum { N = 300 };
+	static unsigned char model[N + 64];
+	struct objfs_slotmap m;
+	unsigned seed = 5;
+	uint64_t s, end;
+
+	(void)state;
+	objfs_slots_init(&m);
+	assert_int_equal(objfs_slots_end(&m), 0);
+	for (int op = 0; op < 20000; op++) {
+		uint64_t slot = (uint64_t)rand_r(&seed) % N;
+
+		switch (rand_r(&seed) % 3) {
+		case 0:
+			assert_int_equal(objfs_slots_take(&m, slot),
+					model[slot] ? -EEXIST : 0);
+			model[slot] = 1;
+			break;
+		case 1:
+			objfs_slots_put(&m, slot);
+			model[slot] = 0;
+			break;
+		default: {
+			uint64_t floor = (uint64_t)rand_r(&seed) % N, want;
+
+			assert_int_equal(objfs_slots_alloc(&m, slot, floor, &s),
+					0);
+			if (!model[slot]) {
+				want = slot;
+			} else {
+				for (want = floor; model[want]; want++)
+					;
+			}
+			assert_int_equal(s, want);
+			model[s] = 1;
+			if (s >= N) {	/* keep the slots below N + 1 */
+				objfs_slots_put(&m, s);
+				model[s] = 0;
+			}
+			break;
+		}
+		}
+		for (end = N + 64; end > 0 && !model[end - 1]; end--)
+			;
+		assert_int_equal(objfs_slots_end(&m), end);
+		for (uint64_t k = 0; k < N + 64; k++)
+			assert_int_equal(objfs_slots_taken(&m, k), model[k]);
+		/* Runs stay sorted, apart and merged. */
+		for (uint64_t k = 0; k < m.n; k++) {
+			assert_true(m.run[k].lo < m.run[k].hi);
+			if (k)
+				assert_true(m.run[k - 1].hi < m.run[k].lo);
+		}
+	}
+	objfs_slots_fini(&m);
+	/* Far slots cost a run, not a bitmap up to them. */
+	assert_int_equal(objfs_slots_take(&m, 1ull << 40), 0);
+	assert_int_equal(m.n, 1);
+	assert_int_equal(objfs_slots_end(&m), (1ull << 40) + 1);
+	objfs_slots_fini(&m);
 }
 
 static void
@@ -56,8 +158,8 @@ test_states(void **state)
 	uint64_t res, disk;
 
 	objfs_chunkmap_init(&m);
-	assert_int_equal(objfs_chunkmap_ensure(&m, 3), 0);
-	c = objfs_chunkmap_get(&m, 1);
+	c = objfs_chunkmap_add(&m, 1);
+	assert_non_null(c);
 	assert_int_equal(objfs_arena_alloc(a, 5000, &c->off, &c->cap), 0);
 	c->flags |= OBJFS_CHUNK_DIRTY;
 	assert_int_equal(objfs_chunk_state(c), OBJFS_CHUNK_RESIDENT_DIRTY);
@@ -83,10 +185,10 @@ test_cut_frees_blocks(void **state)
 	struct objfs_chunkmap m;
 
 	objfs_chunkmap_init(&m);
-	assert_int_equal(objfs_chunkmap_ensure(&m, 8), 0);
 	for (int i = 0; i < 8; i++) {
-		struct objfs_chunk *c = objfs_chunkmap_get(&m, (uint64_t)i);
+		struct objfs_chunk *c = objfs_chunkmap_add(&m, (uint64_t)i);
 
+		assert_non_null(c);
 		assert_int_equal(objfs_arena_alloc(a, 64u << 10, &c->off,
 					&c->cap), 0);
 	}
@@ -105,8 +207,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_growth_and_holes, setup,
+		cmocka_unit_test_setup_teardown(test_sparse_entries, setup,
 				teardown),
+		cmocka_unit_test(test_slot_runs),
 		cmocka_unit_test_setup_teardown(test_states, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_frees_blocks, setup,
 				teardown),
