@@ -130,6 +130,13 @@ objfs_chunkmap_next(const struct objfs_chunkmap *m, uint64_t idx,
 
 	if (!m->root || idx >= m->n)
 		return NULL;
+	/* The common step, to the next entry of the same or a present
+	 * leaf, is a plain lookup. */
+	c = objfs_chunkmap_get(m, idx);
+	if (c) {
+		*out = idx;
+		return c;
+	}
 	c = next_in(m->root, m->height, 0, idx, out);
 	return c && *out < m->n ? c : NULL;
 }

@@ -35,7 +35,6 @@
 #define OBJFS_CHUNK_DIRTY	0x1u	/* arena copy differs from the disk */
 #define OBJFS_CHUNK_ONDISK	0x2u	/* a disk copy and its record exist */
 #define OBJFS_CHUNK_RECDIRTY	0x4u	/* record in memory not in the index */
-#define OBJFS_CHUNK_SEL		0x8u	/* chosen for the write-out under way */
 
 enum objfs_chunk_state {
 	OBJFS_CHUNK_HOLE,

@@ -890,31 +890,24 @@ struct written {
 };
 
 /*
- * Write out the chunks marked OBJFS_CHUNK_SEL that are resident and dirty,
- * in the order described at the top of this file, and the attributes.
- * Clears SEL everywhere.  On error the chunks written so far are recorded
+ * Write out the chunks @sel[0..nsel) (ascending indexes) that are still
+ * resident and dirty, in the order described at the top of this file,
+ * and the attributes.  On error the chunks written so far are recorded
  * and the rest stay dirty in the arena.
  */
 static int
-writeout(struct objfs_store *s, struct objfs_inode *ip)
+writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
+		size_t nsel)
 {
 	uint64_t nchunks = (ip->attr.size + s->chunk_size - 1) >> s->chunk_shift;
 	struct written *w = NULL;
 	struct objfs_meta_txn *t;
 	struct objfs_attr a;
-	size_t nsel = 0, n = 0;
+	size_t n = 0;
 	uint64_t seq, added = 0, durable = objfs_meta_durable_seq(s->meta), i;
 	struct objfs_chunk *c;
 	int rc = 0, fd = -1, r;
 
-	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
-		if (!(c->flags & OBJFS_CHUNK_SEL))
-			continue;
-		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY))
-			nsel++;
-		else
-			c->flags &= ~OBJFS_CHUNK_SEL;
-	}
 	if (nsel) {
 		w = malloc(nsel * sizeof(*w));
 		fd = w ? backing_fd(s, ip, 1, NULL) : -ENOMEM;
@@ -923,12 +916,12 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 			goto out_clear;
 		}
 	}
-	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
+	for (size_t k = 0; k < nsel; k++) {
 		struct written *x = &w[n];
 
-		if (!nsel)
-			break;
-		if (!(c->flags & OBJFS_CHUNK_SEL))
+		i = sel[k];
+		c = objfs_chunkmap_get(&ip->chunks, i);
+		if (!c || !c->cap || !(c->flags & OBJFS_CHUNK_DIRTY))
 			continue;
 		x->idx = i;
 		x->len = (uint32_t)min64(c->cap, extent_in_file(s, ip, i));
@@ -1040,8 +1033,6 @@ writeout(struct objfs_store *s, struct objfs_inode *ip)
 	if (rc == 0)
 		ip->attr_dirty = 0;
 out_clear:
-	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c)
-		c->flags &= ~OBJFS_CHUNK_SEL;
 	free(w);
 	return rc;
 }
@@ -1050,42 +1041,66 @@ int
 objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 {
 	struct objfs_chunk *c;
-	int any = 0;
-	uint64_t i;
+	uint64_t i, *sel = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
 
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
-		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY)) {
-			c->flags |= OBJFS_CHUNK_SEL;
-			any = 1;
+		if (!c->cap || !(c->flags & OBJFS_CHUNK_DIRTY))
+			continue;
+		if (n == cap) {
+			uint64_t *v = realloc(sel, (cap = cap ? 2 * cap : 16) *
+					sizeof(*v));
+
+			if (!v) {
+				free(sel);
+				return -ENOMEM;
+			}
+			sel = v;
 		}
+		sel[n++] = i;
 	}
-	if (!any && !ip->attr_dirty)
+	if (!n && !ip->attr_dirty)
 		return 0;
-	return writeout(s, ip);
+	rc = writeout(s, ip, sel, n);
+	free(sel);
+	return rc;
+}
+
+static int
+idx_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 int
 objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
 		const struct objfs_arena_victim *v, int n, uint64_t *freed)
 {
-	int rc = 0, dirty = 0;
+	uint64_t *sel = n ? malloc((size_t)n * sizeof(*sel)) : NULL;
+	size_t nsel = 0;
+	int rc = 0;
 
 	*freed = 0;
+	if (n && !sel)
+		return -ENOMEM;
 	for (int k = 0; k < n; k++) {
 		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, v[k].idx);
 
 		if (!c || !c->cap || c->off != v[k].off)
 			continue;	/* changed since the clock chose it */
-		if (c->flags & OBJFS_CHUNK_DIRTY) {
-			c->flags |= OBJFS_CHUNK_SEL;
-			dirty = 1;
-		}
+		if (c->flags & OBJFS_CHUNK_DIRTY)
+			sel[nsel++] = v[k].idx;
 	}
-	if (dirty) {
-		rc = writeout(s, ip);
+	if (nsel) {
+		qsort(sel, nsel, sizeof(*sel), idx_cmp);
+		rc = writeout(s, ip, sel, nsel);
 		if (rc == 0)
 			atomic_fetch_add(&s->evictions, 1);
 	}
+	free(sel);
 	for (int k = 0; k < n; k++) {
 		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, v[k].idx);
 
@@ -1106,7 +1121,6 @@ objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t idx, uint64_t n)
 {
 	struct objfs_arena_stats st;
-
 	struct objfs_chunk *c;
 	uint64_t i;
 
