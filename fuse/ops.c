@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include <fuse_lowlevel.h>
 
-#include "../src/log.h"
+#include "../src/base/log.h"
 #include "../src/store.h"
 #include "ops.h"
 

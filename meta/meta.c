@@ -77,8 +77,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/csum.h"
-#include "../src/log.h"
+#include "../src/base/csum.h"
+#include "../src/base/log.h"
 #include "meta.h"
 #include "meta_int.h"
 #include "meta_keys.h"

@@ -36,8 +36,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/csum.h"
-#include "../src/log.h"
+#include "../src/base/csum.h"
+#include "../src/base/log.h"
 #include "meta.h"
 #include "meta_int.h"
 

@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "csum.h"
-#include "log.h"
+#include "base/csum.h"
+#include "base/log.h"
 #include "spill.h"
 #include "store_int.h"
 #include "../meta/meta_keys.h"

@@ -41,10 +41,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "csum.h"
-#include "log.h"
+#include "base/csum.h"
+#include "base/log.h"
 #include "store_int.h"
-#include "sync.h"
+#include "base/sync.h"
 
 static const unsigned char zeros[65536];
 

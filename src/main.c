@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "../fuse/ops.h"
-#include "log.h"
+#include "base/log.h"
 #include "store.h"
 #include "units.h"
 

@@ -17,8 +17,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "csum.h"
-#include "log.h"
+#include "base/csum.h"
+#include "base/log.h"
 #include "spill.h"
 
 struct objfs_backing {

@@ -39,9 +39,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "store_int.h"
-#include "sync.h"
+#include "base/sync.h"
 
 #define BATCH		64
 #define RESTORE_AHEAD	4

@@ -47,10 +47,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "status.h"
 #include "store_int.h"
-#include "sync.h"
+#include "base/sync.h"
 #include "../meta/meta_keys.h"
 
 #ifndef RENAME_NOREPLACE
