@@ -1256,8 +1256,14 @@ reserve_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	for (i = off >> s->chunk_shift; i < done; i++) {
 		c = objfs_chunkmap_get(&ip->chunks, i);
 		if (!(c && (c->flags & OBJFS_CHUNK_ONDISK)) &&
-		    !objfs_slots_taken(&ip->slots, i))
-			(void)objfs_spill_punch(fd, i, s->chunk_size);
+		    !objfs_slots_taken(&ip->slots, i) &&
+		    objfs_spill_punch(fd, i, s->chunk_size) < 0)
+			/* Only space: no record points at these blocks, and
+			 * the trim after an unclean stop, or the next write
+			 * of the chunk, reuses them. */
+			objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": cannot "
+				"give back the blocks reserved for chunk %"
+				PRIu64 ": %m", ip->ino, i);
 	}
 	return rc == -EOPNOTSUPP ? -EOPNOTSUPP : rc;
 }

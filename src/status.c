@@ -60,7 +60,10 @@ objfs_status_text(struct objfs_store *s, char *buf, size_t size,
 	objfs_meta_abort(t);
 	if (rc < 0)
 		return rc;
-	(void)objfs_backing_free(s->backing, &total, &avail);
+	/* Figures that cannot be had make the read fail, never zeros. */
+	rc = objfs_backing_free(s->backing, &total, &avail);
+	if (rc < 0)
+		return rc;
 	n = snprintf(buf, size,
 		"arena_capacity_bytes: %" PRIu64 "\n"
 		"arena_used_bytes: %" PRIu64 "\n"

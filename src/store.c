@@ -440,14 +440,14 @@ count_file(void *arg, uint64_t ino)
 	return 0;
 }
 
-/* How many object files the backing directory holds. */
-static size_t
-backing_objects(struct objfs_store *s)
+/* How many object files the backing directory holds, in *@n.  An index
+ * is made anew only when this says none: a directory that cannot be read
+ * is an error, never "empty". */
+static int
+backing_objects(struct objfs_store *s, size_t *n)
 {
-	size_t n = 0;
-
-	(void)objfs_backing_list(s->backing, count_file, &n);
-	return n;
+	*n = 0;
+	return objfs_backing_list(s->backing, count_file, n);
 }
 
 static int
@@ -457,6 +457,7 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 	struct objfs_meta_txn *t;
 	struct objfs_attr root;
 	uint64_t schema, chunk;
+	size_t objects;
 	int rc;
 
 	/* Reading, unless there is something to write: a mount on a full
@@ -470,13 +471,20 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 		rc = -EMEDIUMTYPE;
 		goto err_abort;
 	}
-	if (rc == -ENOENT && !created && backing_objects(s)) {
-		*msg = "the index is empty, but backing/ holds object files; "
-			"refusing to mount (nothing was changed): restore "
-			"index/ from a copy, or run 'objfsctl recover' to save "
-			"the objects";
-		rc = -EUCLEAN;
-		goto err_abort;
+	if (rc == -ENOENT && !created) {
+		int r = backing_objects(s, &objects);
+
+		if (r < 0 || objects) {
+			*msg = r < 0 ? "the index is empty and the backing "
+				"directory cannot be read; refusing to mount "
+				"(nothing was changed)" :
+				"the index is empty, but backing/ holds object "
+				"files; refusing to mount (nothing was "
+				"changed): restore index/ from a copy, or run "
+				"'objfsctl recover' to save the objects";
+			rc = r < 0 ? r : -EUCLEAN;
+			goto err_abort;
+		}
 	}
 	if (rc == -ENOENT && !created) {
 		/* Made by a first mount that did not get to fill it. */
@@ -840,7 +848,7 @@ open_index(struct objfs_store *s, const char *path, int *created,
 	static char why[256];
 	size_t objects = 0;
 	char file[4200];
-	int rc;
+	int rc, r;
 
 	rc = objfs_meta_open(path, 0, &s->meta, created);
 	if (rc == 0)
@@ -857,7 +865,14 @@ open_index(struct objfs_store *s, const char *path, int *created,
 			"cannot open the index";
 		return rc;
 	}
-	objects = backing_objects(s);
+	r = backing_objects(s, &objects);
+	if (r < 0) {
+		snprintf(why, sizeof(why), "the index is %s and the backing "
+			"directory cannot be read; refusing to mount (nothing "
+			"was changed)", rc == -ENOENT ? "missing" : "empty");
+		*msg = why;
+		return r;
+	}
 	if (objects) {
 		snprintf(why, sizeof(why), "the index is %s, but backing/ holds "
 			"%zu object file(s); refusing to mount (nothing was "

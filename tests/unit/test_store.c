@@ -9,6 +9,7 @@
  */
 #include <config.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -83,6 +84,22 @@ __wrap_pread(int fd, void *buf, size_t n, off_t off)
 	return __real_pread(fd, buf, n, off);
 }
 
+/* ---- a backing directory that cannot be listed ------------------------ */
+DIR *__real_fdopendir(int fd);
+DIR *__wrap_fdopendir(int fd);
+
+static _Atomic int fail_fdopendir;	/* listing directories fails: EIO */
+
+DIR *
+__wrap_fdopendir(int fd)
+{
+	if (fail_fdopendir) {
+		errno = EIO;
+		return NULL;
+	}
+	return __real_fdopendir(fd);
+}
+
 /* ---- a wall clock that steps ---------------------------------------- */
 /* The executable's clock_gettime is the one the store's code calls too:
  * CLOCK_REALTIME can be stepped, as an NTP correction or an operator
@@ -146,6 +163,7 @@ teardown(void **state)
 	fail_always = 0;
 	slow_pwrite = 0;
 	slow_pread = 0;
+	fail_fdopendir = 0;
 	realtime_step = 0;
 	alarm(0);
 	objfs_store_close(f->s);
@@ -709,9 +727,25 @@ test_empty_index_next_to_objects(void **state)
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(objfs_meta_open(index, OBJFS_META_CREATE, &m, NULL), 0);
 	assert_int_equal(objfs_meta_close(m), 0);
+	/* When backing/ cannot be listed, the index is not taken for a new
+	 * one: the mount is refused and the empty index stays as it was. */
+	fail_fdopendir = 1;
+	assert_int_equal(objfs_store_open(&cfg, &s2, &msg, NULL), -EIO);
+	fail_fdopendir = 0;
+	assert_non_null(strstr(msg, "cannot be read"));
 	assert_int_equal(objfs_store_open(&cfg, &s2, &msg, NULL), -EUCLEAN);
 	assert_non_null(strstr(msg, "the index is empty"));
 	assert_int_equal(access(backing, F_OK), 0);	/* kept */
+	/* The same for a missing index. */
+	snprintf(path, sizeof(path), "%s/data.mdb", index);
+	assert_int_equal(unlink(path), 0);
+	fail_fdopendir = 1;
+	assert_int_equal(objfs_store_open(&cfg, &s2, &msg, NULL), -EIO);
+	fail_fdopendir = 0;
+	assert_non_null(strstr(msg, "cannot be read"));
+	assert_int_equal(access(path, F_OK), -1);	/* not made */
+	assert_int_equal(objfs_store_open(&cfg, &s2, &msg, NULL), -EUCLEAN);
+	assert_non_null(strstr(msg, "missing"));
 	/* Without the object file (and the id file, written last) it is a
 	 * first mount: it works. */
 	snprintf(path, sizeof(path), "%s.kept", backing);
@@ -936,6 +970,7 @@ test_namespace_changes_during_eviction(void **state)
 	assert_content(f, ino, buf, len, 0);	/* still open */
 	slow_pwrite = 0;
 	slow_pread = 0;
+	fail_fdopendir = 0;
 	realtime_step = 0;
 	alarm(0);
 	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
