@@ -1,15 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * store_int.h - what store.c (namespace, inode table) and data.c (file
- * bytes) share.  Not for the adapter.
+ * store_int.h - what the store's modules share: inode.c (the inode
+ * table), mount.c (open, close, recovery, maintenance), namespace.c,
+ * file.c (attributes, open files), xattr.c, data.c (file bytes) and
+ * spiller.c (spiller and restore threads).  Not for the adapter.
  *
- * Locking, outermost first:
- *	store->lock	the inode table, lookup/open counts, the namespace
- *			(every index write that changes names), counters
- *	inode->lock	one inode's attributes and chunk map
- *	LMDB's writer	taken last, inside either of the above
- * The data path takes only inode->lock, so reads and writes of different
- * files run in parallel and never wait for namespace operations.
+ * Locks, outermost first (a thread holding one may take only those
+ * below it):
+ *	store->lock	the inode table, lookup/open/ref counts, the
+ *			namespace.
+ *			Every request takes it briefly to get and to put its
+ *			inode; namespace operations hold it across their index
+ *			transaction, and so does the destruction of an inode
+ *			by its last put.
+ *	inode->lock	one inode's attributes, chunk map, slot map and
+ *			read-ahead slots (ra->cv waits on it).  More than one
+ *			is taken only under store->lock (link, rename).
+ *	spill_lock	the spiller's state and the restore ring: taken
+ *			under an inode lock (a writer wakes the spiller),
+ *			and never held while taking another lock.
+ *	defer_lock	the space waiting to be given back.
+ *	the arena's lock, the index's lock (meta.c): innermost.
+ *	maint_lock	the maintenance thread's sleep only.
+ * ThreadSanitizer runs every unit test, the threaded stress test among
+ * them, and reports no order inversion (scripts/test).
  */
 #ifndef OBJFS_STORE_INT_H
 #define OBJFS_STORE_INT_H
@@ -140,7 +154,7 @@ struct objfs_store {
 	struct objfs_deferred *defer;	/* protected by defer_lock */
 	size_t ndefer, defer_cap;	/* protected by defer_lock */
 
-	/* The maintenance thread (store.c): checkpoints the index and
+	/* The maintenance thread (mount.c): checkpoints the index and
 	 * gives deferred space back, once a second. */
 	pthread_t maint_thread;
 	int maint_started;
@@ -243,12 +257,46 @@ uint64_t objfs_data_trim(struct objfs_store *s);
  * back now (a full disk).  1 if there was any, else 0.  No lock held. */
 int objfs_data_reclaim(struct objfs_store *s);
 
-/* store.c */
+/* Cookies 1 and 2 are "." and ".."; at most this many inodes. */
+#define FIRST_COOKIE		3
+#define MAX_INODES		(1ull << 40)
+#define XATTR_CAPS		"security.capability"
+
+/* inode.c */
 void objfs_time_now(int64_t *sec, uint32_t *nsec);
-/* Take the lock of the data directory open at @dirfd (its "lock" file):
- * the fd in *@lockfd_out, or -EBUSY with the pid of the daemon that holds
- * it in *@holder (when known). */
-int objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder);
+/* Set mtime and ctime (objfs_attr_touch_c: ctime) to now. */
+void objfs_attr_touch_mc(struct objfs_attr *a);
+void objfs_attr_touch_c(struct objfs_attr *a);
+/* A transaction for a plain change: -ENOSPC at once on a tight index,
+ * after waking the maintenance thread to make room. */
+int objfs_store_begin_change(struct objfs_store *s,
+		struct objfs_meta_txn **t);
+/* The status file's node: its inode number, its name in the root, and
+ * its attributes. */
+int objfs_is_status_ino(uint64_t ino);
+int objfs_is_reserved_name(uint64_t parent, const char *name);
+void objfs_status_node_attr(struct objfs_attr *a);
+/* With store->lock held: the inode in memory or NULL; the inode, loaded
+ * from the index if need be, with a reference taken; a reference
+ * dropped (the last one destroys or unloads it). */
+struct objfs_inode *objfs_inode_find_locked(struct objfs_store *s,
+		uint64_t ino);
+int objfs_inode_get_locked(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out);
+void objfs_inode_put_locked(struct objfs_store *s, struct objfs_inode *ip);
+/* The same, taking store->lock. */
+int objfs_inode_get(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out);
+void objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip);
+/* Write the attributes to the index (ip->lock held). */
+int objfs_inode_persist_attr(struct objfs_store *s, struct objfs_inode *ip);
+void objfs_inode_free(struct objfs_inode *ip);
+/* Count an open and a close (store->lock held); the open says how it
+ * meets the page cache. */
+enum objfs_cache objfs_inode_open_locked(struct objfs_inode *ip, int flags,
+		int bypass);
+void objfs_inode_close_locked(struct objfs_inode *ip, int flags,
+		int bypass);
 /* Find @ino among the inodes in memory and take a reference, or -ENOENT
  * (never loads from the index).  objfs_store_iput() drops it. */
 int objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
@@ -257,6 +305,12 @@ void objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip);
 /* The same, loading @ino from the index when it is not in memory. */
 int objfs_store_iget(struct objfs_store *s, uint64_t ino,
 		struct objfs_inode **out);
+
+/* mount.c */
+/* Take the lock of the data directory open at @dirfd (its "lock" file):
+ * the fd in *@lockfd_out, or -EBUSY with the pid of the daemon that holds
+ * it in *@holder (when known). */
+int objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder);
 
 /* spiller.c */
 int objfs_spiller_start(struct objfs_store *s);

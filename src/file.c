@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * file.c - attributes and open files: getattr and setattr, open and
+ * release, read, write, copy_file_range, fsync, fallocate, lseek, and the
+ * whole store's figures.  The bytes themselves are data.c's.
+ *
+ * Size and times changed by writes are written to the index on release,
+ * fsync, eviction and unmount; every other change is written through.
+ *
+ * Locking: see store_int.h.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/falloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/sync.h"
+#include "status.h"
+#include "store_int.h"
+#include "../meta/meta_keys.h"
+
+/* ---- attributes ------------------------------------------------------ */
+
+int
+objfs_store_getattr(struct objfs_store *s, uint64_t ino,
+		struct objfs_attr *out)
+{
+	struct objfs_inode *ip;
+	int rc;
+
+	if (objfs_is_status_ino(ino)) {
+		objfs_status_node_attr(out);
+		return 0;
+	}
+	rc = objfs_inode_get(s, ino, &ip);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	*out = ip->attr;
+	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_put(s, ip);
+	return 0;
+}
+
+int
+objfs_store_setattr(struct objfs_store *s, uint64_t ino,
+		const struct objfs_setattr *sa, struct objfs_attr *out)
+{
+	struct objfs_inode *ip;
+	struct objfs_attr a;
+	int rc;
+
+	if (objfs_is_status_ino(ino))
+		return -EPERM;
+	rc = objfs_inode_get(s, ino, &ip);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	a = ip->attr;
+	if (sa->valid & OBJFS_SET_SIZE) {
+		if (S_ISDIR(a.mode)) {
+			rc = -EISDIR;
+			goto out;
+		}
+		if (!S_ISREG(a.mode)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		objfs_attr_touch_mc(&a);
+	}
+	if (sa->valid & OBJFS_SET_MODE)
+		a.mode = (a.mode & S_IFMT) | (sa->mode & 07777);
+	if (sa->valid & OBJFS_SET_UID)
+		a.uid = sa->uid;
+	if (sa->valid & OBJFS_SET_GID)
+		a.gid = sa->gid;
+	if (sa->valid & OBJFS_SET_ATIME_NOW)
+		objfs_time_now(&a.atime_sec, &a.atime_nsec);
+	else if (sa->valid & OBJFS_SET_ATIME) {
+		a.atime_sec = sa->atime_sec;
+		a.atime_nsec = sa->atime_nsec;
+	}
+	if (sa->valid & OBJFS_SET_MTIME_NOW)
+		objfs_time_now(&a.mtime_sec, &a.mtime_nsec);
+	else if (sa->valid & OBJFS_SET_MTIME) {
+		a.mtime_sec = sa->mtime_sec;
+		a.mtime_nsec = sa->mtime_nsec;
+	}
+	if (sa->valid & OBJFS_SET_CTIME) {
+		a.ctime_sec = sa->ctime_sec;
+		a.ctime_nsec = sa->ctime_nsec;
+	} else {
+		objfs_attr_touch_c(&a);
+	}
+	/* One commit for the size and the rest: all or nothing. */
+	if (sa->valid & OBJFS_SET_SIZE) {
+		rc = objfs_data_truncate(s, ip, sa->size, &a);
+	} else {
+		struct objfs_attr old = ip->attr;
+
+		ip->attr = a;
+		rc = objfs_inode_persist_attr(s, ip);
+		if (rc < 0)
+			ip->attr = old;
+	}
+	if (rc == 0)
+		*out = ip->attr;
+out:
+	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_put(s, ip);
+	return rc;
+}
+
+/* ---- open files and their bytes -------------------------------------- */
+
+/* 0 for a regular file; the errno a local filesystem gives otherwise
+ * (@other: for special files, which have no bytes here). */
+static int
+bytes_allowed(uint32_t mode, int other)
+{
+	if (S_ISDIR(mode))
+		return -EISDIR;
+	return S_ISREG(mode) ? 0 : other;
+}
+
+int
+objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
+		int bypass, enum objfs_cache *cache)
+{
+	struct objfs_inode *ip;
+	int rc;
+
+	*cache = OBJFS_CACHE_BYPASS;
+	if (objfs_is_status_ino(ino))
+		return (flags & O_ACCMODE) == O_RDONLY ? 0 : -EACCES;
+	pthread_mutex_lock(&s->lock);
+	rc = objfs_inode_get_locked(s, ino, &ip);
+	if (rc == 0)
+		*cache = objfs_inode_open_locked(ip, flags, bypass);
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return rc;
+	/* An open that raced with the unlink of its last name (the kernel
+	 * looked the name up before): if the unlink saw no open and took
+	 * the records out of the index, there is nothing left to open, and
+	 * writing would put records of a deleted inode back.  The count
+	 * went up first, so an unlink after this sees the open. */
+	pthread_mutex_lock(&ip->lock);
+	if (ip->gone)
+		rc = -ENOENT;
+	pthread_mutex_unlock(&ip->lock);
+	if (rc == 0 && (flags & O_TRUNC) && S_ISREG(ip->attr.mode)) {
+		pthread_mutex_lock(&ip->lock);
+		if (ip->attr.size) {
+			struct objfs_attr a = ip->attr;
+
+			objfs_attr_touch_mc(&a);
+			rc = objfs_data_truncate(s, ip, 0, &a);
+		}
+		pthread_mutex_unlock(&ip->lock);
+	} else if (rc == 0 && S_ISREG(ip->attr.mode) &&
+		   (flags & O_ACCMODE) != O_WRONLY) {
+		/* Opening a spilled object starts bringing it back. */
+		pthread_mutex_lock(&ip->lock);
+		const struct objfs_chunk *c0 =
+			objfs_chunkmap_get(&ip->chunks, 0);
+		int spilled = c0 &&
+			objfs_chunk_state(c0) == OBJFS_CHUNK_SPILLED;
+		pthread_mutex_unlock(&ip->lock);
+		if (spilled)
+			objfs_spiller_restore_ahead(s, ino, 0);
+	}
+	pthread_mutex_lock(&s->lock);
+	if (rc < 0)
+		objfs_inode_close_locked(ip, flags, bypass);
+	objfs_inode_put_locked(s, ip);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
+		int bypass)
+{
+	struct objfs_inode *ip;
+	int rc = 0, last;
+
+	if (objfs_is_status_ino(ino))
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	ip = objfs_inode_find_locked(s, ino);
+	if (!ip) {
+		pthread_mutex_unlock(&s->lock);
+		return -EBADF;
+	}
+	ip->refs++;
+	objfs_inode_close_locked(ip, flags, bypass);
+	last = ip->nopen == 0;
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&ip->lock);
+	if (ip->attr_dirty && ip->attr.nlink)
+		rc = objfs_inode_persist_attr(s, ip);
+	if (last)
+		objfs_data_ra_release(ip);	/* no reader left */
+	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_put(s, ip);
+	return rc;
+}
+
+static int
+read_status(struct objfs_store *s, uint64_t off, void *buf, size_t len,
+		size_t *n_out)
+{
+	char text[4096];
+	size_t n;
+	int rc = objfs_status_text(s, text, sizeof(text), &n);
+
+	if (rc < 0)
+		return rc;
+	if (off >= n) {
+		*n_out = 0;
+		return 0;
+	}
+	*n_out = n - off < len ? n - off : len;
+	memcpy(buf, text + off, *n_out);
+	return 0;
+}
+
+int
+objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
+		size_t len, void (*reply)(void *arg, const struct objfs_iov *v),
+		void *arg)
+{
+	struct objfs_inode *ip;
+	struct objfs_iov v = { 0 };
+	int rc;
+
+	if (objfs_is_status_ino(ino)) {
+		v.iov = &(struct iovec){ .iov_base = malloc(len ? len : 1) };
+		if (!v.iov->iov_base)
+			return -ENOMEM;
+		rc = read_status(s, off, v.iov->iov_base, len,
+				&v.iov->iov_len);
+		if (rc == 0) {
+			v.n = 1;
+			v.len = v.iov->iov_len;
+			reply(arg, &v);
+		}
+		free(v.iov->iov_base);
+		return rc;
+	}
+	rc = objfs_inode_get(s, ino, &ip);
+	if (rc < 0)
+		return rc;
+	v.iov = malloc(objfs_data_iov_max(s, len) * sizeof(v.iov[0]));
+	if (!v.iov) {
+		objfs_inode_put(s, ip);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&ip->lock);
+	rc = bytes_allowed(ip->attr.mode, -EINVAL);
+	if (rc == 0)
+		rc = objfs_data_read_iov(s, ip, off, len, &v);
+	/* The pieces are the arena's and the read-ahead slots' own memory:
+	 * only the inode lock keeps them from being evicted or reused. */
+	if (rc == 0)
+		reply(arg, &v);
+	pthread_mutex_unlock(&ip->lock);
+	objfs_iov_release(&v);
+	free(v.iov);
+	objfs_inode_put(s, ip);
+	return rc;
+}
+
+struct copy_to {
+	unsigned char *dst;
+	size_t n;
+};
+
+static void
+copy_pieces(void *arg, const struct objfs_iov *v)
+{
+	struct copy_to *c = arg;
+
+	for (size_t i = 0; i < v->n; i++) {
+		memcpy(c->dst + c->n, v->iov[i].iov_base, v->iov[i].iov_len);
+		c->n += v->iov[i].iov_len;
+	}
+}
+
+int
+objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off, void *buf,
+		size_t len, size_t *n_out)
+{
+	struct copy_to c = { buf, 0 };
+	int rc = objfs_store_read_reply(s, ino, off, len, copy_pieces, &c);
+
+	if (rc == 0)
+		*n_out = c.n;
+	return rc;
+}
+
+/* Does process @pid hold CAP_FSETID?  FUSE does not say: its status
+ * file does.  A process that is gone (or a pid of 0) holds nothing. */
+static int
+has_fsetid(int32_t pid)
+{
+	unsigned long long eff = 0;
+	char path[64], line[256];
+	int found = 0;
+	FILE *f;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	fclose(f);
+	return found && (eff >> 4 & 1);		/* CAP_FSETID is 4 */
+}
+
+
+/* Does @ip carry file capabilities?  Asked of the index once, then kept
+ * in ip->caps (xattr_change keeps it right).  Holds ip->lock. */
+static int
+has_caps(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_meta_txn *t;
+	size_t len;
+
+	if (!ip->caps && objfs_meta_begin(s->meta, 0, &t) == 0) {
+		ip->caps = objfs_meta_xattr_get(t, ip->ino, XATTR_CAPS, NULL,
+				0, &len) == 0 ? 2 : 1;
+		objfs_meta_abort(t);
+	}
+	return ip->caps == 2;
+}
+
+/*
+ * After bytes were written: clear what a local filesystem clears
+ * (file_remove_privs).  setuid, and setgid with group execute, go unless
+ * the writer holds CAP_FSETID; security.capability goes on any write, by
+ * root too.  Written through at once.  1 when something was cleared (the
+ * kernel's cached attributes are stale then).  Holds ip->lock.
+ */
+static int
+remove_privs(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_writer *w)
+{
+	uint32_t kill = ip->attr.mode & S_ISUID;
+	struct objfs_meta_txn *t;
+	int changed = 0;
+
+	if ((ip->attr.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		kill |= S_ISGID;
+	if (kill && !has_fsetid(w->pid)) {
+		ip->attr.mode &= ~kill;
+		ip->attr_dirty = 1;
+		changed = 1;
+	}
+	if (has_caps(s, ip) && objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL,
+			&t) == 0) {
+		objfs_attr_touch_c(&ip->attr);
+		if (objfs_meta_xattr_del(t, ip->ino, XATTR_CAPS) == 0 &&
+		    objfs_meta_inode_put(t, &ip->attr) == 0 &&
+		    objfs_meta_commit(t) == 0) {
+			ip->caps = 1;
+			ip->attr_dirty = 0;
+			changed = 1;
+		} else if (t) {
+			objfs_meta_abort(t);
+		}
+	}
+	if (changed && ip->attr_dirty)
+		(void)objfs_inode_persist_attr(s, ip);
+	return changed;
+}
+
+int
+objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
+		const void *buf, size_t len, const struct objfs_writer *w,
+		int *changed, size_t *n_out)
+{
+	const char *p = buf;
+	struct objfs_inode *ip;
+	size_t done = 0, n;
+	int rc;
+
+	*changed = 0;
+	if (objfs_is_status_ino(ino))
+		return -EBADF;
+	rc = objfs_inode_get(s, ino, &ip);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		n = 0;
+		pthread_mutex_lock(&ip->lock);
+		rc = bytes_allowed(ip->attr.mode, -EINVAL);
+		if (rc == 0)
+			rc = objfs_data_write(s, ip, off + done, p + done,
+					len - done, &n);
+		if (n) {
+			objfs_attr_touch_mc(&ip->attr);
+			ip->attr_dirty = 1;
+			if (done == 0 && remove_privs(s, ip, w))
+				*changed = 1;
+		}
+		pthread_mutex_unlock(&ip->lock);
+		done += n;
+		if (rc != -ENOSPC || done == len)
+			break;
+		/* No free block: wait for the spiller, without the inode
+		 * lock, so that it can evict this file's chunks too. */
+		rc = objfs_spiller_wait_space(s);
+		if (rc < 0)
+			break;
+	}
+	objfs_inode_put(s, ip);
+	if (done == 0 && rc < 0)
+		return rc;
+	*n_out = done;
+	return 0;
+}
+
+int
+objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
+		uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len,
+		const struct objfs_writer *w, int *changed, size_t *n_out)
+{
+	size_t piece = s->chunk_size, done = 0, got = 0, put = 0;
+	int rc = 0, k;
+	char *buf;
+
+	*changed = 0;
+	*n_out = 0;
+	if (objfs_is_status_ino(ino_out))
+		return -EBADF;
+	if (len < piece)
+		piece = len ? len : 1;
+	buf = malloc(piece);
+	if (!buf)
+		return -ENOMEM;
+	/* One piece at a time through a buffer: the source's lock is never
+	 * held with the destination's, so copying a file onto itself (the
+	 * kernel has refused overlapping ranges) cannot deadlock. */
+	while (done < len) {
+		size_t n = len - done < piece ? len - done : piece;
+
+		rc = objfs_store_read(s, ino_in, off_in + done, buf, n, &got);
+		if (rc < 0 || got == 0)
+			break;
+		rc = objfs_store_write(s, ino_out, off_out + done, buf, got, w,
+				&k, &put);
+		*changed |= k;
+		if (rc < 0)
+			break;
+		done += put;
+		if (put < got || got < n)
+			break;	/* arena full, or the source's end */
+	}
+	free(buf);
+	if (done == 0 && rc < 0)
+		return rc;
+	*n_out = done;
+	return 0;
+}
+
+int
+objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
+{
+	struct objfs_inode *ip;
+	int rc;
+
+	if (objfs_is_status_ino(ino))
+		return 0;
+	rc = objfs_inode_get(s, ino, &ip);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	if (S_ISREG(ip->attr.mode) && ip->attr.nlink)
+		rc = objfs_data_flush(s, ip);
+	else if (ip->attr_dirty)
+		rc = objfs_inode_persist_attr(s, ip);
+	pthread_mutex_unlock(&ip->lock);
+	/* The bytes are on disk already: what makes them and every
+	 * namespace change so far durable is one flush of the journal. */
+	if (rc == 0)
+		rc = objfs_meta_sync(s->meta);
+	objfs_inode_put(s, ip);
+	return rc;
+}
+
+int
+objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
+		uint64_t off, uint64_t len)
+{
+	struct objfs_inode *ip;
+	int rc = objfs_inode_get(s, ino, &ip);
+
+	if (rc < 0)
+		return rc;
+	for (int tries = 0; ; tries++) {
+		pthread_mutex_lock(&ip->lock);
+		rc = bytes_allowed(ip->attr.mode, -ENODEV);
+		if (rc == 0)
+			rc = objfs_data_fallocate(s, ip, mode, off, len);
+		if (rc == 0) {
+			objfs_attr_touch_mc(&ip->attr);
+			ip->attr_dirty = 1;
+		}
+		pthread_mutex_unlock(&ip->lock);
+		/* Hole punching needs the partial chunks at its ends in the
+		 * arena: when it is full, wait for the spiller as a write
+		 * does (nothing has changed).  Reserving never uses it. */
+		if (rc != -ENOSPC || !(mode & (FALLOC_FL_PUNCH_HOLE |
+				FALLOC_FL_ZERO_RANGE)) || tries == 100 ||
+		    objfs_spiller_wait_space(s) < 0)
+			break;
+	}
+	objfs_inode_put(s, ip);
+	return rc;
+}
+
+int
+objfs_store_lseek(struct objfs_store *s, uint64_t ino, uint64_t off,
+		int whence, uint64_t *out)
+{
+	struct objfs_inode *ip;
+	int rc = objfs_inode_get(s, ino, &ip);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	rc = objfs_data_seek(s, ip, off, whence, out);
+	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_put(s, ip);
+	return rc;
+}
+
+/* ---- whole-store figures ---------------------------------------------- */
+
+int
+objfs_store_statfs(struct objfs_store *s, struct objfs_statfs *st)
+{
+	struct objfs_arena_stats as;
+	uint64_t total, avail;
+	int rc;
+
+	/* Capacity is the backing filesystem's: everything ends up there.
+	 * Bytes still only in the arena will need room there too. */
+	rc = objfs_backing_free(s->backing, &total, &avail);
+	if (rc < 0)
+		return rc;
+	objfs_arena_get_stats(s->arena, &as);
+	avail = avail > as.used ? avail - as.used : 0;
+	st->bsize = 4096;
+	st->blocks = total / st->bsize;
+	st->bfree = avail / st->bsize;
+	st->bavail = st->bfree;
+	pthread_mutex_lock(&s->lock);
+	st->files = MAX_INODES;
+	st->ffree = MAX_INODES - s->ninodes;
+	pthread_mutex_unlock(&s->lock);
+	st->namemax = OBJFS_NAME_MAX;
+	return 0;
+}
+
+void
+objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
+{
+	struct objfs_arena_stats as;
+	uint64_t r, d;
+
+	memset(st, 0, sizeof(*st));
+	objfs_arena_get_stats(s->arena, &as);
+	st->arena_capacity = as.capacity;
+	st->arena_used = as.used;
+	st->chunk_size = s->chunk_size;
+	pthread_mutex_lock(&s->lock);
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		for (struct objfs_inode *ip = s->table[b]; ip; ip = ip->hnext) {
+			pthread_mutex_lock(&ip->lock);
+			objfs_chunkmap_usage(&ip->chunks, &r, &d);
+			pthread_mutex_unlock(&ip->lock);
+			st->resident_bytes += r;
+			st->ondisk_bytes += d;
+		}
+	}
+	st->inodes_cached = s->count;
+	pthread_mutex_unlock(&s->lock);
+	st->written_out_chunks = s->written_out_chunks;
+	st->written_out_bytes = s->written_out_bytes;
+	st->restored_chunks = s->restored_chunks;
+	st->restored_bytes = s->restored_bytes;
+	st->direct_reads = s->direct_reads;
+	st->csum_failures = s->csum_failures;
+	st->evictions = s->evictions;
+	st->dropped_bytes = s->dropped_bytes;
+	st->write_waits = s->write_waits;
+	st->spill_high = s->high_bytes;
+	st->spill_low = s->low_bytes;
+}

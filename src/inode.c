@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * inode.c - the inode table: finding, loading, counting and letting go of
+ * in-memory inodes; writing their attributes through to the index; the
+ * status file's node.
+ *
+ * An inode is in the table while the kernel holds a lookup on it, while
+ * it is open, while a request uses it (refs), or while it has bytes in
+ * the arena.  When the last of those goes it is destroyed (no names
+ * left) or dropped from memory.
+ *
+ * Locking: see store_int.h.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/falloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/sync.h"
+#include "status.h"
+#include "store_int.h"
+#include "../meta/meta_keys.h"
+
+void
+objfs_time_now(int64_t *sec, uint32_t *nsec)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*sec = ts.tv_sec;
+	*nsec = (uint32_t)ts.tv_nsec;
+}
+
+void
+objfs_attr_touch_mc(struct objfs_attr *a)
+{
+	objfs_time_now(&a->mtime_sec, &a->mtime_nsec);
+	a->ctime_sec = a->mtime_sec;
+	a->ctime_nsec = a->mtime_nsec;
+}
+
+void
+objfs_attr_touch_c(struct objfs_attr *a)
+{
+	objfs_time_now(&a->ctime_sec, &a->ctime_nsec);
+}
+
+/* ---- index writes ------------------------------------------------------ */
+
+/*
+ * Begin a namespace or attribute change.  -ENOSPC means the index's disk
+ * is full: the maintenance thread is woken to checkpoint and to give back
+ * what deletes freed, so that space returns as soon as it can.
+ */
+int
+objfs_store_begin_change(struct objfs_store *s, struct objfs_meta_txn **t)
+{
+	int rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, t);
+
+	if (rc == -ENOSPC && s->maint_started) {
+		pthread_mutex_lock(&s->maint_lock);
+		pthread_cond_signal(&s->maint_cv);
+		pthread_mutex_unlock(&s->maint_lock);
+	}
+	return rc;
+}
+
+/* ---- the status file (status.c serves its text) ---------------------- */
+
+int
+objfs_is_status_ino(uint64_t ino)
+{
+	return ino == OBJFS_STATUS_INO;
+}
+
+int
+objfs_is_reserved_name(uint64_t parent, const char *name)
+{
+	return parent == OBJFS_ROOT_INO && strcmp(name, OBJFS_STATUS_NAME) == 0;
+}
+
+void
+objfs_status_node_attr(struct objfs_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = OBJFS_STATUS_INO;
+	a->mode = S_IFREG | 0444;
+	a->nlink = 1;
+	a->uid = (uint32_t)getuid();
+	a->gid = (uint32_t)getgid();
+	objfs_attr_touch_mc(a);
+	a->atime_sec = a->mtime_sec;
+	a->atime_nsec = a->mtime_nsec;
+}
+
+/* ---- inode table ---------------------------------------------------- */
+
+static size_t
+bucket(const struct objfs_store *s, uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 20) &
+		(s->nbuckets - 1);
+}
+
+struct objfs_inode *
+objfs_inode_find_locked(struct objfs_store *s, uint64_t ino)
+{
+	struct objfs_inode *ip = s->table[bucket(s, ino)];
+
+	while (ip && ip->ino != ino)
+		ip = ip->hnext;
+	return ip;
+}
+
+static void
+table_grow_locked(struct objfs_store *s)
+{
+	size_t n = s->nbuckets * 2, old = s->nbuckets;
+	struct objfs_inode **t = calloc(n, sizeof(*t)), **o = s->table;
+
+	if (!t)
+		return;		/* longer chains, still correct */
+	s->table = t;
+	s->nbuckets = n;
+	for (size_t i = 0; i < old; i++) {
+		while (o[i]) {
+			struct objfs_inode *ip = o[i];
+			size_t b = bucket(s, ip->ino);
+
+			o[i] = ip->hnext;
+			ip->hnext = t[b];
+			t[b] = ip;
+		}
+	}
+	free(o);
+}
+
+static void
+table_remove_locked(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_inode **pp = &s->table[bucket(s, ip->ino)];
+
+	while (*pp != ip)
+		pp = &(*pp)->hnext;
+	*pp = ip->hnext;
+	s->count--;
+}
+
+/* Find or load @ino and take a reference.  Caller holds s->lock. */
+int
+objfs_inode_get_locked(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *ip;
+	struct objfs_attr a;
+	int rc;
+
+	ip = objfs_inode_find_locked(s, ino);
+	if (ip) {
+		ip->refs++;
+		*out = ip;
+		return 0;
+	}
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_inode_get(t, ino, &a);
+	objfs_meta_abort(t);
+	if (rc < 0)
+		return rc;
+	ip = calloc(1, sizeof(*ip));
+	if (!ip)
+		return -ENOMEM;
+	ip->ino = ino;
+	ip->attr = a;
+	ip->bfd = -1;
+	ip->refs = 1;
+	objfs_chunkmap_init(&ip->chunks);
+	objfs_slots_init(&ip->slots);
+	pthread_mutex_init(&ip->lock, NULL);
+	if (S_ISREG(a.mode)) {
+		rc = objfs_data_load(s, ip);
+		if (rc < 0) {
+			pthread_mutex_destroy(&ip->lock);
+			free(ip);
+			return rc;
+		}
+	}
+	if (s->count >= s->nbuckets)
+		table_grow_locked(s);
+	ip->hnext = s->table[bucket(s, ino)];
+	s->table[bucket(s, ino)] = ip;
+	s->count++;
+	*out = ip;
+	return 0;
+}
+
+int
+objfs_inode_persist_attr(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_meta_txn *t;
+	int rc;
+
+	if (ip->gone) {
+		ip->attr_dirty = 0;	/* nothing left to write to */
+		return 0;
+	}
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_inode_put(t, &ip->attr);
+	if (rc < 0) {
+		objfs_meta_abort(t);
+		return rc;
+	}
+	rc = objfs_meta_commit(t);
+	if (rc == 0)
+		ip->attr_dirty = 0;
+	return rc;
+}
+
+void
+objfs_inode_free(struct objfs_inode *ip)
+{
+	pthread_mutex_destroy(&ip->lock);
+	free(ip);
+}
+
+/*
+ * Drop a reference; when nothing holds the inode any more, destroy it (no
+ * names left) or let it go from memory (nothing in the arena).  Caller
+ * holds s->lock.
+ */
+void
+objfs_inode_put_locked(struct objfs_store *s, struct objfs_inode *ip)
+{
+	uint64_t res, disk;
+	int rc;
+
+	if (--ip->refs || ip->nlookup || ip->nopen || ip->ino == OBJFS_ROOT_INO)
+		return;
+	pthread_mutex_lock(&ip->lock);
+	if (ip->attr.nlink == 0 && ip->gone) {
+		objfs_data_unload(s, ip);	/* left the index at unlink */
+	} else if (ip->attr.nlink == 0) {
+		rc = objfs_data_destroy(s, ip);
+		if (rc < 0) {
+			/* Stays an orphan in the index; the next mount
+			 * removes it. */
+			objfs_log(OBJFS_LOG_WARNING,
+				"inode %" PRIu64 ": removing unlinked object: %s",
+				ip->ino, strerror(-rc));
+		}
+		s->ninodes--;
+	} else {
+		objfs_chunkmap_usage(&ip->chunks, &res, &disk);
+		if (res) {
+			pthread_mutex_unlock(&ip->lock);
+			return;		/* its bytes keep it cached */
+		}
+		if (ip->attr_dirty && objfs_inode_persist_attr(s, ip) < 0) {
+			pthread_mutex_unlock(&ip->lock);
+			return;		/* try again at the next put */
+		}
+		objfs_data_unload(s, ip);
+	}
+	pthread_mutex_unlock(&ip->lock);
+	table_remove_locked(s, ip);
+	objfs_inode_free(ip);
+}
+
+int
+objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out)
+{
+	struct objfs_inode *ip;
+
+	pthread_mutex_lock(&s->lock);
+	ip = objfs_inode_find_locked(s, ino);
+	if (ip)
+		ip->refs++;
+	pthread_mutex_unlock(&s->lock);
+	if (!ip)
+		return -ENOENT;
+	*out = ip;
+	return 0;
+}
+
+void
+objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip)
+{
+	pthread_mutex_lock(&s->lock);
+	objfs_inode_put_locked(s, ip);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int
+objfs_inode_get(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	rc = objfs_inode_get_locked(s, ino, out);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_iget(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out)
+{
+	return objfs_inode_get(s, ino, out);
+}
+
+void
+objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip)
+{
+	pthread_mutex_lock(&s->lock);
+	objfs_inode_put_locked(s, ip);
+	pthread_mutex_unlock(&s->lock);
+}
+
+
+/*
+ * Count an open (store->lock held) and say how it meets the page cache.
+ * A direct writer marks the cached pages of the file stale; the next
+ * cached open drops them, and they stay marked while a direct writer
+ * remains open.  (Kernels since 6.x also drop the pages a direct write
+ * covers; this covers the ones that do not.)
+ */
+enum objfs_cache
+objfs_inode_open_locked(struct objfs_inode *ip, int flags, int bypass)
+{
+	enum objfs_cache c = OBJFS_CACHE_KEEP;
+
+	ip->nopen++;
+	if (bypass) {
+		if ((flags & O_ACCMODE) != O_RDONLY) {
+			ip->ndirect_w++;
+			ip->cache_stale = 1;
+		}
+		return OBJFS_CACHE_BYPASS;
+	}
+	if (ip->cache_stale) {
+		c = OBJFS_CACHE_DROP;
+		ip->cache_stale = ip->ndirect_w > 0;
+	}
+	return c;
+}
+
+void
+objfs_inode_close_locked(struct objfs_inode *ip, int flags, int bypass)
+{
+	if (ip->nopen)
+		ip->nopen--;
+	if (bypass && (flags & O_ACCMODE) != O_RDONLY && ip->ndirect_w)
+		ip->ndirect_w--;
+}

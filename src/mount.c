@@ -1,0 +1,850 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mount.c - opening and closing the store: the data directory, its lock
+ * and id, the index (made, checked, refused), recovery after a daemon
+ * that did not stop cleanly, and the maintenance thread.
+ *
+ * Data directory layout (all 0700/0600):
+ *	lock		flock()ed by the daemon serving it; holds its pid
+ *	id		the data directory's id, also in the index
+ *	index/		the LMDB environment and its journal (meta/)
+ *	backing/	one file per object that has bytes on disk (spill.c)
+ * The lock and id files are reached relative to the directory's fd;
+ * index/ and backing/ by their paths (LMDB takes a path), which must fit
+ * in PATH_MAX.
+ *
+ * A mount removes only backing files that have a tombstone: one that the
+ * index knows nothing of is left alone, and an index that is missing,
+ * empty or not objfs's while backing files exist refuses to mount.  The
+ * maintenance thread checkpoints the index once a second (which bounds
+ * what a machine crash can take of namespace changes) and gives back the
+ * disk space that durable commits freed (data.c).
+ *
+ * Locking: see store_int.h.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/falloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/sync.h"
+#include "status.h"
+#include "store_int.h"
+#include "../meta/meta_keys.h"
+
+#define MAINT_INTERVAL_MS	1000
+
+/* ---- open / close ---------------------------------------------------- */
+
+static int
+open_dir_at(int dirfd, const char *name, int *out)
+{
+	int fd;
+
+	if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*out = fd;
+	return 0;
+}
+
+int
+objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder)
+{
+	char buf[32];
+	ssize_t n;
+	int fd, rc;
+
+	fd = openat(dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (holder && n > 0) {
+			buf[n] = '\0';
+			*holder = strtol(buf, NULL, 10);
+		}
+		close(fd);
+		return rc;
+	}
+	*lockfd_out = fd;
+	return 0;
+}
+
+void
+objfs_store_note_pid(struct objfs_store *s)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+
+	if (ftruncate(s->lockfd, 0) == 0 && pwrite(s->lockfd, buf, (size_t)n, 0) < 0)
+		objfs_log(OBJFS_LOG_WARNING, "cannot record pid in lock file: %m");
+}
+
+/* A new data directory's number, to tell its index from another's. */
+static uint64_t
+new_dir_id(void)
+{
+	uint64_t id = 0;
+	int64_t sec;
+	uint32_t nsec;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &id, sizeof(id)) != sizeof(id))
+			id = 0;
+		close(fd);
+	}
+	objfs_time_now(&sec, &nsec);
+	id ^= (uint64_t)sec * 1000000007u ^ nsec ^ (uint64_t)getpid() << 32;
+	return id ? id : 1;
+}
+
+static int
+count_file(void *arg, uint64_t ino)
+{
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+/* How many object files the backing directory holds, in *@n.  An index
+ * is made anew only when this says none: a directory that cannot be read
+ * is an error, never "empty". */
+static int
+backing_objects(struct objfs_store *s, size_t *n)
+{
+	*n = 0;
+	return objfs_backing_list(s->backing, count_file, n);
+}
+
+static int
+init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
+		uint64_t *id, const char **msg)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_attr root;
+	uint64_t schema, chunk;
+	size_t objects;
+	int rc;
+
+	/* Reading, unless there is something to write: a mount on a full
+	 * disk must still work. */
+	rc = objfs_meta_begin(s->meta, created ? OBJFS_META_ESSENTIAL : 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_super_get(t, OBJFS_SUPER_SCHEMA, &schema);
+	if (rc == -ENOENT && !created && !objfs_meta_empty(t)) {
+		*msg = "the index is an LMDB file but not an objfs index";
+		rc = -EMEDIUMTYPE;
+		goto err_abort;
+	}
+	if (rc == -ENOENT && !created) {
+		int r = backing_objects(s, &objects);
+
+		if (r < 0 || objects) {
+			*msg = r < 0 ? "the index is empty and the backing "
+				"directory cannot be read; refusing to mount "
+				"(nothing was changed)" :
+				"the index is empty, but backing/ holds object "
+				"files; refusing to mount (nothing was "
+				"changed): restore index/ from a copy, or run "
+				"'objfsctl recover' to save the objects";
+			rc = r < 0 ? r : -EUCLEAN;
+			goto err_abort;
+		}
+	}
+	if (rc == -ENOENT && !created) {
+		/* Made by a first mount that did not get to fill it. */
+		objfs_log(OBJFS_LOG_INFO, "the index was left empty by a first "
+			"mount cut short; making it now");
+		objfs_meta_abort(t);
+		return init_or_check_index(s, 1, want_chunk, id, msg);
+	}
+	if (rc == -ENOENT) {
+		/* A new data directory. */
+		chunk = want_chunk ? want_chunk : OBJFS_DEFAULT_CHUNK;
+		memset(&root, 0, sizeof(root));
+		root.ino = OBJFS_ROOT_INO;
+		root.parent = OBJFS_ROOT_INO;
+		root.mode = S_IFDIR | 0755;
+		root.uid = (uint32_t)getuid();
+		root.gid = (uint32_t)getgid();
+		root.nlink = 2;
+		objfs_attr_touch_mc(&root);
+		root.atime_sec = root.mtime_sec;
+		root.atime_nsec = root.mtime_nsec;
+		if ((rc = objfs_meta_super_put(t, OBJFS_SUPER_SCHEMA,
+					OBJFS_META_SCHEMA)) < 0 ||
+		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_CHUNK, chunk)) < 0 ||
+		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO, 2)) < 0 ||
+		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
+					FIRST_COOKIE)) < 0 ||
+		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_ID,
+					new_dir_id())) < 0 ||
+		    (rc = objfs_meta_inode_put(t, &root)) < 0)
+			goto err_abort;
+		rc = objfs_meta_commit(t);
+		/* Durable before the data directory's id file is made. */
+		if (rc == 0)
+			rc = objfs_meta_sync(s->meta);
+		if (rc < 0)
+			return rc;
+		return init_or_check_index(s, 0, 0, id, msg);
+	}
+	if (rc < 0)
+		goto err_abort;
+	if (schema != OBJFS_META_SCHEMA) {
+		*msg = "the index was written by an incompatible objfs version";
+		rc = -EPROTO;
+		goto err_abort;
+	}
+	rc = objfs_meta_super_get(t, OBJFS_SUPER_ID, id);
+	if (rc == -ENOENT) {
+		/* Converted from schema 1, which had none: one now. */
+		objfs_meta_abort(t);
+		rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+		if (rc < 0)
+			return rc;
+		*id = new_dir_id();
+		rc = objfs_meta_super_put(t, OBJFS_SUPER_ID, *id);
+	}
+	if (rc < 0 ||
+	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_CHUNK, &chunk)) < 0 ||
+	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_NEXT_INO,
+				&s->next_ino)) < 0 ||
+	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_NEXT_COOKIE,
+				&s->next_cookie)) < 0 ||
+	    (rc = objfs_meta_inode_count(t, &s->ninodes)) < 0)
+		goto err_abort;
+	rc = objfs_meta_commit(t);
+	if (rc < 0)
+		return rc;
+	if (want_chunk && want_chunk != chunk) {
+		*msg = "chunk size differs from the one this data directory was created with";
+		return -EINVAL;
+	}
+	s->chunk_size = (uint32_t)chunk;
+	return 0;
+
+err_abort:
+	objfs_meta_abort(t);
+	return rc;
+}
+
+/* The id the backing directory was made for, in backing/id: the index
+ * must carry the same one.  Written when missing (a new directory, or
+ * one converted from schema 1). */
+static int
+check_dir_id(struct objfs_store *s, int dirfd, uint64_t id,
+		const char **msg)
+{
+	char buf[64], want[32];
+	ssize_t n;
+	int fd, rc = 0;
+
+	snprintf(want, sizeof(want), "%016" PRIx64 "\n", id);
+	fd = openat(dirfd, "id", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n >= 0) {
+			buf[n] = '\0';
+			if (strcmp(buf, want) == 0)
+				return 0;
+		}
+		*msg = "the index belongs to another data directory (backing/id "
+			"differs); refusing to use one with the other's files";
+		return -EXDEV;
+	}
+	if (errno != ENOENT)
+		return -errno;
+	fd = openat(dirfd, "id.new", O_WRONLY | O_CREAT | O_TRUNC |
+			O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, want, strlen(want)) != (ssize_t)strlen(want) ||
+	    fsync(fd) < 0)
+		rc = errno ? -errno : -EIO;
+	close(fd);
+	if (rc == 0 && renameat(dirfd, "id.new", dirfd, "id") < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = objfs_backing_sync_dir(s->backing);
+	return rc;
+}
+
+struct ino_vec {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int
+collect_ino(void *arg, uint64_t ino)
+{
+	struct ino_vec *iv = arg;
+
+	if (iv->n == iv->cap) {
+		size_t c = iv->cap ? 2 * iv->cap : 64;
+		uint64_t *p = realloc(iv->v, c * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		iv->v = p;
+		iv->cap = c;
+	}
+	iv->v[iv->n++] = ino;
+	return 0;
+}
+
+/*
+ * Backing files of objects that are gone: each has a tombstone in the
+ * index (its deletion committed, the unlink of its file not yet done).
+ * Remove those, then the tombstones.  A file the index knows nothing of
+ * stays, with a warning.
+ */
+static int
+sweep_backing(struct objfs_store *s)
+{
+	struct ino_vec files = { 0 }, tomb = { 0 };
+	struct objfs_meta_txn *t;
+	struct objfs_attr a;
+	size_t removed = 0, unknown = 0;
+	int rc;
+
+	rc = objfs_backing_list(s->backing, collect_ino, &files);
+	if (rc == 0)
+		rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc == 0) {
+		rc = objfs_meta_deleted_list(t, collect_ino, &tomb);
+		for (size_t i = 0; rc == 0 && i < files.n; i++) {
+			rc = objfs_meta_inode_get(t, files.v[i], &a);
+			if (rc == 0) {
+				files.v[i] = 0;		/* live */
+				continue;
+			}
+			if (rc != -ENOENT)
+				break;
+			rc = objfs_meta_deleted_get(t, files.v[i]);
+			if (rc == -ENOENT) {
+				unknown++;
+				files.v[i] = 0;
+				rc = 0;
+			}
+		}
+		objfs_meta_abort(t);
+	}
+	for (size_t i = 0; rc == 0 && i < files.n; i++) {
+		if (!files.v[i])
+			continue;
+		rc = objfs_backing_remove(s->backing, files.v[i]);
+		removed++;
+	}
+	if (rc == 0 && tomb.n && (rc = objfs_meta_begin(s->meta,
+			OBJFS_META_ESSENTIAL, &t)) == 0) {
+		for (size_t i = 0; rc == 0 && i < tomb.n; i++)
+			rc = objfs_meta_deleted_del(t, tomb.v[i]);
+		rc = rc < 0 ? (objfs_meta_abort(t), rc) : objfs_meta_commit(t);
+	}
+	if (removed)
+		objfs_log(OBJFS_LOG_INFO, "removed %zu backing file(s) of "
+			"objects deleted earlier", removed);
+	if (unknown)
+		objfs_log(OBJFS_LOG_WARNING, "%zu file(s) in the backing "
+			"directory belong to no object the index knows; left "
+			"alone (objfsctl check lists them)", unknown);
+	free(files.v);
+	free(tomb.v);
+	return rc;
+}
+
+/* Destroy objects that were unlinked but open when the daemon last died. */
+static int
+reap_orphans(struct objfs_store *s)
+{
+	struct ino_vec o = { 0 };
+	struct objfs_meta_txn *t;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_orphan_list(t, collect_ino, &o);
+	objfs_meta_abort(t);
+	for (size_t i = 0; rc == 0 && i < o.n; i++) {
+		struct objfs_inode *ip;
+
+		pthread_mutex_lock(&s->lock);
+		rc = objfs_inode_get_locked(s, o.v[i], &ip);
+		if (rc == 0) {
+			ip->attr.nlink = 0;
+			objfs_inode_put_locked(s, ip);
+		} else if (rc == -ENOENT) {
+			rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+			if (rc == 0) {
+				rc = objfs_meta_orphan_del(t, o.v[i]);
+				rc = rc < 0 ? (objfs_meta_abort(t), rc) :
+					objfs_meta_commit(t);
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (rc == 0 && o.n)
+		objfs_log(OBJFS_LOG_INFO, "removed %zu unlinked object(s) left "
+			"by an earlier run", o.n);
+	free(o.v);
+	return rc;
+}
+
+/* Record in the index whether the daemon stopped cleanly. */
+static int
+set_clean(struct objfs_store *s, uint64_t clean)
+{
+	struct objfs_meta_txn *t;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_super_put(t, OBJFS_SUPER_CLEAN, clean);
+	return rc < 0 ? (objfs_meta_abort(t), rc) : objfs_meta_commit(t);
+}
+
+/*
+ * The index says whether the last daemon stopped cleanly; from now on it
+ * says no, until objfs_store_close.  After an unclean stop, give back the
+ * backing-file space no record points at.
+ */
+static int
+mark_unclean(struct objfs_store *s)
+{
+	struct objfs_meta_txn *t;
+	uint64_t clean = 0, freed;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_super_get(t, OBJFS_SUPER_CLEAN, &clean);
+	objfs_meta_abort(t);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (!clean) {
+		freed = objfs_data_trim(s);
+		if (freed)
+			objfs_log(OBJFS_LOG_INFO, "gave back %" PRIu64 " MiB of "
+				"backing files that no record points at (left by "
+				"a daemon that did not stop cleanly)",
+				freed >> 20);
+	}
+	return set_clean(s, 0);
+}
+
+/* ---- the maintenance thread ------------------------------------------ */
+
+
+static void *
+maint_main(void *arg)
+{
+	struct objfs_store *s = arg;
+
+	pthread_mutex_lock(&s->maint_lock);
+	while (!s->maint_stop) {
+		objfs_cond_wait_ms(&s->maint_cv, &s->maint_lock,
+				MAINT_INTERVAL_MS);
+		if (s->maint_stop)
+			break;
+		pthread_mutex_unlock(&s->maint_lock);
+		/* A checkpoint of everything committed: a machine crash
+		 * then takes at most about a second of changes. */
+		(void)objfs_meta_tick(s->meta, 0);
+		objfs_data_release(s, 0);
+		pthread_mutex_lock(&s->maint_lock);
+	}
+	pthread_mutex_unlock(&s->maint_lock);
+	return NULL;
+}
+
+static int
+maint_start(struct objfs_store *s)
+{
+	int rc;
+
+	rc = pthread_mutex_init(&s->maint_lock, NULL);
+	if (rc)
+		return -rc;
+	rc = objfs_cond_init(&s->maint_cv);
+	if (rc == 0) {
+		rc = pthread_create(&s->maint_thread, NULL, maint_main, s);
+		if (rc)
+			pthread_cond_destroy(&s->maint_cv);
+	}
+	if (rc) {
+		pthread_mutex_destroy(&s->maint_lock);
+		return -rc;
+	}
+	s->maint_started = 1;
+	return 0;
+}
+
+static void
+maint_stop(struct objfs_store *s)
+{
+	if (!s->maint_started)
+		return;
+	pthread_mutex_lock(&s->maint_lock);
+	s->maint_stop = 1;
+	pthread_cond_broadcast(&s->maint_cv);
+	pthread_mutex_unlock(&s->maint_lock);
+	pthread_join(s->maint_thread, NULL);
+	s->maint_started = 0;
+	pthread_cond_destroy(&s->maint_cv);
+	pthread_mutex_destroy(&s->maint_lock);
+}
+
+/* ---- opening the store ------------------------------------------------ */
+
+/*
+ * Open the index in @path, refusing one that is missing, empty or not
+ * objfs's while the backing directory holds objects.
+ */
+static int
+open_index(struct objfs_store *s, const char *path, int *created,
+		const char **msg)
+{
+	static char why[256];
+	size_t objects = 0;
+	char file[4200];
+	int rc, r;
+
+	rc = objfs_meta_open(path, 0, &s->meta, created);
+	if (rc == 0)
+		return 0;
+	if (rc != -ENOENT && rc != -ENODATA) {
+		*msg = rc == -EPROTO ? "index/data.mdb is not an index this objfs "
+			"can read; refusing to mount (nothing was changed; if it "
+			"was one, 'objfsctl recover' saves the objects)" :
+			rc == -EMEDIUMTYPE ? "index/data.mdb is an LMDB file but not "
+			"an objfs index; refusing to mount (nothing was changed)" :
+			rc == -EUCLEAN ? "the index is damaged; refusing to mount "
+			"(nothing was changed): run 'objfsctl check' on the data "
+			"directory, and 'objfsctl recover' to save the objects" :
+			"cannot open the index";
+		return rc;
+	}
+	r = backing_objects(s, &objects);
+	if (r < 0) {
+		snprintf(why, sizeof(why), "the index is %s and the backing "
+			"directory cannot be read; refusing to mount (nothing "
+			"was changed)", rc == -ENOENT ? "missing" : "empty");
+		*msg = why;
+		return r;
+	}
+	if (objects) {
+		snprintf(why, sizeof(why), "the index is %s, but backing/ holds "
+			"%zu object file(s); refusing to mount (nothing was "
+			"changed): restore index/ from a copy, or run 'objfsctl "
+			"recover' to save the objects", rc == -ENOENT ?
+			"missing" : "empty", objects);
+		*msg = why;
+		return -EUCLEAN;
+	}
+	if (rc == -ENODATA) {
+		/* An empty file and no objects: a first mount cut short. */
+		snprintf(file, sizeof(file), "%s/data.mdb", path);
+		if (unlink(file) < 0)
+			return -errno;
+	}
+	rc = objfs_meta_open(path, 1, &s->meta, created);
+	if (rc < 0)
+		*msg = "cannot create the index";
+	return rc;
+}
+
+int
+objfs_store_open(const struct objfs_store_config *cfg,
+		struct objfs_store **out, const char **msg, long *holder)
+{
+	struct objfs_inode *root;
+	struct objfs_store *s;
+	const char *dummy;
+	char path[PATH_MAX];
+	uint64_t id = 0;
+	int dirfd, sub = -1, rc, created = 0;
+
+	if (!msg)
+		msg = &dummy;
+	*msg = NULL;
+	/* Every path made from it must fit, the longest being the index's
+	 * data file: a path cut short would name another file. */
+	if (strlen(cfg->data_dir) + sizeof("/index/data.mdb") > sizeof(path)) {
+		*msg = "the data directory's path is too long";
+		return -ENAMETOOLONG;
+	}
+	if (mkdir(cfg->data_dir, 0700) < 0 && errno != EEXIST) {
+		*msg = "cannot create the data directory";
+		return -errno;
+	}
+	dirfd = open(cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		*msg = "cannot open the data directory";
+		return -errno;
+	}
+	if (faccessat(dirfd, ".", W_OK, AT_EACCESS) < 0) {
+		rc = -errno;
+		*msg = "the data directory is not writable";
+		goto err_dirfd;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		rc = -ENOMEM;
+		goto err_dirfd;
+	}
+	s->lockfd = -1;
+	pthread_mutex_init(&s->defer_lock, NULL);
+	rc = objfs_store_lock_dir(dirfd, &s->lockfd, holder);
+	if (rc < 0) {
+		*msg = rc == -EBUSY ?
+			"the data directory is already served by another objfs" :
+			"cannot lock the data directory";
+		goto err_free;
+	}
+	objfs_store_note_pid(s);
+	if ((rc = open_dir_at(dirfd, "index", &sub)) < 0) {
+		*msg = "cannot create the index directory";
+		goto err_lock;
+	}
+	close(sub);
+	snprintf(path, sizeof(path), "%s/backing", cfg->data_dir);
+	rc = objfs_backing_open(path, &s->backing);
+	if (rc < 0) {
+		*msg = "cannot open the backing directory";
+		goto err_lock;
+	}
+	/* The new subdirectories' names, before anything is put in them. */
+	if (fsync(dirfd) < 0) {
+		rc = -errno;
+		*msg = "cannot sync the data directory";
+		goto err_backing;
+	}
+	snprintf(path, sizeof(path), "%s/index", cfg->data_dir);
+	rc = open_index(s, path, &created, msg);
+	if (rc < 0)
+		goto err_backing;
+	rc = init_or_check_index(s, created, cfg->chunk_size, &id, msg);
+	if (rc < 0) {
+		if (!*msg)
+			*msg = "cannot read the index";
+		goto err_meta;
+	}
+	rc = check_dir_id(s, dirfd, id, msg);
+	if (rc < 0) {
+		if (!*msg)
+			*msg = "cannot record the data directory's id";
+		goto err_meta;
+	}
+	for (s->chunk_shift = 0; (1u << s->chunk_shift) < s->chunk_size;
+	     s->chunk_shift++)
+		;
+	/* The largest file is a number of chunks: what the chunk map and
+	 * the index's chunk keys hold. */
+	_Static_assert(OBJFS_MAX_CHUNKS_SHIFT <= OBJFS_CHUNKMAP_BITS,
+			"the chunk map holds every chunk of the largest file");
+	s->max_size = (uint64_t)s->chunk_size << OBJFS_MAX_CHUNKS_SHIFT;
+	if (s->max_size > OBJFS_MAX_FILE_SIZE)
+		s->max_size = OBJFS_MAX_FILE_SIZE;
+	rc = objfs_arena_create(cfg->arena_size, s->chunk_size, &s->arena);
+	if (rc < 0) {
+		*msg = rc == -EINVAL ?
+			"the arena must hold at least two chunks" :
+			"cannot create the shared-memory arena";
+		goto err_meta;
+	}
+	if (cfg->prefault)
+		objfs_arena_prefault(s->arena);
+	{
+		struct objfs_arena_stats st;
+		unsigned hi = cfg->spill_high ? cfg->spill_high : 90;
+		unsigned lo = cfg->spill_low ? cfg->spill_low : 70;
+
+		if (lo >= hi || hi > 100) {
+			*msg = "spill_low must be below spill_high, both at most 100";
+			rc = -EINVAL;
+			objfs_arena_destroy(s->arena);
+			goto err_meta;
+		}
+		objfs_arena_get_stats(s->arena, &st);
+		s->high_bytes = st.capacity / 100 * hi;
+		s->low_bytes = st.capacity / 100 * lo;
+		/* Restores stop at the low watermark: the room above it is
+		 * for writers and the spiller.  (Letting them go up to the
+		 * high one was measured: more restore/drop churn, reads of
+		 * 16 GiB through a 1 GiB arena 39 s against 28 s.) */
+		s->restore_limit = s->low_bytes;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	s->nbuckets = 1024;
+	s->table = calloc(s->nbuckets, sizeof(*s->table));
+	if (!s->table) {
+		rc = -ENOMEM;
+		goto err_arena;
+	}
+	pthread_mutex_lock(&s->lock);
+	rc = objfs_inode_get_locked(s, OBJFS_ROOT_INO, &root);	/* pinned for good */
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0) {
+		*msg = "the index has no root directory";
+		goto err_table;
+	}
+	rc = reap_orphans(s);
+	if (rc == 0)
+		rc = sweep_backing(s);
+	if (rc < 0) {
+		*msg = "cannot remove unlinked objects";
+		goto err_table;
+	}
+	rc = mark_unclean(s);
+	if (rc < 0) {
+		*msg = "cannot write to the index";
+		goto err_table;
+	}
+	rc = objfs_spiller_start(s);
+	if (rc == 0)
+		rc = maint_start(s);
+	if (rc < 0) {
+		*msg = "cannot start the spiller and maintenance threads";
+		objfs_spiller_stop(s);
+		goto err_table;
+	}
+	close(dirfd);
+	*out = s;
+	return 0;
+
+err_table:
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		while (s->table[b]) {
+			struct objfs_inode *ip = s->table[b];
+
+			s->table[b] = ip->hnext;
+			objfs_data_unload(s, ip);
+			objfs_inode_free(ip);
+		}
+	}
+	free(s->table);
+err_arena:
+	pthread_mutex_destroy(&s->lock);
+	objfs_arena_destroy(s->arena);
+err_meta:
+	objfs_meta_close(s->meta);
+err_backing:
+	objfs_backing_close(s->backing);
+err_lock:
+	close(s->lockfd);
+err_free:
+	free(s->defer);
+	pthread_mutex_destroy(&s->defer_lock);
+	free(s);
+err_dirfd:
+	close(dirfd);
+	return rc;
+}
+
+static int
+flush_all(struct objfs_store *s)
+{
+	int rc = 0, r;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		for (struct objfs_inode *ip = s->table[b]; ip; ip = ip->hnext) {
+			pthread_mutex_lock(&ip->lock);
+			if (S_ISREG(ip->attr.mode) && ip->attr.nlink > 0)
+				r = objfs_data_flush(s, ip);
+			else
+				r = ip->attr_dirty ? objfs_inode_persist_attr(s, ip) : 0;
+			pthread_mutex_unlock(&ip->lock);
+			if (r < 0 && rc == 0)
+				rc = r;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_sync_all(struct objfs_store *s)
+{
+	int rc = flush_all(s), r;
+
+	r = objfs_meta_sync(s->meta);
+	return rc ? rc : r;
+}
+
+int
+objfs_store_close(struct objfs_store *s)
+{
+	int rc, r;
+
+	if (!s)
+		return 0;
+	maint_stop(s);
+	objfs_spiller_stop(s);
+	/* Space that deletes freed first: the write-out may need it. */
+	(void)objfs_data_reclaim(s);
+	rc = objfs_store_sync_all(s);
+	if (rc < 0)
+		objfs_log(OBJFS_LOG_ERR, "writing objects out at unmount: %s; "
+			"what was not written is lost", strerror(-rc));
+	/* Everything committed is durable now: the space it freed can go
+	 * (the tombstones' removal is checkpointed at close). */
+	objfs_data_release(s, 0);
+	if (rc == 0)
+		(void)set_clean(s, 1);
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		while (s->table[b]) {
+			struct objfs_inode *ip = s->table[b];
+
+			s->table[b] = ip->hnext;
+			objfs_data_unload(s, ip);
+			objfs_inode_free(ip);
+		}
+	}
+	free(s->table);
+	pthread_mutex_destroy(&s->lock);
+	objfs_arena_destroy(s->arena);
+	objfs_backing_close(s->backing);
+	r = objfs_meta_close(s->meta);
+	if (r < 0) {
+		objfs_log(OBJFS_LOG_ERR, "index: the last checkpoint failed: %s; "
+			"the journal holds the changes and the next mount "
+			"replays it", strerror(-r));
+		if (rc == 0)
+			rc = r;
+	}
+	close(s->lockfd);
+	free(s->defer);
+	pthread_mutex_destroy(&s->defer_lock);
+	free(s);
+	return rc;
+}
+
+uint32_t
+objfs_store_chunk_size(const struct objfs_store *s)
+{
+	return s->chunk_size;
+}

@@ -1,0 +1,883 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * namespace.c - names: lookup and forget, creating nodes, links,
+ * unlink and rmdir, rename, readlink, readdir.
+ *
+ * An unlinked inode that is not open leaves the index in the transaction
+ * that removes its last name (ip->gone).  Any other is put on the index's
+ * orphan list in that transaction; it is destroyed when its last lookup
+ * and open go, or, after a crash, at the next mount.  An object that may
+ * have a backing file leaves a tombstone in the index (the "deleted" DB)
+ * in the same commit; the file is removed once that commit is durable,
+ * then the tombstone.  A directory's attributes are written with every
+ * create and remove in it.
+ *
+ * Locking: see store_int.h.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/falloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/sync.h"
+#include "status.h"
+#include "store_int.h"
+#include "../meta/meta_keys.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE	(1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE		(1 << 1)
+#endif
+
+/* ---- attributes ------------------------------------------------------ */
+
+int
+objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
+		struct objfs_attr *out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *ip;
+	struct objfs_dirent d;
+	size_t len = strlen(name);
+	int rc;
+
+	if (len > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (objfs_is_reserved_name(parent, name)) {
+		objfs_status_node_attr(out);
+		return 0;
+	}
+	pthread_mutex_lock(&s->lock);
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		goto out;
+	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
+	objfs_meta_abort(t);
+	if (rc < 0)
+		goto out;
+	rc = objfs_inode_get_locked(s, d.ino, &ip);
+	if (rc < 0)
+		goto out;
+	ip->nlookup++;
+	pthread_mutex_lock(&ip->lock);
+	*out = ip->attr;
+	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_put_locked(s, ip);
+out:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+void
+objfs_store_forget(struct objfs_store *s, uint64_t ino, uint64_t n)
+{
+	struct objfs_inode *ip;
+
+	pthread_mutex_lock(&s->lock);
+	ip = objfs_inode_find_locked(s, ino);
+	if (ip) {
+		ip->nlookup = ip->nlookup > n ? ip->nlookup - n : 0;
+		ip->refs++;
+		objfs_inode_put_locked(s, ip);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- namespace -------------------------------------------------------- */
+
+/* Look up @parent as a directory; takes a reference.  Holds s->lock. */
+static int
+get_dir_locked(struct objfs_store *s, uint64_t parent,
+		struct objfs_inode **out)
+{
+	struct objfs_inode *dp;
+	int rc = objfs_inode_get_locked(s, parent, &dp);
+
+	if (rc < 0)
+		return rc;
+	if (!S_ISDIR(dp->attr.mode)) {
+		objfs_inode_put_locked(s, dp);
+		return -ENOTDIR;
+	}
+	if (dp->attr.nlink == 0) {
+		objfs_inode_put_locked(s, dp);
+		return -ENOENT;		/* removed directory */
+	}
+	*out = dp;
+	return 0;
+}
+
+/*
+ * Create an inode of @mode named @name in @parent.  For symlinks @target is
+ * stored too.  The new inode gets one lookup.
+ */
+static int
+make_node(struct objfs_store *s, uint64_t parent, const char *name,
+		uint32_t mode, uint64_t rdev, const char *target,
+		const struct objfs_cred *cr, struct objfs_attr *out,
+		struct objfs_inode **ip_out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *dp, *ip;
+	struct objfs_attr a, pa;
+	struct objfs_dirent d;
+	size_t len = strlen(name);
+	int rc;
+
+	if (len > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (objfs_is_reserved_name(parent, name))
+		return -EEXIST;
+	pthread_mutex_lock(&s->lock);
+	rc = get_dir_locked(s, parent, &dp);
+	if (rc < 0)
+		goto out_unlock;
+	if (s->ninodes >= MAX_INODES) {
+		rc = -ENOSPC;
+		goto out_dp;
+	}
+	pthread_mutex_lock(&dp->lock);
+	pa = dp->attr;
+	memset(&a, 0, sizeof(a));
+	a.ino = s->next_ino;
+	a.mode = mode;
+	a.uid = cr->uid;
+	a.gid = cr->gid;
+	if (pa.mode & S_ISGID) {
+		a.gid = pa.gid;
+		if (S_ISDIR(mode))
+			a.mode |= S_ISGID;
+	}
+	a.nlink = S_ISDIR(mode) ? 2 : 1;
+	a.parent = S_ISDIR(mode) ? parent : 0;
+	a.rdev = rdev;
+	objfs_attr_touch_mc(&a);
+	a.atime_sec = a.mtime_sec;
+	a.atime_nsec = a.mtime_nsec;
+	if (target)
+		a.size = strlen(target);
+	objfs_attr_touch_mc(&pa);
+	if (S_ISDIR(mode))
+		pa.nlink++;
+
+	rc = objfs_store_begin_change(s, &t);
+	if (rc < 0)
+		goto out_dplock;
+	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
+	if (rc == 0)
+		rc = -EEXIST;
+	if (rc != -ENOENT)
+		goto out_abort;
+	if ((rc = objfs_meta_dirent_add(t, parent, name, len, a.ino,
+				a.mode & S_IFMT, s->next_cookie)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &a)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
+	    (target && (rc = objfs_meta_symlink_put(t, a.ino, target,
+				strlen(target))) < 0) ||
+	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO,
+				a.ino + 1)) < 0 ||
+	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
+				s->next_cookie + 1)) < 0)
+		goto out_abort;
+	rc = objfs_meta_commit(t);
+	if (rc < 0)
+		goto out_dplock;
+	s->next_ino++;
+	s->next_cookie++;
+	s->ninodes++;
+	dp->attr = pa;
+	pthread_mutex_unlock(&dp->lock);
+	objfs_inode_put_locked(s, dp);
+
+	rc = objfs_inode_get_locked(s, a.ino, &ip);
+	if (rc == 0) {
+		ip->nlookup++;
+		ip->no_file = 1;	/* inode numbers are never reused */
+		*out = a;
+		if (ip_out)
+			*ip_out = ip;	/* caller puts it */
+		else
+			objfs_inode_put_locked(s, ip);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+
+out_abort:
+	objfs_meta_abort(t);
+out_dplock:
+	pthread_mutex_unlock(&dp->lock);
+out_dp:
+	objfs_inode_put_locked(s, dp);
+out_unlock:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_mknod(struct objfs_store *s, uint64_t parent, const char *name,
+		uint32_t mode, uint64_t rdev, const struct objfs_cred *cr,
+		struct objfs_attr *out)
+{
+	switch (mode & S_IFMT) {
+	case 0:
+		mode |= S_IFREG;
+		break;
+	case S_IFREG:
+	case S_IFIFO:
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFSOCK:
+		break;
+	default:
+		return -EINVAL;
+	}
+	return make_node(s, parent, name, mode, rdev, NULL, cr, out, NULL);
+}
+
+int
+objfs_store_mkdir(struct objfs_store *s, uint64_t parent, const char *name,
+		uint32_t mode, const struct objfs_cred *cr,
+		struct objfs_attr *out)
+{
+	return make_node(s, parent, name, S_IFDIR | (mode & 07777), 0, NULL,
+			cr, out, NULL);
+}
+
+int
+objfs_store_symlink(struct objfs_store *s, uint64_t parent, const char *name,
+		const char *target, const struct objfs_cred *cr,
+		struct objfs_attr *out)
+{
+	size_t len = strlen(target);
+
+	if (len == 0)
+		return -ENOENT;
+	if (len >= 4096)
+		return -ENAMETOOLONG;
+	return make_node(s, parent, name, S_IFLNK | 0777, 0, target, cr, out,
+			NULL);
+}
+
+int
+objfs_store_create(struct objfs_store *s, uint64_t parent, const char *name,
+		uint32_t mode, int flags, int bypass,
+		const struct objfs_cred *cr, struct objfs_attr *out)
+{
+	struct objfs_inode *ip;
+	int rc;
+
+	rc = make_node(s, parent, name, S_IFREG | (mode & 07777), 0, NULL, cr,
+			out, &ip);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	objfs_inode_open_locked(ip, flags, bypass);
+	objfs_inode_put_locked(s, ip);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int
+objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
+		const char *newname, struct objfs_attr *out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *dp, *ip;
+	struct objfs_attr a, pa;
+	size_t len = strlen(newname);
+	int rc;
+
+	if (len > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (objfs_is_reserved_name(newparent, newname))
+		return -EEXIST;
+	if (objfs_is_status_ino(ino))
+		return -EPERM;
+	pthread_mutex_lock(&s->lock);
+	rc = get_dir_locked(s, newparent, &dp);
+	if (rc < 0)
+		goto out_unlock;
+	rc = objfs_inode_get_locked(s, ino, &ip);
+	if (rc < 0)
+		goto out_dp;
+	if (S_ISDIR(ip->attr.mode)) {
+		rc = -EPERM;
+		goto out_ip;
+	}
+	if (ip->attr.nlink == 0) {
+		rc = -ENOENT;
+		goto out_ip;
+	}
+	if (ip->attr.nlink >= 65000) {
+		rc = -EMLINK;
+		goto out_ip;
+	}
+	pthread_mutex_lock(&dp->lock);
+	if (ip != dp)
+		pthread_mutex_lock(&ip->lock);
+	a = ip->attr;
+	a.nlink++;
+	objfs_attr_touch_c(&a);
+	pa = dp->attr;
+	objfs_attr_touch_mc(&pa);
+	rc = objfs_store_begin_change(s, &t);
+	if (rc < 0)
+		goto out_locks;
+	if ((rc = objfs_meta_dirent_add(t, newparent, newname, len, ino,
+				a.mode & S_IFMT, s->next_cookie)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &a)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
+	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
+				s->next_cookie + 1)) < 0) {
+		objfs_meta_abort(t);
+		goto out_locks;
+	}
+	rc = objfs_meta_commit(t);
+	if (rc == 0) {
+		s->next_cookie++;
+		ip->attr = a;
+		ip->attr_dirty = 0;
+		dp->attr = pa;
+		ip->nlookup++;
+		*out = a;
+	}
+out_locks:
+	if (ip != dp)
+		pthread_mutex_unlock(&ip->lock);
+	pthread_mutex_unlock(&dp->lock);
+out_ip:
+	objfs_inode_put_locked(s, ip);
+out_dp:
+	objfs_inode_put_locked(s, dp);
+out_unlock:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* Remove @name from @parent; @want_dir selects rmdir semantics. */
+static int
+remove_name(struct objfs_store *s, uint64_t parent, const char *name,
+		int want_dir)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *dp, *ip;
+	struct objfs_attr a, pa;
+	struct objfs_dirent d;
+	size_t len = strlen(name);
+	uint64_t seq;
+	int rc, gone;
+
+	if (len > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (objfs_is_reserved_name(parent, name))
+		return -EPERM;
+	pthread_mutex_lock(&s->lock);
+	rc = get_dir_locked(s, parent, &dp);
+	if (rc < 0)
+		goto out_unlock;
+	/* Look with a read transaction: the write transaction is taken only
+	 * after the inode locks (store_int.h), and what it sees cannot change
+	 * meanwhile, since every namespace change holds s->lock. */
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		goto out_dp;
+	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
+	if (rc < 0)
+		goto out_abort;
+	rc = objfs_inode_get_locked(s, d.ino, &ip);
+	if (rc < 0)
+		goto out_abort;
+	if (want_dir && !S_ISDIR(ip->attr.mode)) {
+		rc = -ENOTDIR;
+		goto out_ip;
+	}
+	if (!want_dir && S_ISDIR(ip->attr.mode)) {
+		rc = -EISDIR;
+		goto out_ip;
+	}
+	if (want_dir && (rc = objfs_meta_dir_empty(t, d.ino)) < 0)
+		goto out_ip;
+	objfs_meta_abort(t);
+	t = NULL;
+	pthread_mutex_lock(&dp->lock);
+	pthread_mutex_lock(&ip->lock);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+	if (rc < 0) {
+		t = NULL;
+		pthread_mutex_unlock(&ip->lock);
+		pthread_mutex_unlock(&dp->lock);
+		goto out_ip;
+	}
+	a = ip->attr;
+	pa = dp->attr;
+	if (want_dir) {
+		a.nlink = 0;
+		pa.nlink--;
+	} else {
+		a.nlink--;
+	}
+	objfs_attr_touch_c(&a);
+	objfs_attr_touch_mc(&pa);
+	/* Once its last name goes nothing can open it again.  If nothing
+	 * has it open, its records leave the index in this transaction (a
+	 * tombstone says its backing file may go): no orphan record, and no
+	 * second commit when the kernel forgets it.  Otherwise it becomes an
+	 * orphan, destroyed at the last close (or at the next mount). */
+	gone = a.nlink == 0 && ip->nopen == 0;
+	if ((rc = objfs_meta_dirent_del(t, parent, name, len)) < 0 ||
+	    (gone && (rc = objfs_meta_inode_del(t, a.ino)) < 0) ||
+	    (gone && objfs_data_has_file(ip) &&
+	     (rc = objfs_meta_deleted_add(t, a.ino)) < 0) ||
+	    (!gone && (rc = objfs_meta_inode_put(t, &a)) < 0) ||
+	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
+	    (a.nlink == 0 && !gone &&
+	     (rc = objfs_meta_orphan_add(t, a.ino)) < 0)) {
+		pthread_mutex_unlock(&ip->lock);
+		pthread_mutex_unlock(&dp->lock);
+		goto out_ip;
+	}
+	rc = objfs_meta_commit_seq(t, &seq);
+	t = NULL;
+	if (rc == 0) {
+		ip->attr = a;
+		dp->attr = pa;
+		if (gone) {
+			ip->gone = 1;
+			s->ninodes--;
+			objfs_data_gone(s, ip, seq);
+		}
+	}
+	pthread_mutex_unlock(&ip->lock);
+	pthread_mutex_unlock(&dp->lock);
+out_ip:
+	/* Never an inode lock inside a transaction (put may take one). */
+	objfs_meta_abort(t);
+	t = NULL;
+	objfs_inode_put_locked(s, ip);
+out_abort:
+	objfs_meta_abort(t);
+out_dp:
+	objfs_inode_put_locked(s, dp);
+out_unlock:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_unlink(struct objfs_store *s, uint64_t parent, const char *name)
+{
+	return remove_name(s, parent, name, 0);
+}
+
+int
+objfs_store_rmdir(struct objfs_store *s, uint64_t parent, const char *name)
+{
+	return remove_name(s, parent, name, 1);
+}
+
+/* Is @dir (a directory inode) @anc or below it?  Holds s->lock, which
+ * keeps every directory's parent as it is; an inode's lock is never taken
+ * inside a transaction. */
+static int
+is_within_locked(struct objfs_store *s, uint64_t dir, uint64_t anc, int *out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *ip;
+	struct objfs_attr a;
+	int rc, depth = 0;
+
+	for (;;) {
+		if (dir == anc) {
+			*out = 1;
+			return 0;
+		}
+		if (dir == OBJFS_ROOT_INO || ++depth > 100000) {
+			*out = 0;
+			return 0;
+		}
+		ip = objfs_inode_find_locked(s, dir);
+		if (ip) {
+			pthread_mutex_lock(&ip->lock);
+			dir = ip->attr.parent;
+			pthread_mutex_unlock(&ip->lock);
+			continue;
+		}
+		rc = objfs_meta_begin(s->meta, 0, &t);
+		if (rc < 0)
+			return rc;
+		rc = objfs_meta_inode_get(t, dir, &a);
+		objfs_meta_abort(t);
+		if (rc < 0)
+			return rc;
+		dir = a.parent;
+	}
+}
+
+struct rename_side {
+	struct objfs_inode *dp;		/* directory */
+	struct objfs_inode *ip;		/* the entry's inode, or NULL */
+	struct objfs_dirent d;
+	struct objfs_attr pa, a;
+};
+
+/* Lock each distinct inode of the rename once.  The order does not
+ * matter: several inode locks are only ever taken under s->lock. */
+static void
+lock_set(struct objfs_inode **v, int n, int lock)
+{
+	for (int i = 0; i < n; i++) {
+		int dup = 0;
+
+		for (int j = 0; j < i; j++)
+			dup |= v[j] == v[i];
+		if (!v[i] || dup)
+			continue;
+		if (lock)
+			pthread_mutex_lock(&v[i]->lock);
+		else
+			pthread_mutex_unlock(&v[i]->lock);
+	}
+}
+
+int
+objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, unsigned flags)
+{
+	struct objfs_meta_txn *t = NULL;
+	struct rename_side src = { 0 }, dst = { 0 };
+	struct objfs_inode *set[4];
+	size_t len = strlen(name), nlen = strlen(newname);
+	int rc, within, src_dir, dst_dir;
+	int64_t sec;
+	uint32_t nsec;
+
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+		return -EINVAL;
+	if (len > OBJFS_NAME_MAX || nlen > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (objfs_is_reserved_name(parent, name))
+		return -EPERM;
+	if (objfs_is_reserved_name(newparent, newname))
+		return -EEXIST;
+	pthread_mutex_lock(&s->lock);
+	rc = get_dir_locked(s, parent, &src.dp);
+	if (rc < 0)
+		goto out_unlock;
+	rc = get_dir_locked(s, newparent, &dst.dp);
+	if (rc < 0)
+		goto out_put;
+	/* Read first; the write transaction comes after the inode locks. */
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0) {
+		t = NULL;
+		goto out_put;
+	}
+	rc = objfs_meta_dirent_get(t, parent, name, len, &src.d);
+	if (rc < 0)
+		goto out_put;
+	rc = objfs_inode_get_locked(s, src.d.ino, &src.ip);
+	if (rc < 0)
+		goto out_put;
+	rc = objfs_meta_dirent_get(t, newparent, newname, nlen, &dst.d);
+	if (rc == 0) {
+		rc = objfs_inode_get_locked(s, dst.d.ino, &dst.ip);
+		if (rc < 0)
+			goto out_put;
+	} else if (rc != -ENOENT) {
+		goto out_put;
+	}
+	rc = 0;
+	if (flags & RENAME_EXCHANGE) {
+		if (!dst.ip) {
+			rc = -ENOENT;
+			goto out_put;
+		}
+	} else if (dst.ip && (flags & RENAME_NOREPLACE)) {
+		rc = -EEXIST;
+		goto out_put;
+	}
+	if (dst.ip == src.ip)
+		goto out_put;	/* same name or hard links of one file: no-op */
+	src_dir = S_ISDIR(src.ip->attr.mode);
+	dst_dir = dst.ip && S_ISDIR(dst.ip->attr.mode);
+	if (!(flags & RENAME_EXCHANGE) && dst.ip) {
+		if (src_dir && !dst_dir) {
+			rc = -ENOTDIR;
+			goto out_put;
+		}
+		if (!src_dir && dst_dir) {
+			rc = -EISDIR;
+			goto out_put;
+		}
+		if (dst_dir && (rc = objfs_meta_dir_empty(t, dst.d.ino)) < 0)
+			goto out_put;
+	}
+	objfs_meta_abort(t);
+	t = NULL;
+	/* Never move a directory into itself or below itself. */
+	if (src_dir && parent != newparent) {
+		rc = is_within_locked(s, newparent, src.d.ino, &within);
+		if (rc < 0)
+			goto out_put;
+		if (within) {
+			rc = -EINVAL;
+			goto out_put;
+		}
+	}
+	if (dst_dir && (flags & RENAME_EXCHANGE) && parent != newparent) {
+		rc = is_within_locked(s, parent, dst.d.ino, &within);
+		if (rc < 0)
+			goto out_put;
+		if (within) {
+			rc = -EINVAL;
+			goto out_put;
+		}
+	}
+
+	set[0] = src.dp;
+	set[1] = dst.dp;
+	set[2] = src.ip;
+	set[3] = dst.ip;
+	lock_set(set, 4, 1);
+	rc = objfs_store_begin_change(s, &t);
+	if (rc < 0) {
+		t = NULL;
+		goto out_locks;
+	}
+	objfs_time_now(&sec, &nsec);
+	src.a = src.ip->attr;
+	if (dst.ip)
+		dst.a = dst.ip->attr;
+	src.pa = src.dp->attr;
+	dst.pa = dst.dp->attr;
+	src.a.ctime_sec = sec;
+	src.a.ctime_nsec = nsec;
+	if ((rc = objfs_meta_dirent_del(t, parent, name, len)) < 0)
+		goto out_locks;
+	if (dst.ip && (rc = objfs_meta_dirent_del(t, newparent, newname,
+				nlen)) < 0)
+		goto out_locks;
+	if ((rc = objfs_meta_dirent_add(t, newparent, newname, nlen,
+				src.d.ino, src.d.type, s->next_cookie)) < 0)
+		goto out_locks;
+	if (flags & RENAME_EXCHANGE) {
+		if ((rc = objfs_meta_dirent_add(t, parent, name, len, dst.d.ino,
+					dst.d.type, s->next_cookie + 1)) < 0)
+			goto out_locks;
+		dst.a.ctime_sec = sec;
+		dst.a.ctime_nsec = nsec;
+		if (src_dir != dst_dir && parent != newparent) {
+			/* One directory moves each way: link counts follow. */
+			if (src_dir) {
+				src.pa.nlink--;
+				dst.pa.nlink++;
+			} else {
+				src.pa.nlink++;
+				dst.pa.nlink--;
+			}
+		}
+		if (dst_dir)
+			dst.a.parent = parent;
+	} else {
+		if (dst.ip) {
+			dst.a.ctime_sec = sec;
+			dst.a.ctime_nsec = nsec;
+			if (dst_dir) {
+				dst.a.nlink = 0;
+				dst.pa.nlink--;
+			} else {
+				dst.a.nlink--;
+			}
+			if (dst.a.nlink == 0 &&
+			    (rc = objfs_meta_orphan_add(t, dst.a.ino)) < 0)
+				goto out_locks;
+		}
+		if (src_dir && parent != newparent) {
+			src.pa.nlink--;
+			dst.pa.nlink++;
+		}
+	}
+	if (src_dir)
+		src.a.parent = newparent;
+	src.pa.mtime_sec = dst.pa.mtime_sec = sec;
+	src.pa.mtime_nsec = dst.pa.mtime_nsec = nsec;
+	src.pa.ctime_sec = dst.pa.ctime_sec = sec;
+	src.pa.ctime_nsec = dst.pa.ctime_nsec = nsec;
+	if (parent == newparent) {
+		/* One directory: both views of it must agree. */
+		src.pa.nlink = src.pa.nlink + dst.pa.nlink - src.dp->attr.nlink;
+		dst.pa = src.pa;
+	}
+	if ((rc = objfs_meta_inode_put(t, &src.a)) < 0 ||
+	    (dst.ip && (rc = objfs_meta_inode_put(t, &dst.a)) < 0) ||
+	    (rc = objfs_meta_inode_put(t, &src.pa)) < 0 ||
+	    (rc = objfs_meta_inode_put(t, &dst.pa)) < 0 ||
+	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
+				s->next_cookie + 2)) < 0)
+		goto out_locks;
+	rc = objfs_meta_commit(t);
+	t = NULL;
+	if (rc == 0) {
+		s->next_cookie += 2;
+		src.ip->attr = src.a;
+		if (dst.ip)
+			dst.ip->attr = dst.a;
+		src.dp->attr = src.pa;
+		dst.dp->attr = dst.pa;
+	}
+out_locks:
+	lock_set(set, 4, 0);
+out_put:
+	objfs_meta_abort(t);
+	if (dst.ip)
+		objfs_inode_put_locked(s, dst.ip);
+	if (src.ip)
+		objfs_inode_put_locked(s, src.ip);
+	if (dst.dp)
+		objfs_inode_put_locked(s, dst.dp);
+	if (src.dp)
+		objfs_inode_put_locked(s, src.dp);
+out_unlock:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+objfs_store_readlink(struct objfs_store *s, uint64_t ino, char *buf,
+		size_t size, size_t *len_out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_attr a;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_inode_get(t, ino, &a);
+	if (rc == 0 && !S_ISLNK(a.mode))
+		rc = -EINVAL;
+	if (rc == 0)
+		rc = objfs_meta_symlink_get(t, ino, buf, size, len_out);
+	objfs_meta_abort(t);
+	return rc;
+}
+
+/* ---- directories ------------------------------------------------------ */
+
+#define READDIR_BATCH	128
+
+struct dir_batch {
+	struct objfs_dirent *v;
+	int n;
+};
+
+static int
+batch_add(void *arg, const struct objfs_dirent *d)
+{
+	struct dir_batch *b = arg;
+
+	b->v[b->n++] = *d;
+	return b->n == READDIR_BATCH;
+}
+
+int
+objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
+		int plus,
+		int (*cb)(void *arg, const char *name,
+			const struct objfs_attr *a, uint64_t next_off),
+		void *arg)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *dp, *ip;
+	struct dir_batch b;
+	struct objfs_attr a;
+	uint64_t parent;
+	int rc, full = 0;
+
+	rc = objfs_inode_get(s, ino, &dp);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&dp->lock);
+	a = dp->attr;
+	pthread_mutex_unlock(&dp->lock);
+	if (!S_ISDIR(a.mode)) {
+		objfs_inode_put(s, dp);
+		return -ENOTDIR;
+	}
+	parent = a.parent ? a.parent : ino;
+	if (off == 0) {
+		if (cb(arg, ".", &a, 1))
+			goto out;
+		off = 1;
+	}
+	if (off == 1) {
+		memset(&a, 0, sizeof(a));
+		a.mode = S_IFDIR;
+		a.ino = parent;
+		if (cb(arg, "..", &a, 2))
+			goto out;
+		off = 2;
+	}
+	b.v = malloc(READDIR_BATCH * sizeof(*b.v));
+	if (!b.v) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (!full) {
+		b.n = 0;
+		rc = objfs_meta_begin(s->meta, 0, &t);
+		if (rc < 0)
+			break;
+		rc = objfs_meta_dir_list(t, ino, off, batch_add, &b);
+		objfs_meta_abort(t);
+		if (rc < 0 || b.n == 0)
+			break;
+		for (int i = 0; i < b.n && !full; i++) {
+			memset(&a, 0, sizeof(a));
+			a.ino = b.v[i].ino;
+			a.mode = b.v[i].type;
+			if (plus) {
+				pthread_mutex_lock(&s->lock);
+				if (objfs_inode_get_locked(s, b.v[i].ino,
+						&ip) < 0) {
+					/* removed meanwhile: skip it */
+					pthread_mutex_unlock(&s->lock);
+					off = b.v[i].cookie;
+					continue;
+				}
+				ip->nlookup++;
+				pthread_mutex_lock(&ip->lock);
+				a = ip->attr;
+				pthread_mutex_unlock(&ip->lock);
+				objfs_inode_put_locked(s, ip);
+				pthread_mutex_unlock(&s->lock);
+			}
+			full = cb(arg, b.v[i].name, &a, b.v[i].cookie);
+			if (full && plus)
+				objfs_store_forget(s, b.v[i].ino, 1);
+			if (!full)
+				off = b.v[i].cookie;
+		}
+		if (b.n < READDIR_BATCH)
+			break;
+	}
+	free(b.v);
+out:
+	objfs_inode_put(s, dp);
+	return rc;
+}

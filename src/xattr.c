@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xattr.c - extended attributes, kept in the index, and the read-only
+ * user.objfs.* figures (status.c computes them).
+ *
+ * Locking: see store_int.h.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/falloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/sync.h"
+#include "status.h"
+#include "store_int.h"
+#include "../meta/meta_keys.h"
+
+/* ---- extended attributes --------------------------------------------- */
+
+static int
+is_objfs_xattr(const char *name)
+{
+	return strncmp(name, OBJFS_XATTR_PREFIX,
+			sizeof(OBJFS_XATTR_PREFIX) - 1) == 0;
+}
+
+int
+objfs_store_getxattr(struct objfs_store *s, uint64_t ino, const char *name,
+		void *buf, size_t size, size_t *len_out)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *ip;
+	int rc;
+
+	if (objfs_is_status_ino(ino))
+		return -ENODATA;
+	if (is_objfs_xattr(name)) {
+		rc = objfs_inode_get(s, ino, &ip);
+		if (rc < 0)
+			return rc;
+		pthread_mutex_lock(&ip->lock);
+		rc = S_ISREG(ip->attr.mode) ?
+			objfs_status_xattr(s, ip, name, buf, size, len_out) :
+			-ENODATA;
+		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_put(s, ip);
+		return rc;
+	}
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_xattr_get(t, ino, name, buf, size, len_out);
+	objfs_meta_abort(t);
+	return rc;
+}
+
+int
+objfs_store_listxattr(struct objfs_store *s, uint64_t ino, char *buf,
+		size_t size, size_t *len_out)
+{
+	struct objfs_meta_txn *t;
+	int rc;
+
+	if (objfs_is_status_ino(ino)) {
+		*len_out = 0;
+		return 0;
+	}
+	rc = objfs_meta_begin(s->meta, 0, &t);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_xattr_list(t, ino, buf, size, len_out);
+	objfs_meta_abort(t);
+	return rc;
+}
+
+static int
+xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
+		const void *val, size_t len, int flags, int remove)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_inode *ip;
+	struct objfs_attr a;
+	int rc;
+
+	/* The user.objfs.* names are figures objfs computes: read-only. */
+	if (objfs_is_status_ino(ino) || is_objfs_xattr(name))
+		return -EPERM;
+	rc = objfs_inode_get(s, ino, &ip);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ip->lock);
+	if (ip->gone) {
+		rc = -ENOENT;	/* its records left the index */
+		goto out;
+	}
+	a = ip->attr;
+	objfs_attr_touch_c(&a);
+	rc = objfs_store_begin_change(s, &t);
+	if (rc < 0)
+		goto out;
+	rc = remove ? objfs_meta_xattr_del(t, ino, name) :
+		objfs_meta_xattr_set(t, ino, name, val, len, flags);
+	if (rc == 0)
+		rc = objfs_meta_inode_put(t, &a);
+	if (rc < 0) {
+		objfs_meta_abort(t);
+		goto out;
+	}
+	rc = objfs_meta_commit(t);
+	if (rc == 0) {
+		ip->attr = a;
+		ip->attr_dirty = 0;
+		if (strcmp(name, XATTR_CAPS) == 0)
+			ip->caps = remove ? 1 : 2;
+	}
+out:
+	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_put(s, ip);
+	return rc;
+}
+
+int
+objfs_store_setxattr(struct objfs_store *s, uint64_t ino, const char *name,
+		const void *val, size_t len, int flags)
+{
+	/* POSIX ACLs are not supported: storing them as plain bytes would
+	 * let them disagree with the mode bits the kernel enforces.  Saying
+	 * so makes cp -a and rsync -A fall back to the mode bits. */
+	if (strncmp(name, "system.posix_acl_", 17) == 0)
+		return -EOPNOTSUPP;
+	return xattr_change(s, ino, name, val, len, flags, 0);
+}
+
+int
+objfs_store_removexattr(struct objfs_store *s, uint64_t ino, const char *name)
+{
+	return xattr_change(s, ino, name, NULL, 0, 0, 1);
+}
