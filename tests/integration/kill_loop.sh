@@ -34,7 +34,9 @@ for ((r = 0; r < ROUNDS; r++)); do
 	start_objfs "$MNT" "$DATA" "arena=32M,chunk=64K" >>"$T/mounts.log" 2>&1 ||
 		{ bad=$((bad + 1)); break; }
 	remounts=$((remounts + 1))
-	out=$T/round.out
+	# A file of its own: the last round's "verified" line must not be
+	# read before this round's load has even opened it.
+	out=$T/round.$r.out
 	python3 "$SIM/killload.py" "$MNT" "$T/journal" $((SEED + r)) >"$out" 2>&1 &
 	load=$!
 	# The kill lands in the load, after this round's check of the last
@@ -46,16 +48,25 @@ for ((r = 0; r < ROUNDS; r++)); do
 		sleep 0.05
 	done
 	if ! grep -q '^verified ' "$out" 2>/dev/null; then
-		echo "# round $r: the check of the last round did not finish in 600 s"
+		echo "# round $r: the load did not finish its check of the last round"
 		bad=$((bad + 1))
 	fi
 	sleep "$(printf '0.%03d' $((RANDOM % 700 + 50)))"
 	kill -KILL "$OBJFS_PID"
 	wait "$OBJFS_PID" 2>/dev/null
+	st=$?
+	if [ "$st" != 137 ]; then
+		# It was not the kill that stopped it: say how, with its log.
+		echo "# round $r: the daemon had already exited, status $st"
+		grep -v ': info: ' "$T/objfs.$(basename "$MNT").log" | tail -n 20 |
+			sed 's/^/# /'
+		bad=$((bad + 1))
+	fi
 	kills=$((kills + 1))
 	wait "$load"
 	fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"
 	add_up "$out"
+	rm -f "$out"
 done
 # One last check, after a clean mount.
 ok "mount after the last kill" start_objfs "$MNT" "$DATA" "arena=32M,chunk=64K"
