@@ -509,8 +509,11 @@ objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 		uint64_t off, uint64_t len)
 {
 	struct objfs_inode *ip;
-	int rc = objfs_inode_get(s, ino, &ip);
+	int rc;
 
+	if (objfs_is_status_ino(ino))
+		return -EPERM;		/* read-only, like setattr */
+	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
 	for (int tries = 0; ; tries++) {
@@ -540,8 +543,14 @@ objfs_store_lseek(struct objfs_store *s, uint64_t ino, uint64_t off,
 		int whence, uint64_t *out)
 {
 	struct objfs_inode *ip;
-	int rc = objfs_inode_get(s, ino, &ip);
+	int rc;
 
+	/* The status file says its size is 0, like a /proc file: no data
+	 * and no hole at any offset. */
+	if (objfs_is_status_ino(ino))
+		return whence == SEEK_DATA || whence == SEEK_HOLE ? -ENXIO :
+			-EINVAL;
+	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&ip->lock);

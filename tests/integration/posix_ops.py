@@ -352,6 +352,25 @@ check("SEEK_HOLE finds the trailing hole",
 check("SEEK_HOLE inside the trailing hole", os.lseek(fd, 15 * CHUNK, os.SEEK_HOLE) == 15 * CHUNK)
 os.close(fd)
 
+# ---- the status file: read-only, never listed, never replaced ------------------------
+st = p(".objfs-status")
+check("the status file reads", "arena_used_bytes:" in open(st).read())
+check("the status file is not listed", ".objfs-status" not in os.listdir(p()))
+expect("open the status file for writing", "EACCES", os.open, st, os.O_WRONLY)
+expect("chmod the status file", "EPERM", os.chmod, st, 0o600)
+expect("truncate the status file", "EPERM", os.truncate, st, 0)
+expect("setxattr on the status file", "EPERM", os.setxattr, st, "user.x", b"1")
+expect("unlink the status file", "EPERM", os.unlink, st)
+expect("rename the status file", "EPERM", os.rename, st, p("was-status"))
+expect("link to the status file", "EPERM", os.link, st, p("status-link"))
+expect("create over the status file", "EEXIST", os.open, st,
+       os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+expect("mkdir at the status file's name", "EEXIST", os.mkdir, st)
+fd = os.open(st, os.O_RDONLY)
+expect("SEEK_DATA in the status file", "ENXIO", os.lseek, fd, 0, os.SEEK_DATA)
+expect("SEEK_HOLE in the status file", "ENXIO", os.lseek, fd, 0, os.SEEK_HOLE)
+os.close(fd)
+
 # ---- setgid directories ---------------------------------------------------------------
 os.mkdir(p("sg"))
 os.chown(p("sg"), 0, 4242)
