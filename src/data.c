@@ -43,16 +43,10 @@
 
 #include "base/csum.h"
 #include "base/log.h"
-#include "store_int.h"
 #include "base/sync.h"
+#include "data_int.h"
 
 static const unsigned char zeros[65536];
-
-static uint64_t
-min64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
 
 struct load_ctx {
 	struct objfs_store *s;
@@ -148,34 +142,9 @@ objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 	return 0;
 }
 
-/* Put @slot of @ip on the list of space to give back once commit @seq is
- * durable (it stays taken meanwhile). */
-static void
-defer_slot(struct objfs_store *s, uint64_t ino, uint64_t slot, uint64_t seq)
-{
-	pthread_mutex_lock(&s->defer_lock);
-	if (s->ndefer == s->defer_cap) {
-		size_t n = s->defer_cap ? 2 * s->defer_cap : 256;
-		struct objfs_deferred *d = realloc(s->defer, n * sizeof(*d));
 
-		if (!d) {
-			/* The slot stays taken (until the inode leaves
-			 * memory): space, not bytes, is what is lost. */
-			pthread_mutex_unlock(&s->defer_lock);
-			objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": out of "
-				"memory: slot %" PRIu64 " not given back", ino,
-				slot);
-			return;
-		}
-		s->defer = d;
-		s->defer_cap = n;
-	}
-	s->defer[s->ndefer++] = (struct objfs_deferred){ ino, slot, seq };
-	pthread_mutex_unlock(&s->defer_lock);
-}
-
-static int
-backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create,
+int
+data_backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create,
 		int *created)
 {
 	int fd, made = 0;
@@ -220,8 +189,8 @@ block_alloc(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 }
 
 /* Bytes of chunk @idx that lie inside the file. */
-static uint32_t
-extent_in_file(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx)
+uint32_t
+data_extent_in_file(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx)
 {
 	uint64_t start = idx << s->chunk_shift;
 
@@ -231,8 +200,8 @@ extent_in_file(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx)
 }
 
 /* A buffer for a disk copy of @len bytes, aligned for direct I/O. */
-static void *
-bounce_alloc(uint32_t len)
+void *
+data_bounce_alloc(uint32_t len)
 {
 	void *p;
 
@@ -241,11 +210,11 @@ bounce_alloc(uint32_t len)
 }
 
 /* Read the disk copy of @c into @buf (disk_len bytes), verifying it. */
-static int
-read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+int
+data_read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		const struct objfs_chunk *c, void *buf)
 {
-	int fd = backing_fd(s, ip, 0, NULL);
+	int fd = data_backing_fd(s, ip, 0, NULL);
 	int rc;
 
 	if (fd < 0) {
@@ -266,11 +235,11 @@ read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
  * Bring the disk copy of chunk @idx into a new block of at least
  * @min_cap bytes.  -ENOSPC when the arena has no such block.
  */
-static int
-restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+int
+data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		struct objfs_chunk *c, uint32_t min_cap)
 {
-	uint32_t want = extent_in_file(s, ip, idx), cap;
+	uint32_t want = data_extent_in_file(s, ip, idx), cap;
 	unsigned char *p;
 	uint64_t off;
 	int rc;
@@ -283,7 +252,7 @@ restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, off);
-	rc = read_disk_copy(s, ip, idx, c, p);
+	rc = data_read_disk_copy(s, ip, idx, c, p);
 	if (rc < 0) {
 		objfs_arena_free(s->arena, off, cap);
 		return rc;
@@ -314,8 +283,8 @@ iov_add(struct objfs_iov *v, const void *p, size_t n)
 }
 
 /* Bytes [co, co+n) of a chunk whose valid bytes are src[0..have). */
-static void
-iov_add_chunk(struct objfs_iov *v, const unsigned char *src, uint32_t have,
+void
+data_iov_add_chunk(struct objfs_iov *v, const unsigned char *src, uint32_t have,
 		uint32_t co, uint32_t n)
 {
 	uint32_t k = 0;
@@ -325,290 +294,6 @@ iov_add_chunk(struct objfs_iov *v, const unsigned char *src, uint32_t have,
 		iov_add(v, src + co, k);
 	}
 	iov_add(v, NULL, n - k);
-}
-
-/* ---- read-ahead of spilled chunks, outside the arena ---------------- */
-
-/* Bytes of read-ahead buffers per inode, in whole chunks (2 to 8). */
-#define RA_BYTES	(8u << 20)
-#define RA_MAX_SLOTS	8
-
-static struct objfs_rahead *
-ra_get(struct objfs_store *s, struct objfs_inode *ip)
-{
-	struct objfs_rahead *ra = ip->ra;
-	unsigned n = RA_BYTES / s->chunk_size;
-
-	if (ra)
-		return ra;
-	n = n < 2 ? 2 : n > RA_MAX_SLOTS ? RA_MAX_SLOTS : n;
-	ra = calloc(1, sizeof(*ra) + n * sizeof(ra->slot[0]));
-	if (!ra)
-		return NULL;
-	if (objfs_cond_init(&ra->cv) != 0) {
-		free(ra);
-		return NULL;
-	}
-	ra->n = n;
-	ra->last = UINT64_MAX;
-	for (unsigned i = 0; i < n; i++) {
-		ra->slot[i].buf = bounce_alloc(s->chunk_size);
-		if (!ra->slot[i].buf) {
-			while (i--)
-				free(ra->slot[i].buf);
-			pthread_cond_destroy(&ra->cv);
-			free(ra);
-			return NULL;
-		}
-	}
-	ip->ra = ra;
-	return ra;
-}
-
-static void
-ra_free(struct objfs_inode *ip)
-{
-	struct objfs_rahead *ra = ip->ra;
-
-	if (!ra)
-		return;
-	for (unsigned i = 0; i < ra->n; i++)
-		free(ra->slot[i].buf);
-	pthread_cond_destroy(&ra->cv);
-	free(ra);
-	ip->ra = NULL;
-}
-
-void
-objfs_data_ra_release(struct objfs_inode *ip)
-{
-	if (!ip->ra)
-		return;
-	for (unsigned i = 0; i < ip->ra->n; i++)
-		if (ip->ra->slot[i].state == OBJFS_RA_LOADING)
-			return;
-	ra_free(ip);
-}
-
-/* The slot holding (or loading) the current disk copy of chunk @idx. */
-static struct objfs_ra_slot *
-ra_find(struct objfs_rahead *ra, uint64_t idx, const struct objfs_chunk *c)
-{
-	for (unsigned i = 0; i < ra->n; i++) {
-		struct objfs_ra_slot *sl = &ra->slot[i];
-
-		if (sl->state != OBJFS_RA_EMPTY && sl->idx == idx &&
-		    sl->dslot == c->slot && sl->csum == c->csum &&
-		    sl->len == c->disk_len)
-			return sl;
-	}
-	return NULL;
-}
-
-/* A slot to fill, for a request that reads chunks @first to @idx: an
- * empty one, else the ready one furthest behind @first; with @ahead_ok,
- * else the ready one furthest beyond @idx.  NULL when every candidate is
- * loading or in use. */
-static struct objfs_ra_slot *
-ra_victim(struct objfs_rahead *ra, uint64_t first, uint64_t idx, int ahead_ok)
-{
-	struct objfs_ra_slot *best = NULL;
-
-	for (unsigned i = 0; i < ra->n; i++) {
-		struct objfs_ra_slot *sl = &ra->slot[i];
-
-		if (sl->state == OBJFS_RA_EMPTY)
-			return sl;
-		if (sl->state != OBJFS_RA_READY)
-			continue;
-		if (sl->idx < first) {
-			if (!best || best->idx >= first || sl->idx < best->idx)
-				best = sl;
-		} else if (ahead_ok && sl->idx > idx &&
-			   (!best || (best->idx > idx && sl->idx > best->idx))) {
-			best = sl;
-		}
-	}
-	return best;
-}
-
-/* A sequential reader at chunk @idx (this request began at @first):
- * queue loads of the spilled chunks after it into slots it has finished
- * with. */
-static void
-ra_ahead(struct objfs_store *s, struct objfs_inode *ip,
-		struct objfs_rahead *ra, uint64_t first, uint64_t idx)
-{
-	int seq = idx == ra->last || idx == ra->last + 1;
-
-	ra->last = idx;
-	if (!seq)
-		return;
-	for (uint64_t j = idx + 1; j < idx + ra->n; j++) {
-		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, j);
-		struct objfs_ra_slot *sl;
-
-		if (!c || objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED ||
-		    ra_find(ra, j, c))
-			continue;
-		sl = ra_victim(ra, first, idx, 0);
-		if (!sl)
-			return;
-		sl->state = OBJFS_RA_LOADING;
-		sl->idx = j;
-		sl->dslot = c->slot;
-		sl->csum = c->csum;
-		sl->len = c->disk_len;
-		sl->gen = ++ra->next_gen;
-		if (objfs_spiller_read_ahead(s, ip->ino, j, (int)(sl - ra->slot),
-				sl->gen) < 0) {
-			sl->state = OBJFS_RA_EMPTY;
-			return;
-		}
-	}
-}
-
-/* A verified disk copy of chunk @idx, for a read served from disk. */
-static int
-load_direct(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		const struct objfs_chunk *c, void *buf)
-{
-	int rc = read_disk_copy(s, ip, idx, c, buf);
-
-	if (rc == 0)
-		atomic_fetch_add(&s->direct_reads, 1);
-	return rc;
-}
-
-/* Read chunk @idx into a buffer that belongs to @v alone. */
-static int
-read_bounce(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		struct objfs_chunk *c, struct objfs_iov *v, uint32_t co,
-		uint32_t n)
-{
-	unsigned char *b;
-	void **nb;
-	int rc;
-
-	nb = realloc(v->bounce, (v->nbounce + 1) * sizeof(*nb));
-	if (!nb)
-		return -ENOMEM;
-	v->bounce = nb;
-	b = bounce_alloc(s->chunk_size);
-	if (!b)
-		return -ENOMEM;
-	v->bounce[v->nbounce++] = b;
-	rc = load_direct(s, ip, idx, c, b);
-	if (rc < 0)
-		return rc;
-	iov_add_chunk(v, b, c->disk_len, co, n);
-	return 0;
-}
-
-void
-objfs_iov_release(struct objfs_iov *v)
-{
-	for (size_t i = 0; i < v->nbounce; i++)
-		free(v->bounce[i]);
-	free(v->bounce);
-	v->bounce = NULL;
-	v->nbounce = 0;
-}
-
-/*
- * Serve bytes [co, co+n) of spilled chunk @idx from its verified disk
- * copy, into @v.  Slots of chunks from @first on are already in @v, so
- * they are not reused.  -EAGAIN when it waited for a load (the inode lock
- * was dropped, so the caller must start again; it held no pieces, so
- * every wait is followed by progress).
- */
-static int
-read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		struct objfs_chunk *c, uint64_t first, struct objfs_iov *v,
-		uint32_t co, uint32_t n)
-{
-	struct objfs_rahead *ra = ra_get(s, ip);
-	struct objfs_ra_slot *sl;
-	int rc;
-
-	if (!ra)
-		return -ENOMEM;
-	sl = ra_find(ra, idx, c);
-	if (!sl) {
-		sl = ra_victim(ra, first, idx, 1);
-		if (!sl)	/* one read spans more chunks than slots */
-			return read_bounce(s, ip, idx, c, v, co, n);
-		sl->state = OBJFS_RA_EMPTY;
-		rc = load_direct(s, ip, idx, c, sl->buf);
-		if (rc < 0)
-			return rc;
-		sl->idx = idx;
-		sl->dslot = c->slot;
-		sl->csum = c->csum;
-		sl->len = c->disk_len;
-		sl->state = OBJFS_RA_READY;
-	} else if (sl->state == OBJFS_RA_LOADING) {
-		/* Waiting drops the lock, which keeps the pieces already in
-		 * @v valid: only a request that holds none may wait (and then
-		 * start over); others read the chunk themselves. */
-		if (v->n)
-			return read_bounce(s, ip, idx, c, v, co, n);
-		pthread_cond_wait(&ra->cv, &ip->lock);
-		return -EAGAIN;
-	}
-	/* The kernel reads a chunk in several requests: each is served from
-	 * this copy, not read and checked again. */
-	iov_add_chunk(v, sl->buf, c->disk_len, co, n);
-	if (idx != ra->last)
-		ra_ahead(s, ip, ra, first, idx);
-	return 0;
-}
-
-void
-objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
-		int slot, uint64_t gen)
-{
-	struct objfs_rahead *ra = ip->ra;
-	struct objfs_ra_slot *sl;
-	struct objfs_chunk *c;
-	uint64_t idx, csum, dslot;
-	uint32_t len;
-	int fd, rc = -ESTALE;
-
-	if (!ra || slot < 0 || (unsigned)slot >= ra->n)
-		return;
-	sl = &ra->slot[slot];
-	if (sl->state != OBJFS_RA_LOADING || sl->gen != gen)
-		return;
-	idx = sl->idx;
-	dslot = sl->dslot;
-	csum = sl->csum;
-	len = sl->len;
-	c = objfs_chunkmap_get(&ip->chunks, idx);
-	fd = backing_fd(s, ip, 0, NULL);
-	if (c && objfs_chunk_state(c) == OBJFS_CHUNK_SPILLED &&
-	    c->slot == dslot && c->csum == csum && c->disk_len == len &&
-	    fd >= 0) {
-		/* The slot is ours while LOADING; the buffers and fd stay
-		 * while ra->reading says a load is under way (unloading
-		 * waits for it); the disk copy's slot is not given back
-		 * while a record points at it.  Read without the lock, so
-		 * the reader copies the chunk before this one meanwhile. */
-		ra->reading++;
-		pthread_mutex_unlock(&ip->lock);
-		rc = objfs_spill_read(fd, ip->ino, idx, dslot, s->chunk_size,
-				sl->buf, len, csum);
-		pthread_mutex_lock(&ip->lock);
-		ra->reading--;
-	}
-	/* A failure (a chunk rewritten meanwhile, or a bad copy) leaves the
-	 * slot empty: the reader then reads it itself, and reports. */
-	if (sl->state == OBJFS_RA_LOADING && sl->gen == gen) {
-		sl->state = rc == 0 ? OBJFS_RA_READY : OBJFS_RA_EMPTY;
-		if (rc == 0)
-			atomic_fetch_add(&s->direct_reads, 1);
-	}
-	pthread_cond_broadcast(&ra->cv);
 }
 
 size_t
@@ -666,13 +351,14 @@ again:
 			rc = -ENOSPC;
 			if (st.used < s->restore_limit) {
 				objfs_spiller_restore_ahead(s, ip->ino, idx + 1);
-				rc = restore(s, ip, idx, c, 0);
+				rc = data_restore(s, ip, idx, c, 0);
 			}
 			if (rc == 0)
 				goto resident;
 			if (rc != -ENOSPC)
 				return rc;
-			rc = read_from_disk(s, ip, idx, c, first, v, co, n);
+			rc = data_read_from_disk(s, ip, idx, c, first, v, co,
+					n);
 			if (rc == -EAGAIN)
 				goto again;	/* waited: all may have moved */
 			if (rc < 0)
@@ -682,7 +368,7 @@ again:
 		case OBJFS_CHUNK_RESIDENT_DIRTY:
 resident:
 			objfs_arena_touch(s->arena, c->off, 0);
-			iov_add_chunk(v, objfs_arena_ptr(s->arena, c->off),
+			data_iov_add_chunk(v, objfs_arena_ptr(s->arena, c->off),
 					c->cap, co, n);
 			break;
 		}
@@ -729,11 +415,11 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (c->cap)
 		return c->cap >= need ? 0 : grow(s, ip, idx, c, need);
 	if (c->flags & OBJFS_CHUNK_ONDISK)
-		return restore(s, ip, idx, c, need);
+		return data_restore(s, ip, idx, c, need);
 	/* A damaged object's chunk without a record may have had bytes:
 	 * only a write that replaces all of them may go on. */
 	if ((ip->attr.pad & OBJFS_ATTR_DAMAGED) &&
-	    (wlo > 0 || need < extent_in_file(s, ip, idx)))
+	    (wlo > 0 || need < data_extent_in_file(s, ip, idx)))
 		return lost_chunk(ip, idx);
 	rc = block_alloc(s, ip, idx, need, 1, &c->off, &c->cap);
 	if (rc < 0)
@@ -786,8 +472,8 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	return rc;
 }
 
-static int
-commit_or_abort(struct objfs_meta_txn *t, int rc, uint64_t *seq)
+int
+data_commit_or_abort(struct objfs_meta_txn *t, int rc, uint64_t *seq)
 {
 	if (rc < 0) {
 		objfs_meta_abort(t);
@@ -809,10 +495,10 @@ shorter_csum(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		*csum = objfs_csum64(objfs_arena_ptr(s->arena, c->off), len);
 		return 0;
 	}
-	b = bounce_alloc(c->disk_len);
+	b = data_bounce_alloc(c->disk_len);
 	if (!b)
 		return -ENOMEM;
-	rc = read_disk_copy(s, ip, idx, c, b);
+	rc = data_read_disk_copy(s, ip, idx, c, b);
 	if (rc == 0)
 		*csum = objfs_csum64(b, len);
 	free(b);
@@ -862,12 +548,12 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	}
 	if (rc == 0)
 		rc = objfs_meta_inode_put(t, a);
-	rc = commit_or_abort(t, rc, &seq);
+	rc = data_commit_or_abort(t, rc, &seq);
 	if (rc < 0)
 		return rc;
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e)
 		if (e->flags & OBJFS_CHUNK_ONDISK)
-			defer_slot(s, ip->ino, e->slot, seq);
+			data_defer_slot(s, ip->ino, e->slot, seq);
 	if (shorten) {
 		c->csum = csum;
 		c->disk_len = tail;
@@ -882,260 +568,6 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	return 0;
 }
 
-/* A chunk written out, not yet recorded. */
-struct written {
-	uint64_t idx, slot, csum;
-	uint32_t len;
-	int tail;		/* into its own slot, after its copy */
-};
-
-/*
- * Write out the chunks @sel[0..nsel) (ascending indexes) that are still
- * resident and dirty, in the order described at the top of this file,
- * and the attributes.  On error the chunks written so far are recorded
- * and the rest stay dirty in the arena.
- */
-static int
-writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
-		size_t nsel)
-{
-	uint64_t nchunks = (ip->attr.size + s->chunk_size - 1) >> s->chunk_shift;
-	struct written *w = NULL;
-	struct objfs_meta_txn *t;
-	struct objfs_attr a;
-	size_t n = 0;
-	uint64_t seq, added = 0, durable = objfs_meta_durable_seq(s->meta), i;
-	struct objfs_chunk *c;
-	int rc = 0, fd = -1, r;
-
-	if (nsel) {
-		w = malloc(nsel * sizeof(*w));
-		fd = w ? backing_fd(s, ip, 1, NULL) : -ENOMEM;
-		if (fd < 0) {
-			rc = fd;
-			goto out_clear;
-		}
-	}
-	for (size_t k = 0; k < nsel; k++) {
-		struct written *x = &w[n];
-
-		i = sel[k];
-		c = objfs_chunkmap_get(&ip->chunks, i);
-		if (!c || !c->cap || !(c->flags & OBJFS_CHUNK_DIRTY))
-			continue;
-		x->idx = i;
-		x->len = (uint32_t)min64(c->cap, extent_in_file(s, ip, i));
-		x->tail = (c->flags & OBJFS_CHUNK_ONDISK) &&
-			c->dirty_lo >= c->disk_len && x->len > c->disk_len &&
-			c->rec_seq <= durable;
-		if (x->tail) {
-			/* It only grew since its disk copy, and its record is
-			 * durable (so no older, longer one of this slot can
-			 * come back): the new bytes go after that copy, in
-			 * its own slot.  Nothing a record needs is changed:
-			 * the partial block before them is written with the
-			 * bytes it holds (sector writes are whole or not at
-			 * all). */
-			x->slot = c->slot;
-			rc = objfs_spill_write_tail(fd, x->slot, s->chunk_size,
-					objfs_arena_ptr(s->arena, c->off),
-					c->disk_len & ~(OBJFS_SPILL_ALIGN - 1),
-					x->len, &x->csum);
-			if (rc < 0)
-				break;
-			n++;
-			continue;
-		}
-		/* Slot i if free; never the one a record points at. */
-		rc = objfs_slots_alloc(&ip->slots, i, nchunks, &x->slot);
-		if (rc < 0)
-			break;
-		rc = objfs_spill_write(fd, x->slot, s->chunk_size,
-				objfs_arena_ptr(s->arena, c->off), x->len,
-				&x->csum);
-		if (rc < 0) {
-			objfs_slots_put(&ip->slots, x->slot);
-			break;
-		}
-		n++;
-	}
-	/* Direct I/O wrote whole blocks: when the last slot's copy ends the
-	 * file, cut the padding, so that an object written out once is a
-	 * file holding exactly its bytes. */
-	for (size_t k = 0; k < n; k++)
-		if (w[k].slot + 1 == objfs_slots_end(&ip->slots) &&
-		    ftruncate(fd, (off_t)((w[k].slot << s->chunk_shift) +
-				w[k].len)) < 0 && rc == 0)
-			rc = -errno;
-	/* The records must never reach the disk before the bytes, nor
-	 * before a new file's name. */
-	if (n && fdatasync(fd) < 0)
-		r = -errno;
-	else if (n && ip->bfile_new &&
-		 (r = objfs_backing_sync_dir(s->backing)) == 0)
-		ip->bfile_new = 0;
-	else
-		r = 0;
-	if (r < 0) {
-		for (size_t k = 0; k < n; k++)
-			if (!w[k].tail)
-				objfs_slots_put(&ip->slots, w[k].slot);
-		n = 0;
-		rc = rc ? rc : r;
-	}
-	if (rc < 0)
-		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64
-			": writing to the backing directory: %s",
-			ip->ino, strerror(-rc));
-	if (n == 0 && rc < 0)
-		goto out_clear;
-	/* Record what did reach the disk, even after an error. */
-	a = ip->attr;
-	for (size_t k = 0; k < n; k++)
-		added += !(objfs_chunkmap_get(&ip->chunks, w[k].idx)->flags &
-				OBJFS_CHUNK_ONDISK);
-	a.nrec += added;
-	r = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
-	if (r == 0) {
-		for (size_t k = 0; r == 0 && k < n; k++) {
-			struct objfs_chunk_rec rec = { w[k].csum, w[k].slot,
-				w[k].len };
-
-			r = objfs_meta_chunk_put(t, ip->ino, w[k].idx, &rec);
-		}
-		if (r == 0)
-			r = objfs_meta_inode_put(t, &a);
-		r = commit_or_abort(t, r, &seq);
-	}
-	if (r < 0) {
-		for (size_t k = 0; k < n; k++)
-			if (!w[k].tail)
-				objfs_slots_put(&ip->slots, w[k].slot);
-		rc = rc ? rc : r;
-		goto out_clear;
-	}
-	for (size_t k = 0; k < n; k++) {
-		c = objfs_chunkmap_get(&ip->chunks, w[k].idx);
-		if ((c->flags & OBJFS_CHUNK_ONDISK) && !w[k].tail)
-			defer_slot(s, ip->ino, c->slot, seq);
-		c->flags &= ~OBJFS_CHUNK_DIRTY;
-		c->flags |= OBJFS_CHUNK_ONDISK;
-		c->dirty_lo = UINT32_MAX;
-		c->slot = w[k].slot;
-		c->csum = w[k].csum;
-		c->disk_len = w[k].len;
-		c->rec_seq = seq;
-		objfs_arena_mark_clean(s->arena, c->off);
-		atomic_fetch_add(&s->written_out_chunks, 1);
-		atomic_fetch_add(&s->written_out_bytes, w[k].len);
-	}
-	ip->attr.nrec = a.nrec;
-	if (rc == 0)
-		ip->attr_dirty = 0;
-out_clear:
-	free(w);
-	return rc;
-}
-
-int
-objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
-{
-	struct objfs_chunk *c;
-	uint64_t i, *sel = NULL;
-	size_t n = 0, cap = 0;
-	int rc;
-
-	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
-		if (!c->cap || !(c->flags & OBJFS_CHUNK_DIRTY))
-			continue;
-		if (n == cap) {
-			uint64_t *v = realloc(sel, (cap = cap ? 2 * cap : 16) *
-					sizeof(*v));
-
-			if (!v) {
-				free(sel);
-				return -ENOMEM;
-			}
-			sel = v;
-		}
-		sel[n++] = i;
-	}
-	if (!n && !ip->attr_dirty)
-		return 0;
-	rc = writeout(s, ip, sel, n);
-	free(sel);
-	return rc;
-}
-
-static int
-idx_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-int
-objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
-		const struct objfs_arena_victim *v, int n, uint64_t *freed)
-{
-	uint64_t *sel = n ? malloc((size_t)n * sizeof(*sel)) : NULL;
-	size_t nsel = 0;
-	int rc = 0;
-
-	*freed = 0;
-	if (n && !sel)
-		return -ENOMEM;
-	for (int k = 0; k < n; k++) {
-		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, v[k].idx);
-
-		if (!c || !c->cap || c->off != v[k].off)
-			continue;	/* changed since the clock chose it */
-		if (c->flags & OBJFS_CHUNK_DIRTY)
-			sel[nsel++] = v[k].idx;
-	}
-	if (nsel) {
-		qsort(sel, nsel, sizeof(*sel), idx_cmp);
-		rc = writeout(s, ip, sel, nsel);
-		if (rc == 0)
-			atomic_fetch_add(&s->evictions, 1);
-	}
-	free(sel);
-	for (int k = 0; k < n; k++) {
-		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, v[k].idx);
-
-		if (!c || !c->cap || c->off != v[k].off ||
-		    (c->flags & OBJFS_CHUNK_DIRTY) ||
-		    !(c->flags & OBJFS_CHUNK_ONDISK))
-			continue;
-		*freed += c->cap;
-		objfs_chunk_drop(c, s->arena);
-	}
-	return rc;
-}
-
-/* Restore the spilled chunks of [idx, idx+n) while the arena has room for
- * them below the restore limit. */
-void
-objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t idx, uint64_t n)
-{
-	struct objfs_arena_stats st;
-	struct objfs_chunk *c;
-	uint64_t i;
-
-	OBJFS_CHUNKMAP_EACH(&ip->chunks, idx, i, c) {
-		if (i >= idx + n)
-			break;
-		if (objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED)
-			continue;
-		objfs_arena_get_stats(s->arena, &st);
-		if (st.used + s->chunk_size > s->restore_limit)
-			return;
-		if (restore(s, ip, i, c, 0) < 0)
-			return;
-	}
-}
 
 /*
  * Zero [off, off+len) inside the file: whole chunks become holes, in one
@@ -1163,7 +595,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (!c || objfs_chunk_state(c) == OBJFS_CHUNK_HOLE ||
 		    (ends[e] == cs && (e == 1 || end >= cs + s->chunk_size)))
 			continue;	/* a hole, or whole */
-		in = extent_in_file(s, ip, idx);
+		in = data_extent_in_file(s, ip, idx);
 		rc = make_resident(s, ip, idx, c, in ? in : 1, in);
 		if (rc < 0)
 			return rc;
@@ -1185,7 +617,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	if (t) {
 		if (rc == 0)
 			rc = objfs_meta_inode_put(t, &a);
-		rc = commit_or_abort(t, rc, &seq);
+		rc = data_commit_or_abort(t, rc, &seq);
 		if (rc < 0)
 			return rc;
 	}
@@ -1201,7 +633,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		hi = min64(end, cs + s->chunk_size) - cs;
 		if (lo == 0 && hi == s->chunk_size) {
 			if (c->flags & OBJFS_CHUNK_ONDISK)
-				defer_slot(s, ip->ino, c->slot, seq);
+				data_defer_slot(s, ip->ino, c->slot, seq);
 			objfs_chunk_drop(c, s->arena);
 			c->flags = 0;
 		} else if (lo < c->cap) {
@@ -1229,7 +661,7 @@ reserve_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 {
 	uint64_t last = (end - 1) >> s->chunk_shift, i, j, done;
 	struct objfs_chunk *c;
-	int fd = backing_fd(s, ip, 1, NULL), rc = 0;
+	int fd = data_backing_fd(s, ip, 1, NULL), rc = 0;
 
 	if (fd < 0)
 		return fd;
@@ -1354,7 +786,7 @@ objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip)
 	 * once the threads are stopped, when nothing is reading. */
 	while (ip->ra && ip->ra->reading)
 		pthread_cond_wait(&ip->ra->cv, &ip->lock);
-	ra_free(ip);
+	data_ra_free(ip);
 	objfs_chunkmap_fini(&ip->chunks, s->arena);
 	objfs_slots_fini(&ip->slots);
 	if (ip->bfd >= 0)
@@ -1369,27 +801,14 @@ objfs_data_has_file(const struct objfs_inode *ip)
 	return S_ISREG(ip->attr.mode) && !ip->no_file;
 }
 
-/* Drop what is deferred for @ino: it is going as a whole. */
-static void
-forget_deferred(struct objfs_store *s, uint64_t ino)
-{
-	size_t k = 0;
-
-	pthread_mutex_lock(&s->defer_lock);
-	for (size_t i = 0; i < s->ndefer; i++)
-		if (s->defer[i].ino != ino)
-			s->defer[k++] = s->defer[i];
-	s->ndefer = k;
-	pthread_mutex_unlock(&s->defer_lock);
-}
 
 void
 objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip, uint64_t seq)
 {
 	objfs_data_unload(s, ip);
-	forget_deferred(s, ip->ino);
+	data_forget_deferred(s, ip->ino);
 	if (objfs_data_has_file(ip))
-		defer_slot(s, ip->ino, OBJFS_WHOLE_FILE, seq);
+		data_defer_slot(s, ip->ino, OBJFS_WHOLE_FILE, seq);
 }
 
 int
@@ -1409,249 +828,9 @@ objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 		rc = objfs_meta_orphan_del(t, ip->ino);
 	if (rc == 0 && objfs_data_has_file(ip))
 		rc = objfs_meta_deleted_add(t, ip->ino);
-	rc = commit_or_abort(t, rc, &seq);
+	rc = data_commit_or_abort(t, rc, &seq);
 	if (rc < 0)
 		return rc;
 	objfs_data_gone(s, ip, seq);
 	return 0;
-}
-
-/* ---- giving deferred space back ---------------------------------------- */
-
-static int
-defer_cmp(const void *a, const void *b)
-{
-	const struct objfs_deferred *x = a, *y = b;
-
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return x->slot < y->slot ? -1 : x->slot > y->slot;
-}
-
-/* Take @d[0..n) off the list (they are done). */
-static void
-undefer(struct objfs_store *s, const struct objfs_deferred *d, size_t n)
-{
-	size_t k = 0;
-
-	pthread_mutex_lock(&s->defer_lock);
-	for (size_t i = 0; i < s->ndefer; i++) {
-		int done = 0;
-
-		for (size_t j = 0; j < n && !done; j++)
-			done = s->defer[i].ino == d[j].ino &&
-				s->defer[i].slot == d[j].slot &&
-				s->defer[i].seq == d[j].seq;
-		if (!done)
-			s->defer[k++] = s->defer[i];
-	}
-	s->ndefer = k;
-	pthread_mutex_unlock(&s->defer_lock);
-}
-
-/* Is a read-ahead of slot @slot under way (without the inode lock)? */
-static int
-slot_loading(const struct objfs_inode *ip, uint64_t slot)
-{
-	for (unsigned i = 0; ip->ra && i < ip->ra->n; i++)
-		if (ip->ra->slot[i].state == OBJFS_RA_LOADING &&
-		    ip->ra->slot[i].dslot == slot)
-			return 1;
-	return 0;
-}
-
-/* Shorten @ip's backing file to the end of its last slot in use (whole
- * slots: an older record of that slot, longer than the current one, may
- * still be the durable one). */
-static void
-shrink_file(struct objfs_store *s, struct objfs_inode *ip, int fd)
-{
-	uint64_t end = objfs_slots_end(&ip->slots) << s->chunk_shift;
-	struct stat st;
-
-	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > end &&
-	    ftruncate(fd, (off_t)end) < 0)
-		objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64
-			": cannot shorten the backing file: %m", ip->ino);
-}
-
-/* Give back @d[0..n), the slots of one object. */
-static void
-release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
-{
-	struct objfs_inode *ip;
-	size_t k = 0;
-	int fd;
-
-	if (objfs_store_iget(s, d[0].ino, &ip) < 0) {
-		undefer(s, d, n);	/* gone; its file goes as a whole */
-		return;
-	}
-	pthread_mutex_lock(&ip->lock);
-	fd = backing_fd(s, ip, 0, NULL);
-	for (size_t i = 0; i < n; i++) {
-		/* Keep what a read-ahead is reading, until next time. */
-		if (slot_loading(ip, d[i].slot))
-			continue;
-		if (fd >= 0 && objfs_spill_punch(fd, d[i].slot,
-				s->chunk_size) < 0 && errno != EOPNOTSUPP)
-			objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": cannot "
-				"give slot %" PRIu64 " back: %m", ip->ino,
-				d[i].slot);
-		objfs_slots_put(&ip->slots, d[i].slot);
-		d[k++] = d[i];
-	}
-	if (fd >= 0 && k)
-		shrink_file(s, ip, fd);
-	pthread_mutex_unlock(&ip->lock);
-	objfs_store_iput(s, ip);
-	undefer(s, d, k);
-}
-
-/* Remove the backing file of a deleted object, then its tombstone. */
-static void
-release_file(struct objfs_store *s, const struct objfs_deferred *d)
-{
-	struct objfs_meta_txn *t;
-	int rc = objfs_backing_remove(s->backing, d->ino);
-
-	if (rc < 0) {
-		objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": cannot remove "
-			"its backing file: %s", d->ino, strerror(-rc));
-		return;		/* try again later */
-	}
-	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
-	if (rc == 0) {
-		rc = objfs_meta_deleted_del(t, d->ino);
-		rc = commit_or_abort(t, rc, NULL);
-	}
-	if (rc == 0)
-		undefer(s, d, 1);
-}
-
-void
-objfs_data_release(struct objfs_store *s, int all)
-{
-	uint64_t durable = objfs_meta_durable_seq(s->meta);
-	struct objfs_deferred *d;
-	size_t n = 0, i, j;
-
-	pthread_mutex_lock(&s->defer_lock);
-	d = s->ndefer ? malloc(s->ndefer * sizeof(*d)) : NULL;
-	for (i = 0; d && i < s->ndefer; i++)
-		if (all || s->defer[i].seq <= durable)
-			d[n++] = s->defer[i];
-	pthread_mutex_unlock(&s->defer_lock);
-	if (!n) {
-		free(d);
-		return;
-	}
-	qsort(d, n, sizeof(*d), defer_cmp);
-	for (i = 0; i < n; i = j) {
-		for (j = i + 1; j < n && d[j].ino == d[i].ino; j++)
-			;
-		if (d[j - 1].slot == OBJFS_WHOLE_FILE)
-			release_file(s, &d[j - 1]);	/* sorts last */
-		else
-			release_slots(s, d + i, j - i);
-	}
-	free(d);
-}
-
-int
-objfs_data_reclaim(struct objfs_store *s)
-{
-	size_t n;
-
-	pthread_mutex_lock(&s->defer_lock);
-	n = s->ndefer;
-	pthread_mutex_unlock(&s->defer_lock);
-	if (!n)
-		return 0;
-	if (objfs_meta_sync(s->meta) == 0)
-		objfs_data_release(s, 0);
-	return 1;
-}
-
-/* ---- after an unclean stop: space no record points at ------------------ */
-
-struct trim_ctx {
-	struct objfs_slotmap slots;
-};
-
-static int
-trim_take(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
-{
-	struct trim_ctx *t = arg;
-
-	return r ? objfs_slots_take(&t->slots, r->slot) == -ENOMEM ?
-		-ENOMEM : 0 : 0;
-}
-
-/* Punch the slots of @ino's backing file that no record points at. */
-static uint64_t
-trim_file(struct objfs_store *s, uint64_t ino)
-{
-	struct trim_ctx t;
-	struct objfs_meta_txn *txn;
-	uint64_t freed = 0, end;
-	off_t data, hole;
-	int fd, rc;
-
-	objfs_slots_init(&t.slots);
-	rc = objfs_meta_begin(s->meta, 0, &txn);
-	if (rc < 0)
-		return 0;
-	rc = objfs_meta_chunk_list(txn, ino, trim_take, &t);
-	objfs_meta_abort(txn);
-	fd = rc == 0 ? objfs_backing_file(s->backing, ino, 0, NULL) : -1;
-	for (data = 0; fd >= 0 && (data = lseek(fd, data, SEEK_DATA)) >= 0;
-	     data = hole) {
-		hole = lseek(fd, data, SEEK_HOLE);
-		if (hole < 0)
-			break;
-		for (uint64_t sl = (uint64_t)data >> s->chunk_shift;
-		     (sl << s->chunk_shift) < (uint64_t)hole; sl++) {
-			if (objfs_slots_taken(&t.slots, sl))
-				continue;
-			if (objfs_spill_punch(fd, sl, s->chunk_size) == 0)
-				freed += s->chunk_size;
-		}
-	}
-	end = objfs_slots_end(&t.slots) << s->chunk_shift;
-	if (fd >= 0 && lseek(fd, 0, SEEK_END) > (off_t)end &&
-	    objfs_slots_end(&t.slots) == 0 && ftruncate(fd, 0) < 0)
-		freed = 0;
-	if (fd >= 0)
-		close(fd);
-	objfs_slots_fini(&t.slots);
-	return freed;
-}
-
-static int
-trim_one(void *arg, uint64_t ino)
-{
-	struct objfs_store *s = ((void **)arg)[0];
-	uint64_t *freed = ((void **)arg)[1];
-	struct objfs_meta_txn *t;
-	struct objfs_attr a;
-	int rc;
-
-	if (objfs_meta_begin(s->meta, 0, &t) < 0)
-		return 0;
-	rc = objfs_meta_inode_get(t, ino, &a);
-	objfs_meta_abort(t);
-	if (rc == 0 && S_ISREG(a.mode))
-		*freed += trim_file(s, ino);
-	return 0;
-}
-
-uint64_t
-objfs_data_trim(struct objfs_store *s)
-{
-	uint64_t freed = 0;
-	void *arg[2] = { s, &freed };
-
-	(void)objfs_backing_list(s->backing, trim_one, arg);
-	return freed;
 }

@@ -18,7 +18,7 @@
  * empty or not objfs's while backing files exist refuses to mount.  The
  * maintenance thread checkpoints the index once a second (which bounds
  * what a machine crash can take of namespace changes) and gives back the
- * disk space that durable commits freed (data.c).
+ * disk space that durable commits freed (space.c).
  *
  * Locking: see store_int.h.
  */

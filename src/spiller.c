@@ -9,7 +9,7 @@
  * from the arena's clock (an LRU approximation over every block tagged
  * with its owner), clean chunks first: dropping a chunk whose disk copy is
  * current costs no I/O.  Only when no clean chunk is cold does it choose
- * dirty ones, write them out (data.c's write-out, so the index never
+ * dirty ones, write them out (writeout.c, so the index never
  * points at bytes that fail their checksum) and drop them.  Chunks of
  * open files, and of the file being written, are eligible, which is how a
  * file larger than the arena streams through it.
@@ -26,7 +26,8 @@
  * arena use stays below the low watermark, so restores never take the
  * room writers and the spiller need.  Above it, the same thread reads
  * chunks ahead of a sequential reader into the inode's read-ahead slots
- * (outside the arena; data.c), so the disk works while the reader copies.
+ * (outside the arena; readahead.c), so the disk works while the reader
+ * copies.
  *
  * Locking: spill_lock guards the fields marked so in store_int.h; it is
  * never held across an inode lock or I/O.

@@ -2,7 +2,8 @@
 /*
  * store_int.h - what the store's modules share: inode.c (the inode
  * table), mount.c (open, close, recovery, maintenance), namespace.c,
- * file.c (attributes, open files), xattr.c, data.c (file bytes) and
+ * file.c (attributes, open files), xattr.c, the file bytes (data.c,
+ * writeout.c, readahead.c, space.c: data_int.h) and
  * spiller.c (spiller and restore threads).  Not for the adapter.
  *
  * Locks, outermost first (a thread holding one may take only those
@@ -77,7 +78,7 @@ struct objfs_inode {
 					 * chunks without one read as EIO */
 
 /*
- * Read-ahead of spilled chunks, outside the arena (data.c).  When the
+ * Read-ahead of spilled chunks, outside the arena (readahead.c).  When the
  * arena is too full to restore into, a reader is served from verified
  * disk copies in these slots, and the restore thread fills the slots
  * ahead of a sequential reader while it copies out the current one.
@@ -149,7 +150,7 @@ struct objfs_store {
 	_Atomic uint64_t direct_reads, csum_failures;
 	_Atomic uint64_t evictions, dropped_bytes, write_waits;
 
-	/* Space given back when durable (data.c), a leaf lock. */
+	/* Space given back when durable (space.c), a leaf lock. */
 	pthread_mutex_t defer_lock;
 	struct objfs_deferred *defer;	/* protected by defer_lock */
 	size_t ndefer, defer_cap;	/* protected by defer_lock */

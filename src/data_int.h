@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * data_int.h - what the file-bytes modules share: data.c (loading,
+ * reads, writes, truncation, holes), readahead.c, writeout.c and space.c.
+ * All called with the inode's lock held unless they say otherwise.
+ */
+#ifndef OBJFS_DATA_INT_H
+#define OBJFS_DATA_INT_H
+
+#include "store_int.h"
+
+static inline uint64_t
+min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* data.c */
+/* The backing file's fd (made, with @create, when missing; *@created
+ * says so), or a negative errno. */
+int data_backing_fd(struct objfs_store *s, struct objfs_inode *ip,
+		int create, int *created);
+/* Bytes of chunk @idx that lie inside the file. */
+uint32_t data_extent_in_file(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx);
+/* A buffer for a disk copy of @len bytes, aligned for direct I/O. */
+void *data_bounce_alloc(uint32_t len);
+/* Read the disk copy of @c into @buf (disk_len bytes), verifying it. */
+int data_read_disk_copy(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx, const struct objfs_chunk *c, void *buf);
+/* Bring the disk copy of chunk @idx into a new block of at least
+ * @min_cap bytes.  -ENOSPC when the arena has no such block. */
+int data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint32_t min_cap);
+/* Bytes [co, co+n) of a chunk whose valid bytes are src[0..have). */
+void data_iov_add_chunk(struct objfs_iov *v, const unsigned char *src,
+		uint32_t have, uint32_t co, uint32_t n);
+/* Commit @t when @rc is 0 (the commit's number in *@seq), else abort it;
+ * the result. */
+int data_commit_or_abort(struct objfs_meta_txn *t, int rc, uint64_t *seq);
+
+/* readahead.c */
+/* Free the read-ahead slots (no load may be reading: see unload). */
+void data_ra_free(struct objfs_inode *ip);
+/* A sequential reader at chunk @idx (this request began at @first):
+ * queue loads of the spilled chunks after it into slots it is done
+ * with. */
+void data_ra_ahead(struct objfs_store *s, struct objfs_inode *ip,
+		struct objfs_rahead *ra, uint64_t first, uint64_t idx);
+/* Serve bytes [co, co+n) of spilled chunk @idx from its verified disk
+ * copy, into @v.  -EAGAIN when it waited for a load (the inode lock was
+ * dropped: start again). */
+int data_read_from_disk(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx, struct objfs_chunk *c, uint64_t first,
+		struct objfs_iov *v, uint32_t co, uint32_t n);
+/* Is a read-ahead of slot @slot under way (without the inode lock)? */
+int data_slot_loading(const struct objfs_inode *ip, uint64_t slot);
+
+/* space.c */
+/* Put @slot of @ino on the list of space to give back once commit @seq
+ * is durable (it stays taken meanwhile). */
+void data_defer_slot(struct objfs_store *s, uint64_t ino, uint64_t slot,
+		uint64_t seq);
+/* Drop what is deferred for @ino: it is going as a whole. */
+void data_forget_deferred(struct objfs_store *s, uint64_t ino);
+
+#endif

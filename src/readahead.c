@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * readahead.c - spilled chunks served straight from disk, above the low
+ * watermark: per-inode read-ahead slots outside the arena, filled ahead of
+ * a sequential reader by the restore threads without the inode's lock.
+ *
+ * A LOADING slot belongs to its loader; ra->reading counts the loads that
+ * read without the lock, and the slots' buffers and the backing fd stay
+ * until it is zero (objfs_data_unload waits for it).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/csum.h"
+#include "base/log.h"
+#include "base/sync.h"
+#include "data_int.h"
+
+/* ---- read-ahead of spilled chunks, outside the arena ---------------- */
+
+/* Bytes of read-ahead buffers per inode, in whole chunks (2 to 8). */
+#define RA_BYTES	(8u << 20)
+#define RA_MAX_SLOTS	8
+
+static struct objfs_rahead *
+ra_get(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_rahead *ra = ip->ra;
+	unsigned n = RA_BYTES / s->chunk_size;
+
+	if (ra)
+		return ra;
+	n = n < 2 ? 2 : n > RA_MAX_SLOTS ? RA_MAX_SLOTS : n;
+	ra = calloc(1, sizeof(*ra) + n * sizeof(ra->slot[0]));
+	if (!ra)
+		return NULL;
+	if (objfs_cond_init(&ra->cv) != 0) {
+		free(ra);
+		return NULL;
+	}
+	ra->n = n;
+	ra->last = UINT64_MAX;
+	for (unsigned i = 0; i < n; i++) {
+		ra->slot[i].buf = data_bounce_alloc(s->chunk_size);
+		if (!ra->slot[i].buf) {
+			while (i--)
+				free(ra->slot[i].buf);
+			pthread_cond_destroy(&ra->cv);
+			free(ra);
+			return NULL;
+		}
+	}
+	ip->ra = ra;
+	return ra;
+}
+
+void
+data_ra_free(struct objfs_inode *ip)
+{
+	struct objfs_rahead *ra = ip->ra;
+
+	if (!ra)
+		return;
+	for (unsigned i = 0; i < ra->n; i++)
+		free(ra->slot[i].buf);
+	pthread_cond_destroy(&ra->cv);
+	free(ra);
+	ip->ra = NULL;
+}
+
+void
+objfs_data_ra_release(struct objfs_inode *ip)
+{
+	if (!ip->ra)
+		return;
+	for (unsigned i = 0; i < ip->ra->n; i++)
+		if (ip->ra->slot[i].state == OBJFS_RA_LOADING)
+			return;
+	data_ra_free(ip);
+}
+
+/* The slot holding (or loading) the current disk copy of chunk @idx. */
+static struct objfs_ra_slot *
+ra_find(struct objfs_rahead *ra, uint64_t idx, const struct objfs_chunk *c)
+{
+	for (unsigned i = 0; i < ra->n; i++) {
+		struct objfs_ra_slot *sl = &ra->slot[i];
+
+		if (sl->state != OBJFS_RA_EMPTY && sl->idx == idx &&
+		    sl->dslot == c->slot && sl->csum == c->csum &&
+		    sl->len == c->disk_len)
+			return sl;
+	}
+	return NULL;
+}
+
+/* A slot to fill, for a request that reads chunks @first to @idx: an
+ * empty one, else the ready one furthest behind @first; with @ahead_ok,
+ * else the ready one furthest beyond @idx.  NULL when every candidate is
+ * loading or in use. */
+static struct objfs_ra_slot *
+ra_victim(struct objfs_rahead *ra, uint64_t first, uint64_t idx, int ahead_ok)
+{
+	struct objfs_ra_slot *best = NULL;
+
+	for (unsigned i = 0; i < ra->n; i++) {
+		struct objfs_ra_slot *sl = &ra->slot[i];
+
+		if (sl->state == OBJFS_RA_EMPTY)
+			return sl;
+		if (sl->state != OBJFS_RA_READY)
+			continue;
+		if (sl->idx < first) {
+			if (!best || best->idx >= first || sl->idx < best->idx)
+				best = sl;
+		} else if (ahead_ok && sl->idx > idx &&
+			   (!best || (best->idx > idx && sl->idx > best->idx))) {
+			best = sl;
+		}
+	}
+	return best;
+}
+
+/* A sequential reader at chunk @idx (this request began at @first):
+ * queue loads of the spilled chunks after it into slots it has finished
+ * with. */
+void
+data_ra_ahead(struct objfs_store *s, struct objfs_inode *ip,
+		struct objfs_rahead *ra, uint64_t first, uint64_t idx)
+{
+	int seq = idx == ra->last || idx == ra->last + 1;
+
+	ra->last = idx;
+	if (!seq)
+		return;
+	for (uint64_t j = idx + 1; j < idx + ra->n; j++) {
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, j);
+		struct objfs_ra_slot *sl;
+
+		if (!c || objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED ||
+		    ra_find(ra, j, c))
+			continue;
+		sl = ra_victim(ra, first, idx, 0);
+		if (!sl)
+			return;
+		sl->state = OBJFS_RA_LOADING;
+		sl->idx = j;
+		sl->dslot = c->slot;
+		sl->csum = c->csum;
+		sl->len = c->disk_len;
+		sl->gen = ++ra->next_gen;
+		if (objfs_spiller_read_ahead(s, ip->ino, j, (int)(sl - ra->slot),
+				sl->gen) < 0) {
+			sl->state = OBJFS_RA_EMPTY;
+			return;
+		}
+	}
+}
+
+/* A verified disk copy of chunk @idx, for a read served from disk. */
+static int
+load_direct(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, void *buf)
+{
+	int rc = data_read_disk_copy(s, ip, idx, c, buf);
+
+	if (rc == 0)
+		atomic_fetch_add(&s->direct_reads, 1);
+	return rc;
+}
+
+/* Read chunk @idx into a buffer that belongs to @v alone. */
+static int
+read_bounce(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, struct objfs_iov *v, uint32_t co,
+		uint32_t n)
+{
+	unsigned char *b;
+	void **nb;
+	int rc;
+
+	nb = realloc(v->bounce, (v->nbounce + 1) * sizeof(*nb));
+	if (!nb)
+		return -ENOMEM;
+	v->bounce = nb;
+	b = data_bounce_alloc(s->chunk_size);
+	if (!b)
+		return -ENOMEM;
+	v->bounce[v->nbounce++] = b;
+	rc = load_direct(s, ip, idx, c, b);
+	if (rc < 0)
+		return rc;
+	data_iov_add_chunk(v, b, c->disk_len, co, n);
+	return 0;
+}
+
+void
+objfs_iov_release(struct objfs_iov *v)
+{
+	for (size_t i = 0; i < v->nbounce; i++)
+		free(v->bounce[i]);
+	free(v->bounce);
+	v->bounce = NULL;
+	v->nbounce = 0;
+}
+
+/*
+ * Serve bytes [co, co+n) of spilled chunk @idx from its verified disk
+ * copy, into @v.  Slots of chunks from @first on are already in @v, so
+ * they are not reused.  -EAGAIN when it waited for a load (the inode lock
+ * was dropped, so the caller must start again; it held no pieces, so
+ * every wait is followed by progress).
+ */
+int
+data_read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint64_t first, struct objfs_iov *v,
+		uint32_t co, uint32_t n)
+{
+	struct objfs_rahead *ra = ra_get(s, ip);
+	struct objfs_ra_slot *sl;
+	int rc;
+
+	if (!ra)
+		return -ENOMEM;
+	sl = ra_find(ra, idx, c);
+	if (!sl) {
+		sl = ra_victim(ra, first, idx, 1);
+		if (!sl)	/* one read spans more chunks than slots */
+			return read_bounce(s, ip, idx, c, v, co, n);
+		sl->state = OBJFS_RA_EMPTY;
+		rc = load_direct(s, ip, idx, c, sl->buf);
+		if (rc < 0)
+			return rc;
+		sl->idx = idx;
+		sl->dslot = c->slot;
+		sl->csum = c->csum;
+		sl->len = c->disk_len;
+		sl->state = OBJFS_RA_READY;
+	} else if (sl->state == OBJFS_RA_LOADING) {
+		/* Waiting drops the lock, which keeps the pieces already in
+		 * @v valid: only a request that holds none may wait (and then
+		 * start over); others read the chunk themselves. */
+		if (v->n)
+			return read_bounce(s, ip, idx, c, v, co, n);
+		pthread_cond_wait(&ra->cv, &ip->lock);
+		return -EAGAIN;
+	}
+	/* The kernel reads a chunk in several requests: each is served from
+	 * this copy, not read and checked again. */
+	data_iov_add_chunk(v, sl->buf, c->disk_len, co, n);
+	if (idx != ra->last)
+		data_ra_ahead(s, ip, ra, first, idx);
+	return 0;
+}
+
+void
+objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
+		int slot, uint64_t gen)
+{
+	struct objfs_rahead *ra = ip->ra;
+	struct objfs_ra_slot *sl;
+	struct objfs_chunk *c;
+	uint64_t idx, csum, dslot;
+	uint32_t len;
+	int fd, rc = -ESTALE;
+
+	if (!ra || slot < 0 || (unsigned)slot >= ra->n)
+		return;
+	sl = &ra->slot[slot];
+	if (sl->state != OBJFS_RA_LOADING || sl->gen != gen)
+		return;
+	idx = sl->idx;
+	dslot = sl->dslot;
+	csum = sl->csum;
+	len = sl->len;
+	c = objfs_chunkmap_get(&ip->chunks, idx);
+	fd = data_backing_fd(s, ip, 0, NULL);
+	if (c && objfs_chunk_state(c) == OBJFS_CHUNK_SPILLED &&
+	    c->slot == dslot && c->csum == csum && c->disk_len == len &&
+	    fd >= 0) {
+		/* The slot is ours while LOADING; the buffers and fd stay
+		 * while ra->reading says a load is under way (unloading
+		 * waits for it); the disk copy's slot is not given back
+		 * while a record points at it.  Read without the lock, so
+		 * the reader copies the chunk before this one meanwhile. */
+		ra->reading++;
+		pthread_mutex_unlock(&ip->lock);
+		rc = objfs_spill_read(fd, ip->ino, idx, dslot, s->chunk_size,
+				sl->buf, len, csum);
+		pthread_mutex_lock(&ip->lock);
+		ra->reading--;
+	}
+	/* A failure (a chunk rewritten meanwhile, or a bad copy) leaves the
+	 * slot empty: the reader then reads it itself, and reports. */
+	if (sl->state == OBJFS_RA_LOADING && sl->gen == gen) {
+		sl->state = rc == 0 ? OBJFS_RA_READY : OBJFS_RA_EMPTY;
+		if (rc == 0)
+			atomic_fetch_add(&s->direct_reads, 1);
+	}
+	pthread_cond_broadcast(&ra->cv);
+}
+
+
+/* Is a read-ahead of slot @slot under way (without the inode lock)? */
+int
+data_slot_loading(const struct objfs_inode *ip, uint64_t slot)
+{
+	for (unsigned i = 0; ip->ra && i < ip->ra->n; i++)
+		if (ip->ra->slot[i].state == OBJFS_RA_LOADING &&
+		    ip->ra->slot[i].dslot == slot)
+			return 1;
+	return 0;
+}

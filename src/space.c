@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * space.c - disk space that waits to be given back: the slots a durable
+ * commit freed and the backing files of deleted objects (the deferred
+ * list, under defer_lock), and, after an unclean stop, the slots no record
+ * points at.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/csum.h"
+#include "base/log.h"
+#include "base/sync.h"
+#include "data_int.h"
+
+/* Put @slot of @ip on the list of space to give back once commit @seq is
+ * durable (it stays taken meanwhile). */
+void
+data_defer_slot(struct objfs_store *s, uint64_t ino, uint64_t slot, uint64_t seq)
+{
+	pthread_mutex_lock(&s->defer_lock);
+	if (s->ndefer == s->defer_cap) {
+		size_t n = s->defer_cap ? 2 * s->defer_cap : 256;
+		struct objfs_deferred *d = realloc(s->defer, n * sizeof(*d));
+
+		if (!d) {
+			/* The slot stays taken (until the inode leaves
+			 * memory): space, not bytes, is what is lost. */
+			pthread_mutex_unlock(&s->defer_lock);
+			objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": out of "
+				"memory: slot %" PRIu64 " not given back", ino,
+				slot);
+			return;
+		}
+		s->defer = d;
+		s->defer_cap = n;
+	}
+	s->defer[s->ndefer++] = (struct objfs_deferred){ ino, slot, seq };
+	pthread_mutex_unlock(&s->defer_lock);
+}
+
+/* Drop what is deferred for @ino: it is going as a whole. */
+void
+data_forget_deferred(struct objfs_store *s, uint64_t ino)
+{
+	size_t k = 0;
+
+	pthread_mutex_lock(&s->defer_lock);
+	for (size_t i = 0; i < s->ndefer; i++)
+		if (s->defer[i].ino != ino)
+			s->defer[k++] = s->defer[i];
+	s->ndefer = k;
+	pthread_mutex_unlock(&s->defer_lock);
+}
+
+/* ---- giving deferred space back ---------------------------------------- */
+
+static int
+defer_cmp(const void *a, const void *b)
+{
+	const struct objfs_deferred *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* Take @d[0..n) off the list (they are done). */
+static void
+undefer(struct objfs_store *s, const struct objfs_deferred *d, size_t n)
+{
+	size_t k = 0;
+
+	pthread_mutex_lock(&s->defer_lock);
+	for (size_t i = 0; i < s->ndefer; i++) {
+		int done = 0;
+
+		for (size_t j = 0; j < n && !done; j++)
+			done = s->defer[i].ino == d[j].ino &&
+				s->defer[i].slot == d[j].slot &&
+				s->defer[i].seq == d[j].seq;
+		if (!done)
+			s->defer[k++] = s->defer[i];
+	}
+	s->ndefer = k;
+	pthread_mutex_unlock(&s->defer_lock);
+}
+
+
+/* Shorten @ip's backing file to the end of its last slot in use (whole
+ * slots: an older record of that slot, longer than the current one, may
+ * still be the durable one). */
+static void
+shrink_file(struct objfs_store *s, struct objfs_inode *ip, int fd)
+{
+	uint64_t end = objfs_slots_end(&ip->slots) << s->chunk_shift;
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > end &&
+	    ftruncate(fd, (off_t)end) < 0)
+		objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64
+			": cannot shorten the backing file: %m", ip->ino);
+}
+
+/* Give back @d[0..n), the slots of one object. */
+static void
+release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
+{
+	struct objfs_inode *ip;
+	size_t k = 0;
+	int fd;
+
+	if (objfs_store_iget(s, d[0].ino, &ip) < 0) {
+		undefer(s, d, n);	/* gone; its file goes as a whole */
+		return;
+	}
+	pthread_mutex_lock(&ip->lock);
+	fd = data_backing_fd(s, ip, 0, NULL);
+	for (size_t i = 0; i < n; i++) {
+		/* Keep what a read-ahead is reading, until next time. */
+		if (data_slot_loading(ip, d[i].slot))
+			continue;
+		if (fd >= 0 && objfs_spill_punch(fd, d[i].slot,
+				s->chunk_size) < 0 && errno != EOPNOTSUPP)
+			objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": cannot "
+				"give slot %" PRIu64 " back: %m", ip->ino,
+				d[i].slot);
+		objfs_slots_put(&ip->slots, d[i].slot);
+		d[k++] = d[i];
+	}
+	if (fd >= 0 && k)
+		shrink_file(s, ip, fd);
+	pthread_mutex_unlock(&ip->lock);
+	objfs_store_iput(s, ip);
+	undefer(s, d, k);
+}
+
+/* Remove the backing file of a deleted object, then its tombstone. */
+static void
+release_file(struct objfs_store *s, const struct objfs_deferred *d)
+{
+	struct objfs_meta_txn *t;
+	int rc = objfs_backing_remove(s->backing, d->ino);
+
+	if (rc < 0) {
+		objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": cannot remove "
+			"its backing file: %s", d->ino, strerror(-rc));
+		return;		/* try again later */
+	}
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+	if (rc == 0) {
+		rc = objfs_meta_deleted_del(t, d->ino);
+		rc = data_commit_or_abort(t, rc, NULL);
+	}
+	if (rc == 0)
+		undefer(s, d, 1);
+}
+
+void
+objfs_data_release(struct objfs_store *s, int all)
+{
+	uint64_t durable = objfs_meta_durable_seq(s->meta);
+	struct objfs_deferred *d;
+	size_t n = 0, i, j;
+
+	pthread_mutex_lock(&s->defer_lock);
+	d = s->ndefer ? malloc(s->ndefer * sizeof(*d)) : NULL;
+	for (i = 0; d && i < s->ndefer; i++)
+		if (all || s->defer[i].seq <= durable)
+			d[n++] = s->defer[i];
+	pthread_mutex_unlock(&s->defer_lock);
+	if (!n) {
+		free(d);
+		return;
+	}
+	qsort(d, n, sizeof(*d), defer_cmp);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && d[j].ino == d[i].ino; j++)
+			;
+		if (d[j - 1].slot == OBJFS_WHOLE_FILE)
+			release_file(s, &d[j - 1]);	/* sorts last */
+		else
+			release_slots(s, d + i, j - i);
+	}
+	free(d);
+}
+
+int
+objfs_data_reclaim(struct objfs_store *s)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->defer_lock);
+	n = s->ndefer;
+	pthread_mutex_unlock(&s->defer_lock);
+	if (!n)
+		return 0;
+	if (objfs_meta_sync(s->meta) == 0)
+		objfs_data_release(s, 0);
+	return 1;
+}
+
+/* ---- after an unclean stop: space no record points at ------------------ */
+
+struct trim_ctx {
+	struct objfs_slotmap slots;
+};
+
+static int
+trim_take(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
+{
+	struct trim_ctx *t = arg;
+
+	return r ? objfs_slots_take(&t->slots, r->slot) == -ENOMEM ?
+		-ENOMEM : 0 : 0;
+}
+
+/* Punch the slots of @ino's backing file that no record points at. */
+static uint64_t
+trim_file(struct objfs_store *s, uint64_t ino)
+{
+	struct trim_ctx t;
+	struct objfs_meta_txn *txn;
+	uint64_t freed = 0, end;
+	off_t data, hole;
+	int fd, rc;
+
+	objfs_slots_init(&t.slots);
+	rc = objfs_meta_begin(s->meta, 0, &txn);
+	if (rc < 0)
+		return 0;
+	rc = objfs_meta_chunk_list(txn, ino, trim_take, &t);
+	objfs_meta_abort(txn);
+	fd = rc == 0 ? objfs_backing_file(s->backing, ino, 0, NULL) : -1;
+	for (data = 0; fd >= 0 && (data = lseek(fd, data, SEEK_DATA)) >= 0;
+	     data = hole) {
+		hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0)
+			break;
+		for (uint64_t sl = (uint64_t)data >> s->chunk_shift;
+		     (sl << s->chunk_shift) < (uint64_t)hole; sl++) {
+			if (objfs_slots_taken(&t.slots, sl))
+				continue;
+			if (objfs_spill_punch(fd, sl, s->chunk_size) == 0)
+				freed += s->chunk_size;
+		}
+	}
+	end = objfs_slots_end(&t.slots) << s->chunk_shift;
+	if (fd >= 0 && lseek(fd, 0, SEEK_END) > (off_t)end &&
+	    objfs_slots_end(&t.slots) == 0 && ftruncate(fd, 0) < 0)
+		freed = 0;
+	if (fd >= 0)
+		close(fd);
+	objfs_slots_fini(&t.slots);
+	return freed;
+}
+
+static int
+trim_one(void *arg, uint64_t ino)
+{
+	struct objfs_store *s = ((void **)arg)[0];
+	uint64_t *freed = ((void **)arg)[1];
+	struct objfs_meta_txn *t;
+	struct objfs_attr a;
+	int rc;
+
+	if (objfs_meta_begin(s->meta, 0, &t) < 0)
+		return 0;
+	rc = objfs_meta_inode_get(t, ino, &a);
+	objfs_meta_abort(t);
+	if (rc == 0 && S_ISREG(a.mode))
+		*freed += trim_file(s, ino);
+	return 0;
+}
+
+uint64_t
+objfs_data_trim(struct objfs_store *s)
+{
+	uint64_t freed = 0;
+	void *arg[2] = { s, &freed };
+
+	(void)objfs_backing_list(s->backing, trim_one, arg);
+	return freed;
+}

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * writeout.c - writing dirty chunks out, copy-on-write (the rules are at
+ * the top of data.c): fsync and close (objfs_data_flush), the spiller's
+ * evictions (objfs_data_evict), and restores ahead of a reader.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/csum.h"
+#include "base/log.h"
+#include "base/sync.h"
+#include "data_int.h"
+
+/* A chunk written out, not yet recorded. */
+struct written {
+	uint64_t idx, slot, csum;
+	uint32_t len;
+	int tail;		/* into its own slot, after its copy */
+};
+
+/*
+ * Write out the chunks @sel[0..nsel) (ascending indexes) that are still
+ * resident and dirty, in the order described at the top of this file,
+ * and the attributes.  On error the chunks written so far are recorded
+ * and the rest stay dirty in the arena.
+ */
+static int
+writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
+		size_t nsel)
+{
+	uint64_t nchunks = (ip->attr.size + s->chunk_size - 1) >> s->chunk_shift;
+	struct written *w = NULL;
+	struct objfs_meta_txn *t;
+	struct objfs_attr a;
+	size_t n = 0;
+	uint64_t seq, added = 0, durable = objfs_meta_durable_seq(s->meta), i;
+	struct objfs_chunk *c;
+	int rc = 0, fd = -1, r;
+
+	if (nsel) {
+		w = malloc(nsel * sizeof(*w));
+		fd = w ? data_backing_fd(s, ip, 1, NULL) : -ENOMEM;
+		if (fd < 0) {
+			rc = fd;
+			goto out_clear;
+		}
+	}
+	for (size_t k = 0; k < nsel; k++) {
+		struct written *x = &w[n];
+
+		i = sel[k];
+		c = objfs_chunkmap_get(&ip->chunks, i);
+		if (!c || !c->cap || !(c->flags & OBJFS_CHUNK_DIRTY))
+			continue;
+		x->idx = i;
+		x->len = (uint32_t)min64(c->cap, data_extent_in_file(s, ip, i));
+		x->tail = (c->flags & OBJFS_CHUNK_ONDISK) &&
+			c->dirty_lo >= c->disk_len && x->len > c->disk_len &&
+			c->rec_seq <= durable;
+		if (x->tail) {
+			/* It only grew since its disk copy, and its record is
+			 * durable (so no older, longer one of this slot can
+			 * come back): the new bytes go after that copy, in
+			 * its own slot.  Nothing a record needs is changed:
+			 * the partial block before them is written with the
+			 * bytes it holds (sector writes are whole or not at
+			 * all). */
+			x->slot = c->slot;
+			rc = objfs_spill_write_tail(fd, x->slot, s->chunk_size,
+					objfs_arena_ptr(s->arena, c->off),
+					c->disk_len & ~(OBJFS_SPILL_ALIGN - 1),
+					x->len, &x->csum);
+			if (rc < 0)
+				break;
+			n++;
+			continue;
+		}
+		/* Slot i if free; never the one a record points at. */
+		rc = objfs_slots_alloc(&ip->slots, i, nchunks, &x->slot);
+		if (rc < 0)
+			break;
+		rc = objfs_spill_write(fd, x->slot, s->chunk_size,
+				objfs_arena_ptr(s->arena, c->off), x->len,
+				&x->csum);
+		if (rc < 0) {
+			objfs_slots_put(&ip->slots, x->slot);
+			break;
+		}
+		n++;
+	}
+	/* Direct I/O wrote whole blocks: when the last slot's copy ends the
+	 * file, cut the padding, so that an object written out once is a
+	 * file holding exactly its bytes. */
+	for (size_t k = 0; k < n; k++)
+		if (w[k].slot + 1 == objfs_slots_end(&ip->slots) &&
+		    ftruncate(fd, (off_t)((w[k].slot << s->chunk_shift) +
+				w[k].len)) < 0 && rc == 0)
+			rc = -errno;
+	/* The records must never reach the disk before the bytes, nor
+	 * before a new file's name. */
+	if (n && fdatasync(fd) < 0)
+		r = -errno;
+	else if (n && ip->bfile_new &&
+		 (r = objfs_backing_sync_dir(s->backing)) == 0)
+		ip->bfile_new = 0;
+	else
+		r = 0;
+	if (r < 0) {
+		for (size_t k = 0; k < n; k++)
+			if (!w[k].tail)
+				objfs_slots_put(&ip->slots, w[k].slot);
+		n = 0;
+		rc = rc ? rc : r;
+	}
+	if (rc < 0)
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64
+			": writing to the backing directory: %s",
+			ip->ino, strerror(-rc));
+	if (n == 0 && rc < 0)
+		goto out_clear;
+	/* Record what did reach the disk, even after an error. */
+	a = ip->attr;
+	for (size_t k = 0; k < n; k++)
+		added += !(objfs_chunkmap_get(&ip->chunks, w[k].idx)->flags &
+				OBJFS_CHUNK_ONDISK);
+	a.nrec += added;
+	r = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+	if (r == 0) {
+		for (size_t k = 0; r == 0 && k < n; k++) {
+			struct objfs_chunk_rec rec = { w[k].csum, w[k].slot,
+				w[k].len };
+
+			r = objfs_meta_chunk_put(t, ip->ino, w[k].idx, &rec);
+		}
+		if (r == 0)
+			r = objfs_meta_inode_put(t, &a);
+		r = data_commit_or_abort(t, r, &seq);
+	}
+	if (r < 0) {
+		for (size_t k = 0; k < n; k++)
+			if (!w[k].tail)
+				objfs_slots_put(&ip->slots, w[k].slot);
+		rc = rc ? rc : r;
+		goto out_clear;
+	}
+	for (size_t k = 0; k < n; k++) {
+		c = objfs_chunkmap_get(&ip->chunks, w[k].idx);
+		if ((c->flags & OBJFS_CHUNK_ONDISK) && !w[k].tail)
+			data_defer_slot(s, ip->ino, c->slot, seq);
+		c->flags &= ~OBJFS_CHUNK_DIRTY;
+		c->flags |= OBJFS_CHUNK_ONDISK;
+		c->dirty_lo = UINT32_MAX;
+		c->slot = w[k].slot;
+		c->csum = w[k].csum;
+		c->disk_len = w[k].len;
+		c->rec_seq = seq;
+		objfs_arena_mark_clean(s->arena, c->off);
+		atomic_fetch_add(&s->written_out_chunks, 1);
+		atomic_fetch_add(&s->written_out_bytes, w[k].len);
+	}
+	ip->attr.nrec = a.nrec;
+	if (rc == 0)
+		ip->attr_dirty = 0;
+out_clear:
+	free(w);
+	return rc;
+}
+
+int
+objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_chunk *c;
+	uint64_t i, *sel = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
+		if (!c->cap || !(c->flags & OBJFS_CHUNK_DIRTY))
+			continue;
+		if (n == cap) {
+			uint64_t *v = realloc(sel, (cap = cap ? 2 * cap : 16) *
+					sizeof(*v));
+
+			if (!v) {
+				free(sel);
+				return -ENOMEM;
+			}
+			sel = v;
+		}
+		sel[n++] = i;
+	}
+	if (!n && !ip->attr_dirty)
+		return 0;
+	rc = writeout(s, ip, sel, n);
+	free(sel);
+	return rc;
+}
+
+static int
+idx_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_arena_victim *v, int n, uint64_t *freed)
+{
+	uint64_t *sel = n ? malloc((size_t)n * sizeof(*sel)) : NULL;
+	size_t nsel = 0;
+	int rc = 0;
+
+	*freed = 0;
+	if (n && !sel)
+		return -ENOMEM;
+	for (int k = 0; k < n; k++) {
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, v[k].idx);
+
+		if (!c || !c->cap || c->off != v[k].off)
+			continue;	/* changed since the clock chose it */
+		if (c->flags & OBJFS_CHUNK_DIRTY)
+			sel[nsel++] = v[k].idx;
+	}
+	if (nsel) {
+		qsort(sel, nsel, sizeof(*sel), idx_cmp);
+		rc = writeout(s, ip, sel, nsel);
+		if (rc == 0)
+			atomic_fetch_add(&s->evictions, 1);
+	}
+	free(sel);
+	for (int k = 0; k < n; k++) {
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, v[k].idx);
+
+		if (!c || !c->cap || c->off != v[k].off ||
+		    (c->flags & OBJFS_CHUNK_DIRTY) ||
+		    !(c->flags & OBJFS_CHUNK_ONDISK))
+			continue;
+		*freed += c->cap;
+		objfs_chunk_drop(c, s->arena);
+	}
+	return rc;
+}
+
+/* Restore the spilled chunks of [idx, idx+n) while the arena has room for
+ * them below the restore limit. */
+void
+objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx, uint64_t n)
+{
+	struct objfs_arena_stats st;
+	struct objfs_chunk *c;
+	uint64_t i;
+
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, idx, i, c) {
+		if (i >= idx + n)
+			break;
+		if (objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED)
+			continue;
+		objfs_arena_get_stats(s->arena, &st);
+		if (st.used + s->chunk_size > s->restore_limit)
+			return;
+		if (data_restore(s, ip, i, c, 0) < 0)
+			return;
+	}
+}
