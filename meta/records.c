@@ -1,0 +1,676 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * records.c - the records of each DB (super, inodes, names, readdir
+ * cookies, xattrs, symlinks, chunks, orphans, tombstones) and the walks
+ * over a whole DB.  Formats in meta_keys.h; every value carries its
+ * checksum trailer (meta.c).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/base/csum.h"
+#include "../src/base/log.h"
+#include "meta.h"
+#include "meta_int.h"
+#include "meta_keys.h"
+#include "meta_priv.h"
+
+/* ---- records ------------------------------------------------------------ */
+
+int
+objfs_meta_super_get(struct objfs_meta_txn *t, const char *key, uint64_t *val)
+{
+	MDB_val v;
+	int rc = meta_get(t, DB_SUPER, key, strlen(key), &v);
+
+	if (rc < 0)
+		return rc;
+	if (v.mv_size != sizeof(*val))
+		return meta_damaged(DB_SUPER, key, strlen(key));
+	memcpy(val, v.mv_data, sizeof(*val));
+	return 0;
+}
+
+int
+objfs_meta_super_put(struct objfs_meta_txn *t, const char *key, uint64_t val)
+{
+	return meta_put(t, DB_SUPER, key, strlen(key), &val, sizeof(val), 0);
+}
+
+int
+objfs_meta_inode_get(struct objfs_meta_txn *t, uint64_t ino,
+		struct objfs_attr *a)
+{
+	unsigned char kb[8];
+	MDB_val v;
+	int rc;
+
+	put_be64(kb, ino);
+	rc = meta_get(t, DB_INODE, kb, 8, &v);
+	if (rc < 0)
+		return rc;
+	if (v.mv_size != sizeof(*a))
+		return meta_damaged(DB_INODE, kb, 8);
+	memcpy(a, v.mv_data, sizeof(*a));
+	return 0;
+}
+
+int
+objfs_meta_inode_put(struct objfs_meta_txn *t, const struct objfs_attr *a)
+{
+	unsigned char kb[8];
+
+	put_be64(kb, a->ino);
+	return meta_put(t, DB_INODE, kb, 8, a, sizeof(*a), 0);
+}
+
+int
+objfs_meta_inode_del(struct objfs_meta_txn *t, uint64_t ino)
+{
+	unsigned char kb[8];
+	int rc;
+
+	put_be64(kb, ino);
+	rc = meta_del(t, DB_INODE, kb, 8);
+	if (rc < 0)
+		return rc;
+	rc = meta_del(t, DB_SYMLINK, kb, 8);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	rc = meta_del_range(t, DB_XATTR, ino, NULL, 0);
+	if (rc < 0)
+		return rc;
+	return meta_del_range(t, DB_CHUNK, ino, NULL, 0);
+}
+
+int
+objfs_meta_inode_count(struct objfs_meta_txn *t, uint64_t *n)
+{
+	MDB_stat st;
+	int rc = mdb_stat(t->txn, t->m->dbi[DB_INODE], &st);
+
+	if (rc)
+		return map_err(rc, "inode count");
+	*n = st.ms_entries;
+	return 0;
+}
+
+int
+objfs_meta_dirent_get(struct objfs_meta_txn *t, uint64_t parent,
+		const char *name, size_t len, struct objfs_dirent *out)
+{
+	unsigned char kb[8 + OBJFS_NAME_MAX];
+	struct dirent_val dv;
+	size_t klen;
+	MDB_val v;
+	int rc;
+
+	if (len > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	klen = make_key(kb, parent, name, len);
+	rc = meta_get(t, DB_DIRENT, kb, klen, &v);
+	if (rc < 0)
+		return rc;
+	if (v.mv_size != sizeof(dv))
+		return meta_damaged(DB_DIRENT, kb, klen);
+	memcpy(&dv, v.mv_data, sizeof(dv));
+	out->ino = dv.ino;
+	out->cookie = dv.cookie;
+	out->type = dv.type;
+	out->namelen = (uint32_t)len;
+	memcpy(out->name, name, len);
+	out->name[len] = '\0';
+	return 0;
+}
+
+int
+objfs_meta_dirent_add(struct objfs_meta_txn *t, uint64_t parent,
+		const char *name, size_t len, uint64_t ino, uint32_t type,
+		uint64_t cookie)
+{
+	unsigned char kb[8 + OBJFS_NAME_MAX], cb[16];
+	struct dirent_val dv = { ino, cookie, type, 0 };
+	int rc;
+
+	if (len > OBJFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	rc = meta_put(t, DB_DIRENT, kb, make_key(kb, parent, name, len), &dv,
+			sizeof(dv), MDB_NOOVERWRITE);
+	if (rc < 0)
+		return rc;
+	put_be64(cb, parent);
+	put_be64(cb + 8, cookie);
+	return meta_put(t, DB_DIRCOOKIE, cb, 16, name, len, MDB_NOOVERWRITE);
+}
+
+int
+objfs_meta_dirent_del(struct objfs_meta_txn *t, uint64_t parent,
+		const char *name, size_t len)
+{
+	unsigned char kb[8 + OBJFS_NAME_MAX], cb[16];
+	struct objfs_dirent d;
+	int rc;
+
+	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
+	if (rc < 0)
+		return rc;
+	rc = meta_del(t, DB_DIRENT, kb, make_key(kb, parent, name, len));
+	if (rc < 0)
+		return rc;
+	put_be64(cb, parent);
+	put_be64(cb + 8, d.cookie);
+	return meta_del(t, DB_DIRCOOKIE, cb, 16);
+}
+
+static int
+stop_at_first(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	*(int *)arg = 1;
+	return 1;
+}
+
+int
+objfs_meta_dir_empty(struct objfs_meta_txn *t, uint64_t parent)
+{
+	int found = 0;
+	int rc = meta_range(t, DB_DIRCOOKIE, parent, NULL, 0, stop_at_first,
+			&found);
+
+	if (rc < 0)
+		return rc;
+	return found ? -ENOTEMPTY : 0;
+}
+
+struct dir_list_ctx {
+	struct objfs_meta_txn *t;
+	uint64_t parent;
+	int (*cb)(void *arg, const struct objfs_dirent *d);
+	void *arg;
+};
+
+static int
+dir_list_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct dir_list_ctx *c = arg;
+	struct objfs_dirent d;
+	int rc;
+
+	if (!ok || k->mv_size != 16 || v->mv_size == 0 ||
+	    v->mv_size > OBJFS_NAME_MAX)
+		return meta_damaged(DB_DIRCOOKIE, k->mv_data, k->mv_size);
+	rc = objfs_meta_dirent_get(c->t, c->parent, v->mv_data, v->mv_size, &d);
+	if (rc == -ENOENT) {
+		objfs_log(OBJFS_LOG_ERR, "index: directory %" PRIu64 " lists "
+			"a name it does not hold", c->parent);
+		return -EIO;
+	}
+	return rc < 0 ? rc : c->cb(c->arg, &d);
+}
+
+int
+objfs_meta_dir_list(struct objfs_meta_txn *t, uint64_t parent, uint64_t after,
+		int (*cb)(void *arg, const struct objfs_dirent *d), void *arg)
+{
+	struct dir_list_ctx c = { t, parent, cb, arg };
+	unsigned char from[8];
+
+	if (after == UINT64_MAX)
+		return 0;
+	put_be64(from, after + 1);
+	return meta_range(t, DB_DIRCOOKIE, parent, from, 8, dir_list_one, &c);
+}
+
+static size_t
+xattr_key(unsigned char *kb, uint64_t ino, const char *name)
+{
+	return make_key(kb, ino, name, strlen(name));
+}
+
+int
+objfs_meta_xattr_get(struct objfs_meta_txn *t, uint64_t ino, const char *name,
+		void *buf, size_t size, size_t *len_out)
+{
+	unsigned char kb[8 + OBJFS_XATTR_NAME_MAX];
+	MDB_val v;
+	int rc;
+
+	if (strlen(name) > OBJFS_XATTR_NAME_MAX)
+		return -ERANGE;
+	rc = meta_get(t, DB_XATTR, kb, xattr_key(kb, ino, name), &v);
+	if (rc == -ENOENT)
+		return -ENODATA;
+	if (rc < 0)
+		return rc;
+	if (size) {
+		if (size < v.mv_size)
+			return -ERANGE;
+		memcpy(buf, v.mv_data, v.mv_size);
+	}
+	*len_out = v.mv_size;
+	return 0;
+}
+
+int
+objfs_meta_xattr_set(struct objfs_meta_txn *t, uint64_t ino, const char *name,
+		const void *val, size_t len, int flags)
+{
+	unsigned char kb[8 + OBJFS_XATTR_NAME_MAX];
+	size_t klen;
+	MDB_val v;
+	int rc;
+
+	if (strlen(name) > OBJFS_XATTR_NAME_MAX || name[0] == '\0')
+		return -ERANGE;
+	if (len > OBJFS_XATTR_SIZE_MAX)
+		return -E2BIG;
+	klen = xattr_key(kb, ino, name);
+	rc = meta_get(t, DB_XATTR, kb, klen, &v);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (rc == 0 && (flags & XATTR_CREATE))
+		return -EEXIST;
+	if (rc == -ENOENT && (flags & XATTR_REPLACE))
+		return -ENODATA;
+	return meta_put(t, DB_XATTR, kb, klen, val, len, 0);
+}
+
+int
+objfs_meta_xattr_del(struct objfs_meta_txn *t, uint64_t ino, const char *name)
+{
+	unsigned char kb[8 + OBJFS_XATTR_NAME_MAX];
+	int rc;
+
+	if (strlen(name) > OBJFS_XATTR_NAME_MAX)
+		return -ERANGE;
+	rc = meta_del(t, DB_XATTR, kb, xattr_key(kb, ino, name));
+	return rc == -ENOENT ? -ENODATA : rc;
+}
+
+struct xlist_ctx {
+	char *buf;
+	size_t size;
+	size_t len;
+};
+
+static int
+xattr_list_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct xlist_ctx *c = arg;
+	size_t n = k->mv_size - 8;
+
+	if (!ok)
+		return meta_damaged(DB_XATTR, k->mv_data, k->mv_size);
+	if (c->size) {
+		if (c->len + n + 1 > c->size)
+			return -ERANGE;
+		memcpy(c->buf + c->len, (char *)k->mv_data + 8, n);
+		c->buf[c->len + n] = '\0';
+	}
+	c->len += n + 1;
+	return 0;
+}
+
+int
+objfs_meta_xattr_list(struct objfs_meta_txn *t, uint64_t ino, char *buf,
+		size_t size, size_t *len_out)
+{
+	struct xlist_ctx c = { buf, size, 0 };
+	int rc = meta_range(t, DB_XATTR, ino, NULL, 0, xattr_list_one, &c);
+
+	if (rc < 0)
+		return rc;
+	*len_out = c.len;
+	return 0;
+}
+
+int
+objfs_meta_symlink_put(struct objfs_meta_txn *t, uint64_t ino,
+		const char *target, size_t len)
+{
+	unsigned char kb[8];
+
+	put_be64(kb, ino);
+	return meta_put(t, DB_SYMLINK, kb, 8, target, len, 0);
+}
+
+int
+objfs_meta_symlink_get(struct objfs_meta_txn *t, uint64_t ino, char *buf,
+		size_t size, size_t *len_out)
+{
+	unsigned char kb[8];
+	MDB_val v;
+	int rc;
+
+	put_be64(kb, ino);
+	rc = meta_get(t, DB_SYMLINK, kb, 8, &v);
+	if (rc < 0)
+		return rc;
+	memcpy(buf, v.mv_data, v.mv_size < size ? v.mv_size : size);
+	*len_out = v.mv_size;
+	return 0;
+}
+
+int
+objfs_meta_chunk_put(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
+		const struct objfs_chunk_rec *r)
+{
+	unsigned char kb[16], vb[CHUNK_VAL];
+
+	put_be64(kb, ino);
+	put_be64(kb + 8, idx);
+	objfs_csum_to_canonical(r->csum, vb);
+	memcpy(vb + 8, &r->len, 4);
+	memcpy(vb + 12, &r->slot, 8);
+	return meta_put(t, DB_CHUNK, kb, 16, vb, CHUNK_VAL, 0);
+}
+
+int
+objfs_meta_chunk_del(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx)
+{
+	unsigned char kb[16];
+	int rc;
+
+	put_be64(kb, ino);
+	put_be64(kb + 8, idx);
+	rc = meta_del(t, DB_CHUNK, kb, 16);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int
+objfs_meta_chunk_del_from(struct objfs_meta_txn *t, uint64_t ino,
+		uint64_t first)
+{
+	unsigned char from[8];
+
+	put_be64(from, first);
+	return meta_del_range(t, DB_CHUNK, ino, from, 8);
+}
+
+struct chunk_list_ctx {
+	int (*cb)(void *arg, uint64_t idx, const struct objfs_chunk_rec *r);
+	int (*cb_all)(void *arg, uint64_t ino, uint64_t idx,
+			const struct objfs_chunk_rec *r);
+	void *arg;
+};
+
+static int
+chunk_list_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct chunk_list_ctx *c = arg;
+	struct objfs_chunk_rec r, *rp = NULL;
+	uint64_t ino = 0, idx = 0;
+
+	if (k->mv_size == 16) {
+		ino = get_be64(k->mv_data);
+		idx = get_be64((unsigned char *)k->mv_data + 8);
+	}
+	if (ok && k->mv_size == 16 && v->mv_size == CHUNK_VAL) {
+		r.csum = objfs_csum_from_canonical(v->mv_data);
+		memcpy(&r.len, (char *)v->mv_data + 8, 4);
+		memcpy(&r.slot, (char *)v->mv_data + 12, 8);
+		rp = &r;
+	} else {
+		(void)meta_damaged(DB_CHUNK, k->mv_data, k->mv_size);
+	}
+	return c->cb ? c->cb(c->arg, idx, rp) : c->cb_all(c->arg, ino, idx, rp);
+}
+
+int
+objfs_meta_chunk_list(struct objfs_meta_txn *t, uint64_t ino,
+		int (*cb)(void *arg, uint64_t idx,
+			const struct objfs_chunk_rec *r), void *arg)
+{
+	struct chunk_list_ctx c = { cb, NULL, arg };
+
+	return meta_range(t, DB_CHUNK, ino, NULL, 0, chunk_list_one, &c);
+}
+
+int
+objfs_meta_chunk_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t ino, uint64_t idx,
+			const struct objfs_chunk_rec *r), void *arg)
+{
+	struct chunk_list_ctx c = { NULL, cb, arg };
+
+	return meta_walk_db(t, DB_CHUNK, chunk_list_one, &c);
+}
+
+/* The DBs keyed by inode number alone, with empty values. */
+static int
+ino_set_add(struct objfs_meta_txn *t, int db, uint64_t ino)
+{
+	unsigned char kb[8];
+
+	put_be64(kb, ino);
+	return meta_put(t, db, kb, 8, "", 0, 0);
+}
+
+static int
+ino_set_del(struct objfs_meta_txn *t, int db, uint64_t ino)
+{
+	unsigned char kb[8];
+	int rc;
+
+	put_be64(kb, ino);
+	rc = meta_del(t, db, kb, 8);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+struct ino_list_ctx {
+	int db;
+	int (*cb)(void *arg, uint64_t ino);
+	void *arg;
+};
+
+static int
+ino_list_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct ino_list_ctx *c = arg;
+
+	if (!ok || k->mv_size != 8)
+		return meta_damaged(c->db, k->mv_data, k->mv_size);
+	return c->cb(c->arg, get_be64(k->mv_data));
+}
+
+static int
+ino_set_list(struct objfs_meta_txn *t, int db,
+		int (*cb)(void *arg, uint64_t ino), void *arg)
+{
+	struct ino_list_ctx c = { db, cb, arg };
+
+	return meta_walk_db(t, db, ino_list_one, &c);
+}
+
+int
+objfs_meta_orphan_add(struct objfs_meta_txn *t, uint64_t ino)
+{
+	return ino_set_add(t, DB_ORPHAN, ino);
+}
+
+int
+objfs_meta_orphan_del(struct objfs_meta_txn *t, uint64_t ino)
+{
+	return ino_set_del(t, DB_ORPHAN, ino);
+}
+
+int
+objfs_meta_orphan_list(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t ino), void *arg)
+{
+	return ino_set_list(t, DB_ORPHAN, cb, arg);
+}
+
+int
+objfs_meta_deleted_add(struct objfs_meta_txn *t, uint64_t ino)
+{
+	return ino_set_add(t, DB_DELETED, ino);
+}
+
+int
+objfs_meta_deleted_del(struct objfs_meta_txn *t, uint64_t ino)
+{
+	return ino_set_del(t, DB_DELETED, ino);
+}
+
+int
+objfs_meta_deleted_get(struct objfs_meta_txn *t, uint64_t ino)
+{
+	unsigned char kb[8];
+	MDB_val v;
+
+	put_be64(kb, ino);
+	return meta_get(t, DB_DELETED, kb, 8, &v);
+}
+
+int
+objfs_meta_deleted_list(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t ino), void *arg)
+{
+	return ino_set_list(t, DB_DELETED, cb, arg);
+}
+
+/* ---- whole-index walks --------------------------------------------------- */
+
+struct inode_all_ctx {
+	int (*cb)(void *arg, uint64_t ino, const struct objfs_attr *a);
+	void *arg;
+};
+
+static int
+inode_all_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct inode_all_ctx *c = arg;
+	struct objfs_attr a;
+	uint64_t ino = k->mv_size == 8 ? get_be64(k->mv_data) : 0;
+
+	if (!ok || k->mv_size != 8 || v->mv_size != sizeof(a))
+		return c->cb(c->arg, ino, NULL);
+	memcpy(&a, v->mv_data, sizeof(a));
+	return c->cb(c->arg, ino, &a);
+}
+
+int
+objfs_meta_inode_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t ino, const struct objfs_attr *a),
+		void *arg)
+{
+	struct inode_all_ctx c = { cb, arg };
+
+	return meta_walk_db(t, DB_INODE, inode_all_one, &c);
+}
+
+struct dirent_all_ctx {
+	int (*cb)(void *arg, uint64_t parent, const struct objfs_dirent *d);
+	void *arg;
+};
+
+static int
+dirent_all_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct dirent_all_ctx *c = arg;
+	struct objfs_dirent d;
+	struct dirent_val dv;
+	uint64_t parent = k->mv_size >= 8 ? get_be64(k->mv_data) : 0;
+	size_t n = k->mv_size - 8;
+
+	if (!ok || k->mv_size <= 8 || n > OBJFS_NAME_MAX ||
+	    v->mv_size != sizeof(dv))
+		return c->cb(c->arg, parent, NULL);
+	memcpy(&dv, v->mv_data, sizeof(dv));
+	d.ino = dv.ino;
+	d.cookie = dv.cookie;
+	d.type = dv.type;
+	d.namelen = (uint32_t)n;
+	memcpy(d.name, (char *)k->mv_data + 8, n);
+	d.name[n] = '\0';
+	return c->cb(c->arg, parent, &d);
+}
+
+int
+objfs_meta_dirent_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t parent,
+			const struct objfs_dirent *d), void *arg)
+{
+	struct dirent_all_ctx c = { cb, arg };
+
+	return meta_walk_db(t, DB_DIRENT, dirent_all_one, &c);
+}
+
+struct cookie_all_ctx {
+	int (*cb)(void *arg, uint64_t parent, uint64_t cookie,
+			const char *name, size_t len);
+	void *arg;
+};
+
+static int
+cookie_all_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct cookie_all_ctx *c = arg;
+	uint64_t parent = 0, cookie = 0;
+
+	if (k->mv_size == 16) {
+		parent = get_be64(k->mv_data);
+		cookie = get_be64((unsigned char *)k->mv_data + 8);
+	}
+	if (!ok || k->mv_size != 16 || v->mv_size == 0 ||
+	    v->mv_size > OBJFS_NAME_MAX)
+		return c->cb(c->arg, parent, cookie, NULL, 0);
+	return c->cb(c->arg, parent, cookie, v->mv_data, v->mv_size);
+}
+
+int
+objfs_meta_cookie_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t parent, uint64_t cookie,
+			const char *name, size_t len), void *arg)
+{
+	struct cookie_all_ctx c = { cb, arg };
+
+	return meta_walk_db(t, DB_DIRCOOKIE, cookie_all_one, &c);
+}
+
+struct owner_all_ctx {
+	int db;
+	int (*cb)(void *arg, const char *db, uint64_t ino, int ok);
+	void *arg;
+};
+
+static int
+owner_all_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct owner_all_ctx *c = arg;
+
+	return c->cb(c->arg, db_names[c->db],
+			k->mv_size >= 8 ? get_be64(k->mv_data) : 0,
+			ok && k->mv_size >= 8);
+}
+
+int
+objfs_meta_owner_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, const char *db, uint64_t ino, int ok),
+		void *arg)
+{
+	struct owner_all_ctx c = { DB_XATTR, cb, arg };
+	int rc = meta_walk_db(t, DB_XATTR, owner_all_one, &c);
+
+	if (rc < 0)
+		return rc;
+	c.db = DB_SYMLINK;
+	return meta_walk_db(t, DB_SYMLINK, owner_all_one, &c);
+}
