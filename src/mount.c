@@ -519,6 +519,23 @@ maint_stop(struct objfs_store *s)
 
 /* ---- opening the store ------------------------------------------------ */
 
+/* Let every inode go from memory, and the table (no thread is left that
+ * could use them). */
+static void
+free_table(struct objfs_store *s)
+{
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		while (s->table[b]) {
+			struct objfs_inode *ip = s->table[b];
+
+			s->table[b] = ip->hnext;
+			objfs_data_unload(s, ip);
+			objfs_inode_free(ip);
+		}
+	}
+	free(s->table);
+}
+
 /*
  * Open the index in @path, refusing one that is missing, empty or not
  * objfs's while the backing directory holds objects.
@@ -736,16 +753,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	return 0;
 
 err_table:
-	for (size_t b = 0; b < s->nbuckets; b++) {
-		while (s->table[b]) {
-			struct objfs_inode *ip = s->table[b];
-
-			s->table[b] = ip->hnext;
-			objfs_data_unload(s, ip);
-			objfs_inode_free(ip);
-		}
-	}
-	free(s->table);
+	free_table(s);
 err_arena:
 	pthread_mutex_destroy(&s->lock);
 	objfs_arena_destroy(s->arena);
@@ -815,16 +823,7 @@ objfs_store_close(struct objfs_store *s)
 	objfs_data_release(s, 0);
 	if (rc == 0)
 		(void)set_clean(s, 1);
-	for (size_t b = 0; b < s->nbuckets; b++) {
-		while (s->table[b]) {
-			struct objfs_inode *ip = s->table[b];
-
-			s->table[b] = ip->hnext;
-			objfs_data_unload(s, ip);
-			objfs_inode_free(ip);
-		}
-	}
-	free(s->table);
+	free_table(s);
 	pthread_mutex_destroy(&s->lock);
 	objfs_arena_destroy(s->arena);
 	objfs_backing_close(s->backing);
