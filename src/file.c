@@ -144,11 +144,11 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	*cache = OBJFS_CACHE_BYPASS;
 	if (objfs_is_status_ino(ino))
 		return (flags & O_ACCMODE) == O_RDONLY ? 0 : -EACCES;
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	rc = objfs_inode_get_locked(s, ino, &ip);
 	if (rc == 0)
 		*cache = objfs_inode_open_locked(ip, flags, bypass);
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	if (rc < 0)
 		return rc;
 	/* An open that raced with the unlink of its last name (the kernel
@@ -181,11 +181,11 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 		if (spilled)
 			objfs_spiller_restore_ahead(s, ino, 0);
 	}
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	if (rc < 0)
 		objfs_inode_close_locked(ip, flags, bypass);
 	objfs_inode_put_locked(s, ip);
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	return rc;
 }
 
@@ -198,16 +198,16 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 
 	if (objfs_is_status_ino(ino))
 		return 0;
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	ip = objfs_inode_find_locked(s, ino);
 	if (!ip) {
-		pthread_mutex_unlock(&s->lock);
+		objfs_store_unlock(s);
 		return -EBADF;
 	}
 	ip->refs++;
 	objfs_inode_close_locked(ip, flags, bypass);
 	last = ip->nopen == 0;
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	pthread_mutex_lock(&ip->lock);
 	if (ip->attr_dirty && ip->attr.nlink)
 		rc = objfs_inode_persist_attr(s, ip);
@@ -580,10 +580,10 @@ objfs_store_statfs(struct objfs_store *s, struct objfs_statfs *st)
 	st->blocks = total / st->bsize;
 	st->bfree = avail / st->bsize;
 	st->bavail = st->bfree;
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	st->files = MAX_INODES;
 	st->ffree = MAX_INODES - s->ninodes;
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	st->namemax = OBJFS_NAME_MAX;
 	return 0;
 }
@@ -599,7 +599,7 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	st->arena_capacity = as.capacity;
 	st->arena_used = as.used;
 	st->chunk_size = s->chunk_size;
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		for (struct objfs_inode *ip = s->table[b]; ip; ip = ip->hnext) {
 			pthread_mutex_lock(&ip->lock);
@@ -610,7 +610,7 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 		}
 	}
 	st->inodes_cached = s->count;
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	st->written_out_chunks = s->written_out_chunks;
 	st->written_out_bytes = s->written_out_bytes;
 	st->restored_chunks = s->restored_chunks;

@@ -118,6 +118,7 @@ objfs_inode_find_locked(struct objfs_store *s, uint64_t ino)
 {
 	struct objfs_inode *ip = s->table[bucket(s, ino)];
 
+	objfs_store_assert_locked(s);
 	while (ip && ip->ino != ino)
 		ip = ip->hnext;
 	return ip;
@@ -129,6 +130,7 @@ table_grow_locked(struct objfs_store *s)
 	size_t n = s->nbuckets * 2, old = s->nbuckets;
 	struct objfs_inode **t = calloc(n, sizeof(*t)), **o = s->table;
 
+	objfs_store_assert_locked(s);
 	if (!t)
 		return;		/* longer chains, still correct */
 	s->table = t;
@@ -151,6 +153,7 @@ table_remove_locked(struct objfs_store *s, struct objfs_inode *ip)
 {
 	struct objfs_inode **pp = &s->table[bucket(s, ip->ino)];
 
+	objfs_store_assert_locked(s);
 	while (*pp != ip)
 		pp = &(*pp)->hnext;
 	*pp = ip->hnext;
@@ -167,6 +170,7 @@ objfs_inode_get_locked(struct objfs_store *s, uint64_t ino,
 	struct objfs_attr a;
 	int rc;
 
+	objfs_store_assert_locked(s);
 	ip = objfs_inode_find_locked(s, ino);
 	if (ip) {
 		ip->refs++;
@@ -249,6 +253,7 @@ objfs_inode_put_locked(struct objfs_store *s, struct objfs_inode *ip)
 	uint64_t res, disk;
 	int rc;
 
+	objfs_store_assert_locked(s);
 	if (--ip->refs || ip->nlookup || ip->nopen || ip->ino == OBJFS_ROOT_INO)
 		return;
 	pthread_mutex_lock(&ip->lock);
@@ -287,11 +292,11 @@ objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
 {
 	struct objfs_inode *ip;
 
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	ip = objfs_inode_find_locked(s, ino);
 	if (ip)
 		ip->refs++;
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	if (!ip)
 		return -ENOENT;
 	*out = ip;
@@ -301,9 +306,9 @@ objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
 void
 objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip)
 {
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	objfs_inode_put_locked(s, ip);
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 }
 
 int
@@ -311,9 +316,9 @@ objfs_inode_get(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
 {
 	int rc;
 
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	rc = objfs_inode_get_locked(s, ino, out);
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	return rc;
 }
 
@@ -327,9 +332,9 @@ objfs_store_iget(struct objfs_store *s, uint64_t ino,
 void
 objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip)
 {
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	objfs_inode_put_locked(s, ip);
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 }
 
 

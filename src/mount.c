@@ -389,7 +389,7 @@ reap_orphans(struct objfs_store *s)
 	for (size_t i = 0; rc == 0 && i < o.n; i++) {
 		struct objfs_inode *ip;
 
-		pthread_mutex_lock(&s->lock);
+		objfs_store_lock(s);
 		rc = objfs_inode_get_locked(s, o.v[i], &ip);
 		if (rc == 0) {
 			ip->attr.nlink = 0;
@@ -402,7 +402,7 @@ reap_orphans(struct objfs_store *s)
 					objfs_meta_commit(t);
 			}
 		}
-		pthread_mutex_unlock(&s->lock);
+		objfs_store_unlock(s);
 	}
 	if (rc == 0 && o.n)
 		objfs_log(OBJFS_LOG_INFO, "removed %zu unlinked object(s) left "
@@ -721,9 +721,9 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		rc = -ENOMEM;
 		goto err_arena;
 	}
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	rc = objfs_inode_get_locked(s, OBJFS_ROOT_INO, &root);	/* pinned for good */
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	if (rc < 0) {
 		*msg = "the index has no root directory";
 		goto err_table;
@@ -777,7 +777,7 @@ flush_all(struct objfs_store *s)
 {
 	int rc = 0, r;
 
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	for (size_t b = 0; b < s->nbuckets; b++) {
 		for (struct objfs_inode *ip = s->table[b]; ip; ip = ip->hnext) {
 			pthread_mutex_lock(&ip->lock);
@@ -790,7 +790,7 @@ flush_all(struct objfs_store *s)
 				rc = r;
 		}
 	}
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	return rc;
 }
 

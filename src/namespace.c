@@ -60,7 +60,7 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 		objfs_status_node_attr(out);
 		return 0;
 	}
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		goto out;
@@ -77,7 +77,7 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 	pthread_mutex_unlock(&ip->lock);
 	objfs_inode_put_locked(s, ip);
 out:
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	return rc;
 }
 
@@ -86,14 +86,14 @@ objfs_store_forget(struct objfs_store *s, uint64_t ino, uint64_t n)
 {
 	struct objfs_inode *ip;
 
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	ip = objfs_inode_find_locked(s, ino);
 	if (ip) {
 		ip->nlookup = ip->nlookup > n ? ip->nlookup - n : 0;
 		ip->refs++;
 		objfs_inode_put_locked(s, ip);
 	}
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 }
 
 /* ---- namespace -------------------------------------------------------- */
@@ -106,6 +106,7 @@ get_dir_locked(struct objfs_store *s, uint64_t parent,
 	struct objfs_inode *dp;
 	int rc = objfs_inode_get_locked(s, parent, &dp);
 
+	objfs_store_assert_locked(s);
 	if (rc < 0)
 		return rc;
 	if (!S_ISDIR(dp->attr.mode)) {
@@ -141,7 +142,7 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 		return -ENAMETOOLONG;
 	if (objfs_is_reserved_name(parent, name))
 		return -EEXIST;
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	rc = get_dir_locked(s, parent, &dp);
 	if (rc < 0)
 		goto out_unlock;
@@ -212,7 +213,7 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 		else
 			objfs_inode_put_locked(s, ip);
 	}
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	return rc;
 
 out_abort:
@@ -222,7 +223,7 @@ out_dplock:
 out_dp:
 	objfs_inode_put_locked(s, dp);
 out_unlock:
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	return rc;
 }
 
@@ -283,10 +284,10 @@ objfs_store_create(struct objfs_store *s, uint64_t parent, const char *name,
 			out, &ip);
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	objfs_inode_open_locked(ip, flags, bypass);
 	objfs_inode_put_locked(s, ip);
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	return 0;
 }
 
@@ -306,7 +307,7 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 		return -EEXIST;
 	if (objfs_is_status_ino(ino))
 		return -EPERM;
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	rc = get_dir_locked(s, newparent, &dp);
 	if (rc < 0)
 		goto out_unlock;
@@ -363,7 +364,7 @@ out_ip:
 out_dp:
 	objfs_inode_put_locked(s, dp);
 out_unlock:
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	return rc;
 }
 
@@ -384,7 +385,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 		return -ENAMETOOLONG;
 	if (objfs_is_reserved_name(parent, name))
 		return -EPERM;
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	rc = get_dir_locked(s, parent, &dp);
 	if (rc < 0)
 		goto out_unlock;
@@ -472,7 +473,7 @@ out_abort:
 out_dp:
 	objfs_inode_put_locked(s, dp);
 out_unlock:
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	return rc;
 }
 
@@ -499,6 +500,7 @@ is_within_locked(struct objfs_store *s, uint64_t dir, uint64_t anc, int *out)
 	struct objfs_attr a;
 	int rc, depth = 0;
 
+	objfs_store_assert_locked(s);
 	for (;;) {
 		if (dir == anc) {
 			*out = 1;
@@ -574,7 +576,7 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 		return -EPERM;
 	if (objfs_is_reserved_name(newparent, newname))
 		return -EEXIST;
-	pthread_mutex_lock(&s->lock);
+	objfs_store_lock(s);
 	rc = get_dir_locked(s, parent, &src.dp);
 	if (rc < 0)
 		goto out_unlock;
@@ -753,7 +755,7 @@ out_put:
 	if (src.dp)
 		objfs_inode_put_locked(s, src.dp);
 out_unlock:
-	pthread_mutex_unlock(&s->lock);
+	objfs_store_unlock(s);
 	return rc;
 }
 
@@ -852,11 +854,11 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 			a.ino = b.v[i].ino;
 			a.mode = b.v[i].type;
 			if (plus) {
-				pthread_mutex_lock(&s->lock);
+				objfs_store_lock(s);
 				if (objfs_inode_get_locked(s, b.v[i].ino,
 						&ip) < 0) {
 					/* removed meanwhile: skip it */
-					pthread_mutex_unlock(&s->lock);
+					objfs_store_unlock(s);
 					off = b.v[i].cookie;
 					continue;
 				}
@@ -865,7 +867,7 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 				a = ip->attr;
 				pthread_mutex_unlock(&ip->lock);
 				objfs_inode_put_locked(s, ip);
-				pthread_mutex_unlock(&s->lock);
+				objfs_store_unlock(s);
 			}
 			full = cb(arg, b.v[i].name, &a, b.v[i].cookie);
 			if (full && plus)

@@ -29,6 +29,7 @@
 #ifndef OBJFS_STORE_INT_H
 #define OBJFS_STORE_INT_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -137,7 +138,9 @@ struct objfs_store {
 	uint64_t restore_limit;		/* arena use above which reads are
 					 * served from disk, not restored */
 
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* objfs_store_lock() takes it */
+	pthread_t lock_holder;		/* protected by lock: who holds it */
+	int lock_held;			/* protected by lock */
 	struct objfs_inode **table;	/* protected by lock */
 	size_t nbuckets;		/* protected by lock */
 	size_t count;			/* protected by lock */
@@ -257,6 +260,27 @@ uint64_t objfs_data_trim(struct objfs_store *s);
 /* When space waits to be given back: make the index durable and give it
  * back now (a full disk).  1 if there was any, else 0.  No lock held. */
 int objfs_data_reclaim(struct objfs_store *s);
+
+/* store->lock, its holder recorded, so that every function named
+ * *_locked that needs it can check that its caller holds it. */
+static inline void
+objfs_store_lock(struct objfs_store *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->lock_holder = pthread_self();
+	s->lock_held = 1;
+}
+
+static inline void
+objfs_store_unlock(struct objfs_store *s)
+{
+	s->lock_held = 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
+#define objfs_store_assert_locked(s) \
+	assert((s)->lock_held && pthread_equal((s)->lock_holder, \
+			pthread_self()))
 
 /* Cookies 1 and 2 are "." and ".."; at most this many inodes. */
 #define FIRST_COOKIE		3

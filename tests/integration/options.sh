@@ -9,10 +9,12 @@ t_init
 refused() {
 	local d=$1 pat=$2 rc out before after
 	shift 2
-	before=$(grep -c objfs /proc/mounts)
+	# Mounts under this test's own directory: other tests may mount
+	# and unmount elsewhere meanwhile.
+	before=$(grep -c " $T/" /proc/mounts)
 	out=$("$OBJFS_BIN" -f "$@" 2>&1 </dev/null)
 	rc=$?
-	after=$(grep -c objfs /proc/mounts)
+	after=$(grep -c " $T/" /proc/mounts)
 	T_NUM=$((T_NUM + 1))
 	if [ "$rc" = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] &&
 	   printf '%s' "$out" | grep -qiE "$pat" && [ "$before" = "$after" ]; then
