@@ -222,10 +222,13 @@ static int
 read_status(struct objfs_store *s, uint64_t off, void *buf, size_t len,
 		size_t *n_out)
 {
+	struct objfs_status_figures f;
 	char text[4096];
 	size_t n;
-	int rc = objfs_status_text(s, text, sizeof(text), &n);
+	int rc = objfs_store_get_figures(s, &f);
 
+	if (rc == 0)
+		rc = objfs_status_format(&f, text, sizeof(text), &n);
 	if (rc < 0)
 		return rc;
 	if (off >= n) {
@@ -622,4 +625,38 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	st->write_waits = s->write_waits;
 	st->spill_high = s->high_bytes;
 	st->spill_low = s->low_bytes;
+}
+
+static int
+add_chunk(void *arg, uint64_t ino, uint64_t idx,
+		const struct objfs_chunk_rec *r)
+{
+	struct objfs_status_figures *f = arg;
+
+	(void)ino;
+	(void)idx;
+	if (r) {
+		f->disk_bytes += r->len;
+		f->disk_chunks++;
+	}
+	return 0;
+}
+
+int
+objfs_store_get_figures(struct objfs_store *s, struct objfs_status_figures *f)
+{
+	struct objfs_meta_txn *t;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	objfs_store_get_stats(s, &f->st);
+	/* Figures that cannot be had make the read fail, never zeros. */
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_chunk_all(t, add_chunk, f);
+	objfs_meta_abort(t);
+	if (rc < 0)
+		return rc;
+	return objfs_backing_free(s->backing, &f->fs_bytes, &f->fs_avail);
 }

@@ -10,8 +10,9 @@
  *				by getxattr but never listed, so cp -a and
  *				rsync -X do not copy them; setting one is EPERM
  *
- * Values are decimal ASCII.  Reading takes the locks an ordinary read
- * would; nothing here is on the data path.
+ * Values are decimal ASCII.  The store gathers the figures
+ * (objfs_store_get_figures); this file only formats them, and computes a
+ * file's user.objfs.* figures from its chunk map (caller holds its lock).
  */
 #include <config.h>
 
@@ -24,46 +25,13 @@
 #include "status.h"
 #include "store_int.h"
 
-struct disk_sum {
-	uint64_t bytes;
-	uint64_t chunks;
-};
-
-static int
-add_chunk(void *arg, uint64_t ino, uint64_t idx,
-		const struct objfs_chunk_rec *r)
-{
-	struct disk_sum *d = arg;
-
-	if (r) {
-		d->bytes += r->len;
-		d->chunks++;
-	}
-	return 0;
-}
-
 int
-objfs_status_text(struct objfs_store *s, char *buf, size_t size,
-		size_t *len_out)
+objfs_status_format(const struct objfs_status_figures *f, char *buf,
+		size_t size, size_t *len_out)
 {
-	struct objfs_store_stats st;
-	struct disk_sum d = { 0, 0 };
-	struct objfs_meta_txn *t;
-	uint64_t total = 0, avail = 0;
-	int n, rc;
+	const struct objfs_store_stats *st = &f->st;
+	int n;
 
-	objfs_store_get_stats(s, &st);
-	rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc < 0)
-		return rc;
-	rc = objfs_meta_chunk_all(t, add_chunk, &d);
-	objfs_meta_abort(t);
-	if (rc < 0)
-		return rc;
-	/* Figures that cannot be had make the read fail, never zeros. */
-	rc = objfs_backing_free(s->backing, &total, &avail);
-	if (rc < 0)
-		return rc;
 	n = snprintf(buf, size,
 		"arena_capacity_bytes: %" PRIu64 "\n"
 		"arena_used_bytes: %" PRIu64 "\n"
@@ -84,12 +52,13 @@ objfs_status_text(struct objfs_store *s, char *buf, size_t size,
 		"writer_waits: %" PRIu64 "\n"
 		"checksum_failures: %" PRIu64 "\n"
 		"cached_inodes: %" PRIu64 "\n",
-		st.arena_capacity, st.arena_used, st.spill_high, st.spill_low,
-		st.chunk_size, st.resident_bytes, d.bytes, d.chunks, total,
-		avail, st.written_out_chunks, st.written_out_bytes,
-		st.restored_chunks, st.restored_bytes, st.direct_reads,
-		st.dropped_bytes, st.write_waits, st.csum_failures,
-		st.inodes_cached);
+		st->arena_capacity, st->arena_used, st->spill_high,
+		st->spill_low, st->chunk_size, st->resident_bytes,
+		f->disk_bytes, f->disk_chunks, f->fs_bytes, f->fs_avail,
+		st->written_out_chunks, st->written_out_bytes,
+		st->restored_chunks, st->restored_bytes, st->direct_reads,
+		st->dropped_bytes, st->write_waits, st->csum_failures,
+		st->inodes_cached);
 	if (n < 0)
 		return -EIO;
 	*len_out = (size_t)n < size ? (size_t)n : size - 1;

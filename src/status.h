@@ -11,12 +11,22 @@
 #define OBJFS_STATUS_INO	(UINT64_MAX - 1)
 #define OBJFS_XATTR_PREFIX	"user.objfs."
 
-struct objfs_store;
+#include "store.h"
+
 struct objfs_inode;
 
-/* The status text, NUL-terminated in @buf; *len_out excludes the NUL. */
-int objfs_status_text(struct objfs_store *s, char *buf, size_t size,
-		size_t *len_out);
+/* Everything the status file shows, gathered by the store
+ * (objfs_store_get_figures). */
+struct objfs_status_figures {
+	struct objfs_store_stats st;
+	uint64_t disk_bytes, disk_chunks;	/* what the chunk records hold */
+	uint64_t fs_bytes, fs_avail;		/* the backing filesystem */
+};
+
+/* The status text of @f, NUL-terminated in @buf; *len_out excludes the
+ * NUL.  Only formats: it takes no lock and reads nothing else. */
+int objfs_status_format(const struct objfs_status_figures *f, char *buf,
+		size_t size, size_t *len_out);
 /* One user.objfs.* value of @ip (caller holds ip->lock); -ENODATA for an
  * unknown name, -ERANGE when @size (non-zero) is too small. */
 int objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,

@@ -331,6 +331,11 @@ void objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip);
 int objfs_store_iget(struct objfs_store *s, uint64_t ino,
 		struct objfs_inode **out);
 
+/* file.c: the figures the status file shows (no lock held). */
+struct objfs_status_figures;
+int objfs_store_get_figures(struct objfs_store *s,
+		struct objfs_status_figures *f);
+
 /* mount.c */
 /* Take the lock of the data directory open at @dirfd (its "lock" file):
  * the fd in *@lockfd_out, or -EBUSY with the pid of the daemon that holds
