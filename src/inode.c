@@ -116,9 +116,10 @@ bucket(const struct objfs_store *s, uint64_t ino)
 struct objfs_inode *
 objfs_inode_find_locked(struct objfs_store *s, uint64_t ino)
 {
-	struct objfs_inode *ip = s->table[bucket(s, ino)];
+	struct objfs_inode *ip;
 
 	objfs_store_assert_locked(s);
+	ip = s->table[bucket(s, ino)];
 	while (ip && ip->ino != ino)
 		ip = ip->hnext;
 	return ip;

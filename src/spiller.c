@@ -44,7 +44,7 @@
 #include "store_int.h"
 #include "base/sync.h"
 
-#define BATCH		64
+#define BATCH		OBJFS_EVICT_MAX
 #define RESTORE_AHEAD	4
 
 static int

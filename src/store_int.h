@@ -224,8 +224,9 @@ int objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip,
 		int mode, uint64_t off, uint64_t len);
 int objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, int whence, uint64_t *out);
-/* Write out the dirty chunks among @v (victims of this inode chosen by the
- * clock) and free their blocks; *freed gets the bytes freed. */
+/* Write out the dirty chunks among @v (at most OBJFS_EVICT_MAX victims of
+ * this inode chosen by the clock, in ascending chunk order) and free their
+ * blocks; *freed gets the bytes freed. */
 int objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
 		const struct objfs_arena_victim *v, int n, uint64_t *freed);
 /* Restore spilled chunks [idx, idx+n) while below the restore limit. */
@@ -281,6 +282,9 @@ objfs_store_unlock(struct objfs_store *s)
 #define objfs_store_assert_locked(s) \
 	assert((s)->lock_held && pthread_equal((s)->lock_holder, \
 			pthread_self()))
+
+/* The spiller's batch: victims it evicts at a time. */
+#define OBJFS_EVICT_MAX		64
 
 /* Cookies 1 and 2 are "." and ".."; at most this many inodes. */
 #define FIRST_COOKIE		3

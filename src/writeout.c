@@ -205,25 +205,16 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 	return rc;
 }
 
-static int
-idx_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int
 objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
 		const struct objfs_arena_victim *v, int n, uint64_t *freed)
 {
-	uint64_t *sel = n ? malloc((size_t)n * sizeof(*sel)) : NULL;
+	uint64_t sel[OBJFS_EVICT_MAX];
 	size_t nsel = 0;
 	int rc = 0;
 
 	*freed = 0;
-	if (n && !sel)
-		return -ENOMEM;
+	assert(n <= OBJFS_EVICT_MAX);
 	for (int k = 0; k < n; k++) {
 		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, v[k].idx);
 
@@ -232,13 +223,11 @@ objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
 		if (c->flags & OBJFS_CHUNK_DIRTY)
 			sel[nsel++] = v[k].idx;
 	}
-	if (nsel) {
-		qsort(sel, nsel, sizeof(*sel), idx_cmp);
+	if (nsel) {	/* in the order of @v: ascending */
 		rc = writeout(s, ip, sel, nsel);
 		if (rc == 0)
 			atomic_fetch_add(&s->evictions, 1);
 	}
-	free(sel);
 	for (int k = 0; k < n; k++) {
 		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, v[k].idx);
 
