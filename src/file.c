@@ -139,28 +139,29 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass, enum objfs_cache *cache)
 {
 	struct objfs_inode *ip;
-	int rc;
+	int rc, opened, reg;
 
 	*cache = OBJFS_CACHE_BYPASS;
 	if (objfs_is_status_ino(ino))
 		return (flags & O_ACCMODE) == O_RDONLY ? 0 : -EACCES;
-	objfs_store_lock(s);
-	rc = objfs_inode_get_locked(s, ino, &ip);
-	if (rc == 0)
-		*cache = objfs_inode_open_locked(ip, flags, bypass);
-	objfs_store_unlock(s);
+	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
 	/* An open that raced with the unlink of its last name (the kernel
 	 * looked the name up before): if the unlink saw no open and took
 	 * the records out of the index, there is nothing left to open, and
-	 * writing would put records of a deleted inode back.  The count
-	 * went up first, so an unlink after this sees the open. */
+	 * writing would put records of a deleted inode back.  The unlink
+	 * reads the count and marks the inode gone under its lock, so an
+	 * unlink after this sees the open. */
 	pthread_mutex_lock(&ip->lock);
 	if (ip->gone)
 		rc = -ENOENT;
+	else
+		*cache = objfs_inode_open_locked(ip, flags, bypass);
+	opened = rc == 0;
+	reg = S_ISREG(ip->attr.mode);
 	pthread_mutex_unlock(&ip->lock);
-	if (rc == 0 && (flags & O_TRUNC) && S_ISREG(ip->attr.mode)) {
+	if (rc == 0 && (flags & O_TRUNC) && reg) {
 		pthread_mutex_lock(&ip->lock);
 		if (ip->attr.size) {
 			struct objfs_attr a = ip->attr;
@@ -169,8 +170,7 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 			rc = objfs_data_truncate(s, ip, 0, &a);
 		}
 		pthread_mutex_unlock(&ip->lock);
-	} else if (rc == 0 && S_ISREG(ip->attr.mode) &&
-		   (flags & O_ACCMODE) != O_WRONLY) {
+	} else if (rc == 0 && reg && (flags & O_ACCMODE) != O_WRONLY) {
 		/* Opening a spilled object starts bringing it back. */
 		pthread_mutex_lock(&ip->lock);
 		const struct objfs_chunk *c0 =
@@ -181,11 +181,12 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 		if (spilled)
 			objfs_spiller_restore_ahead(s, ino, 0);
 	}
-	objfs_store_lock(s);
-	if (rc < 0)
+	if (rc < 0 && opened) {
+		pthread_mutex_lock(&ip->lock);
 		objfs_inode_close_locked(ip, flags, bypass);
-	objfs_inode_put_locked(s, ip);
-	objfs_store_unlock(s);
+		pthread_mutex_unlock(&ip->lock);
+	}
+	objfs_inode_put(s, ip);
 	return rc;
 }
 
@@ -205,10 +206,10 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 		return -EBADF;
 	}
 	ip->refs++;
-	objfs_inode_close_locked(ip, flags, bypass);
-	last = ip->nopen == 0;
 	objfs_store_unlock(s);
 	pthread_mutex_lock(&ip->lock);
+	objfs_inode_close_locked(ip, flags, bypass);
+	last = ip->nopen == 0;
 	if (ip->attr_dirty && ip->attr.nlink)
 		rc = objfs_inode_persist_attr(s, ip);
 	if (last)
@@ -583,10 +584,8 @@ objfs_store_statfs(struct objfs_store *s, struct objfs_statfs *st)
 	st->blocks = total / st->bsize;
 	st->bfree = avail / st->bsize;
 	st->bavail = st->bfree;
-	objfs_store_lock(s);
 	st->files = MAX_INODES;
-	st->ffree = MAX_INODES - s->ninodes;
-	objfs_store_unlock(s);
+	st->ffree = MAX_INODES - atomic_load(&s->ninodes);
 	st->namemax = OBJFS_NAME_MAX;
 	return 0;
 }
@@ -595,25 +594,28 @@ void
 objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 {
 	struct objfs_arena_stats as;
+	struct objfs_inode **v;
 	uint64_t r, d;
+	size_t n;
 
 	memset(st, 0, sizeof(*st));
 	objfs_arena_get_stats(s->arena, &as);
 	st->arena_capacity = as.capacity;
 	st->arena_used = as.used;
 	st->chunk_size = s->chunk_size;
-	objfs_store_lock(s);
-	for (size_t b = 0; b < s->nbuckets; b++) {
-		for (struct objfs_inode *ip = s->table[b]; ip; ip = ip->hnext) {
-			pthread_mutex_lock(&ip->lock);
-			objfs_chunkmap_usage(&ip->chunks, &r, &d);
-			pthread_mutex_unlock(&ip->lock);
+	/* Each inode's lock is taken without store->lock: a write-out
+	 * holding one stalls only this walk. */
+	if (objfs_inode_snapshot(s, &v, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			pthread_mutex_lock(&v[i]->lock);
+			objfs_chunkmap_usage(&v[i]->chunks, &r, &d);
+			pthread_mutex_unlock(&v[i]->lock);
 			st->resident_bytes += r;
 			st->ondisk_bytes += d;
 		}
+		st->inodes_cached = n;
+		objfs_inode_put_all(s, v, n);
 	}
-	st->inodes_cached = s->count;
-	objfs_store_unlock(s);
 	st->written_out_chunks = s->written_out_chunks;
 	st->written_out_bytes = s->written_out_bytes;
 	st->restored_chunks = s->restored_chunks;

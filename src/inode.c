@@ -161,53 +161,97 @@ table_remove_locked(struct objfs_store *s, struct objfs_inode *ip)
 	s->count--;
 }
 
-/* Find or load @ino and take a reference.  Caller holds s->lock. */
-int
-objfs_inode_get_locked(struct objfs_store *s, uint64_t ino,
-		struct objfs_inode **out)
+/* Is @ino being let go (objfs_inode_put())?  A get waits for that. */
+static int
+releasing_locked(const struct objfs_store *s, uint64_t ino)
+{
+	for (const struct objfs_inode *ip = s->releasing; ip; ip = ip->hnext)
+		if (ip->ino == ino)
+			return 1;
+	return 0;
+}
+
+static void
+table_insert_locked(struct objfs_store *s, struct objfs_inode *ip)
+{
+	objfs_store_assert_locked(s);
+	if (s->count >= s->nbuckets)
+		table_grow_locked(s);
+	ip->hnext = s->table[bucket(s, ip->ino)];
+	s->table[bucket(s, ip->ino)] = ip;
+	s->count++;
+}
+
+/* Read @ip's records from the index (ip->lock held, no other lock). */
+static int
+load(struct objfs_store *s, struct objfs_inode *ip)
 {
 	struct objfs_meta_txn *t;
-	struct objfs_inode *ip;
-	struct objfs_attr a;
 	int rc;
 
-	objfs_store_assert_locked(s);
-	ip = objfs_inode_find_locked(s, ino);
-	if (ip) {
-		ip->refs++;
-		*out = ip;
-		return 0;
-	}
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		return rc;
-	rc = objfs_meta_inode_get(t, ino, &a);
+	rc = objfs_meta_inode_get(t, ip->ino, &ip->attr);
 	objfs_meta_abort(t);
-	if (rc < 0)
-		return rc;
+	if (rc == 0 && S_ISREG(ip->attr.mode))
+		rc = objfs_data_load(s, ip);
+	return rc;
+}
+
+/*
+ * Find or load @ino and take a reference.  No lock held: loading reads
+ * the index, which is done under the new inode's lock only, with the
+ * inode already in the table (state LOADING) so that a second get of it
+ * waits on that lock instead of loading it twice.
+ */
+int
+objfs_inode_get(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
+{
+	struct objfs_inode *ip;
+	int st;
+
+	objfs_store_lock(s);
+	while (!(ip = objfs_inode_find_locked(s, ino)) &&
+	       releasing_locked(s, ino))
+		objfs_store_wait(s, &s->release_cv);
+	if (ip) {
+		ip->refs++;
+		objfs_store_unlock(s);
+		st = atomic_load(&ip->state);
+		if (st == OBJFS_INODE_LOADING) {
+			pthread_mutex_lock(&ip->lock);	/* the loader's */
+			st = atomic_load(&ip->state);
+			pthread_mutex_unlock(&ip->lock);
+		}
+		if (st < 0) {
+			objfs_inode_put(s, ip);
+			return st;
+		}
+		*out = ip;
+		return 0;
+	}
 	ip = calloc(1, sizeof(*ip));
-	if (!ip)
+	if (!ip) {
+		objfs_store_unlock(s);
 		return -ENOMEM;
+	}
 	ip->ino = ino;
-	ip->attr = a;
 	ip->bfd = -1;
 	ip->refs = 1;
 	objfs_chunkmap_init(&ip->chunks);
 	objfs_slots_init(&ip->slots);
 	pthread_mutex_init(&ip->lock, NULL);
-	if (S_ISREG(a.mode)) {
-		rc = objfs_data_load(s, ip);
-		if (rc < 0) {
-			pthread_mutex_destroy(&ip->lock);
-			free(ip);
-			return rc;
-		}
+	pthread_mutex_lock(&ip->lock);	/* nobody else has it yet */
+	table_insert_locked(s, ip);
+	objfs_store_unlock(s);
+	st = load(s, ip);
+	atomic_store(&ip->state, st < 0 ? st : OBJFS_INODE_READY);
+	pthread_mutex_unlock(&ip->lock);
+	if (st < 0) {
+		objfs_inode_put(s, ip);
+		return st;
 	}
-	if (s->count >= s->nbuckets)
-		table_grow_locked(s);
-	ip->hnext = s->table[bucket(s, ino)];
-	s->table[bucket(s, ino)] = ip;
-	s->count++;
 	*out = ip;
 	return 0;
 }
@@ -244,23 +288,21 @@ objfs_inode_free(struct objfs_inode *ip)
 }
 
 /*
- * Drop a reference; when nothing holds the inode any more, destroy it (no
- * names left) or let it go from memory (nothing in the arena).  Caller
- * holds s->lock.
+ * Let @ip go from memory (ip->lock held, no other lock): destroy it when
+ * it has no names left, else write its attributes and free its data.
+ * 1 when it must stay (its attributes could not be written: the next put
+ * tries again).
  */
-void
-objfs_inode_put_locked(struct objfs_store *s, struct objfs_inode *ip)
+static int
+release(struct objfs_store *s, struct objfs_inode *ip)
 {
-	uint64_t res, disk;
 	int rc;
 
-	objfs_store_assert_locked(s);
-	if (--ip->refs || ip->nlookup || ip->nopen || ip->ino == OBJFS_ROOT_INO)
-		return;
-	pthread_mutex_lock(&ip->lock);
 	if (ip->attr.nlink == 0 && ip->gone) {
 		objfs_data_unload(s, ip);	/* left the index at unlink */
-	} else if (ip->attr.nlink == 0) {
+		return 0;
+	}
+	if (ip->attr.nlink == 0) {
 		rc = objfs_data_destroy(s, ip);
 		if (rc < 0) {
 			/* Stays an orphan in the index; the next mount
@@ -268,23 +310,72 @@ objfs_inode_put_locked(struct objfs_store *s, struct objfs_inode *ip)
 			objfs_log(OBJFS_LOG_WARNING,
 				"inode %" PRIu64 ": removing unlinked object: %s",
 				ip->ino, strerror(-rc));
+			objfs_data_unload(s, ip);
 		}
-		s->ninodes--;
-	} else {
-		objfs_chunkmap_usage(&ip->chunks, &res, &disk);
-		if (res) {
-			pthread_mutex_unlock(&ip->lock);
-			return;		/* its bytes keep it cached */
-		}
-		if (ip->attr_dirty && objfs_inode_persist_attr(s, ip) < 0) {
-			pthread_mutex_unlock(&ip->lock);
-			return;		/* try again at the next put */
-		}
-		objfs_data_unload(s, ip);
+		atomic_fetch_sub(&s->ninodes, 1);
+		return 0;
 	}
+	if (ip->attr_dirty && objfs_inode_persist_attr(s, ip) < 0)
+		return 1;
+	objfs_data_unload(s, ip);
+	return 0;
+}
+
+/*
+ * Drop a reference.  When nothing holds the inode any more (no request,
+ * lookup or open) and it has no bytes in the arena, it leaves the table
+ * for the releasing list while release() writes to the index without
+ * store->lock; a get of the same inode waits for that to finish.  No lock
+ * held.
+ */
+void
+objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_inode **pp;
+	uint64_t res, disk;
+	int keep;
+
+	objfs_store_lock(s);
+	/* nopen changes under ip->lock, but only by a holder of a
+	 * reference: with none left, it cannot change. */
+	if (--ip->refs || ip->nlookup || ip->nopen || ip->ino == OBJFS_ROOT_INO) {
+		objfs_store_unlock(s);
+		return;
+	}
+	if (atomic_load(&ip->state) < 0) {	/* never loaded */
+		table_remove_locked(s, ip);
+		objfs_store_unlock(s);
+		objfs_inode_free(ip);
+		return;
+	}
+	pthread_mutex_lock(&ip->lock);
+	res = 0;
+	if (ip->attr.nlink)
+		objfs_chunkmap_usage(&ip->chunks, &res, &disk);
 	pthread_mutex_unlock(&ip->lock);
+	if (res) {
+		objfs_store_unlock(s);
+		return;		/* its bytes keep it cached */
+	}
 	table_remove_locked(s, ip);
-	objfs_inode_free(ip);
+	ip->hnext = s->releasing;
+	s->releasing = ip;
+	objfs_store_unlock(s);
+
+	pthread_mutex_lock(&ip->lock);
+	keep = release(s, ip);
+	pthread_mutex_unlock(&ip->lock);
+
+	objfs_store_lock(s);
+	for (pp = &s->releasing; *pp != ip; pp = &(*pp)->hnext)
+		;
+	*pp = ip->hnext;
+	if (keep)
+		table_insert_locked(s, ip);
+	pthread_cond_broadcast(&s->release_cv);
+	objfs_store_unlock(s);
+	if (!keep)
+		objfs_inode_free(ip);
 }
 
 int
@@ -295,8 +386,10 @@ objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
 
 	objfs_store_lock(s);
 	ip = objfs_inode_find_locked(s, ino);
-	if (ip)
+	if (ip && atomic_load(&ip->state) == OBJFS_INODE_READY)
 		ip->refs++;
+	else
+		ip = NULL;
 	objfs_store_unlock(s);
 	if (!ip)
 		return -ENOENT;
@@ -307,20 +400,7 @@ objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
 void
 objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip)
 {
-	objfs_store_lock(s);
-	objfs_inode_put_locked(s, ip);
-	objfs_store_unlock(s);
-}
-
-int
-objfs_inode_get(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
-{
-	int rc;
-
-	objfs_store_lock(s);
-	rc = objfs_inode_get_locked(s, ino, out);
-	objfs_store_unlock(s);
-	return rc;
+	objfs_inode_put(s, ip);
 }
 
 int
@@ -331,16 +411,49 @@ objfs_store_iget(struct objfs_store *s, uint64_t ino,
 }
 
 void
-objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip)
+objfs_inode_add_lookups(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t n)
 {
 	objfs_store_lock(s);
-	objfs_inode_put_locked(s, ip);
+	ip->nlookup += n;
 	objfs_store_unlock(s);
 }
 
+int
+objfs_inode_snapshot(struct objfs_store *s, struct objfs_inode ***out,
+		size_t *n_out)
+{
+	struct objfs_inode **v;
+	size_t n = 0;
+
+	objfs_store_lock(s);
+	v = malloc((s->count ? s->count : 1) * sizeof(*v));
+	if (!v) {
+		objfs_store_unlock(s);
+		return -ENOMEM;
+	}
+	for (size_t b = 0; b < s->nbuckets; b++)
+		for (struct objfs_inode *ip = s->table[b]; ip; ip = ip->hnext)
+			if (atomic_load(&ip->state) == OBJFS_INODE_READY) {
+				ip->refs++;
+				v[n++] = ip;
+			}
+	objfs_store_unlock(s);
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
+void
+objfs_inode_put_all(struct objfs_store *s, struct objfs_inode **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		objfs_inode_put(s, v[i]);
+	free(v);
+}
 
 /*
- * Count an open (store->lock held) and say how it meets the page cache.
+ * Count an open (ip->lock held) and say how it meets the page cache.
  * A direct writer marks the cached pages of the file stale; the next
  * cached open drops them, and they stay marked while a direct writer
  * remains open.  (Kernels since 6.x also drop the pages a direct write

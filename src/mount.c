@@ -139,7 +139,7 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 {
 	struct objfs_meta_txn *t;
 	struct objfs_attr root;
-	uint64_t schema, chunk;
+	uint64_t schema, chunk, ninodes;
 	size_t objects;
 	int rc;
 
@@ -230,8 +230,9 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 				&s->next_ino)) < 0 ||
 	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_NEXT_COOKIE,
 				&s->next_cookie)) < 0 ||
-	    (rc = objfs_meta_inode_count(t, &s->ninodes)) < 0)
+	    (rc = objfs_meta_inode_count(t, &ninodes)) < 0)
 		goto err_abort;
+	atomic_store(&s->ninodes, ninodes);
 	rc = objfs_meta_commit(t);
 	if (rc < 0)
 		return rc;
@@ -389,11 +390,12 @@ reap_orphans(struct objfs_store *s)
 	for (size_t i = 0; rc == 0 && i < o.n; i++) {
 		struct objfs_inode *ip;
 
-		objfs_store_lock(s);
-		rc = objfs_inode_get_locked(s, o.v[i], &ip);
+		rc = objfs_inode_get(s, o.v[i], &ip);
 		if (rc == 0) {
+			pthread_mutex_lock(&ip->lock);
 			ip->attr.nlink = 0;
-			objfs_inode_put_locked(s, ip);
+			pthread_mutex_unlock(&ip->lock);
+			objfs_inode_put(s, ip);
 		} else if (rc == -ENOENT) {
 			rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 			if (rc == 0) {
@@ -402,7 +404,6 @@ reap_orphans(struct objfs_store *s)
 					objfs_meta_commit(t);
 			}
 		}
-		objfs_store_unlock(s);
 	}
 	if (rc == 0 && o.n)
 		objfs_log(OBJFS_LOG_INFO, "removed %zu unlinked object(s) left "
@@ -534,6 +535,14 @@ free_table(struct objfs_store *s)
 		}
 	}
 	free(s->table);
+}
+
+static void
+destroy_locks(struct objfs_store *s)
+{
+	pthread_cond_destroy(&s->release_cv);
+	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->ns_lock);
 }
 
 /*
@@ -714,16 +723,16 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		 * 16 GiB through a 1 GiB arena 39 s against 28 s.) */
 		s->restore_limit = s->low_bytes;
 	}
+	pthread_mutex_init(&s->ns_lock, NULL);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->release_cv, NULL);
 	s->nbuckets = 1024;
 	s->table = calloc(s->nbuckets, sizeof(*s->table));
 	if (!s->table) {
 		rc = -ENOMEM;
 		goto err_arena;
 	}
-	objfs_store_lock(s);
-	rc = objfs_inode_get_locked(s, OBJFS_ROOT_INO, &root);	/* pinned for good */
-	objfs_store_unlock(s);
+	rc = objfs_inode_get(s, OBJFS_ROOT_INO, &root);	/* pinned for good */
 	if (rc < 0) {
 		*msg = "the index has no root directory";
 		goto err_table;
@@ -755,7 +764,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 err_table:
 	free_table(s);
 err_arena:
-	pthread_mutex_destroy(&s->lock);
+	destroy_locks(s);
 	objfs_arena_destroy(s->arena);
 err_meta:
 	objfs_meta_close(s->meta);
@@ -772,25 +781,30 @@ err_dirfd:
 	return rc;
 }
 
+/* Write out every inode in memory, each under its own lock only. */
 static int
 flush_all(struct objfs_store *s)
 {
-	int rc = 0, r;
+	struct objfs_inode **v;
+	size_t n;
+	int rc, r;
 
-	objfs_store_lock(s);
-	for (size_t b = 0; b < s->nbuckets; b++) {
-		for (struct objfs_inode *ip = s->table[b]; ip; ip = ip->hnext) {
-			pthread_mutex_lock(&ip->lock);
-			if (S_ISREG(ip->attr.mode) && ip->attr.nlink > 0)
-				r = objfs_data_flush(s, ip);
-			else
-				r = ip->attr_dirty ? objfs_inode_persist_attr(s, ip) : 0;
-			pthread_mutex_unlock(&ip->lock);
-			if (r < 0 && rc == 0)
-				rc = r;
-		}
+	rc = objfs_inode_snapshot(s, &v, &n);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		struct objfs_inode *ip = v[i];
+
+		pthread_mutex_lock(&ip->lock);
+		if (S_ISREG(ip->attr.mode) && ip->attr.nlink > 0)
+			r = objfs_data_flush(s, ip);
+		else
+			r = ip->attr_dirty ? objfs_inode_persist_attr(s, ip) : 0;
+		pthread_mutex_unlock(&ip->lock);
+		if (r < 0 && rc == 0)
+			rc = r;
 	}
-	objfs_store_unlock(s);
+	objfs_inode_put_all(s, v, n);
 	return rc;
 }
 
@@ -824,7 +838,7 @@ objfs_store_close(struct objfs_store *s)
 	if (rc == 0)
 		(void)set_clean(s, 1);
 	free_table(s);
-	pthread_mutex_destroy(&s->lock);
+	destroy_locks(s);
 	objfs_arena_destroy(s->arena);
 	objfs_backing_close(s->backing);
 	r = objfs_meta_close(s->meta);

@@ -60,24 +60,26 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 		objfs_status_node_attr(out);
 		return 0;
 	}
-	objfs_store_lock(s);
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
-		goto out;
+		return rc;
 	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
 	objfs_meta_abort(t);
 	if (rc < 0)
-		goto out;
-	rc = objfs_inode_get_locked(s, d.ino, &ip);
+		return rc;
+	rc = objfs_inode_get(s, d.ino, &ip);
 	if (rc < 0)
-		goto out;
-	ip->nlookup++;
+		return rc;
+	/* Without ns_lock the name may have gone meanwhile: an inode with
+	 * no names left is not found. */
 	pthread_mutex_lock(&ip->lock);
 	*out = ip->attr;
 	pthread_mutex_unlock(&ip->lock);
-	objfs_inode_put_locked(s, ip);
-out:
-	objfs_store_unlock(s);
+	if (out->nlink == 0)
+		rc = -ENOENT;
+	else
+		objfs_inode_add_lookups(s, ip, 1);
+	objfs_inode_put(s, ip);
 	return rc;
 }
 
@@ -91,45 +93,66 @@ objfs_store_forget(struct objfs_store *s, uint64_t ino, uint64_t n)
 	if (ip) {
 		ip->nlookup = ip->nlookup > n ? ip->nlookup - n : 0;
 		ip->refs++;
-		objfs_inode_put_locked(s, ip);
 	}
 	objfs_store_unlock(s);
+	if (ip)
+		objfs_inode_put(s, ip);
 }
 
 /* ---- namespace -------------------------------------------------------- */
 
-/* Look up @parent as a directory; takes a reference.  Holds s->lock. */
+/* Look up @parent as a directory; takes a reference.  Holds ns_lock. */
 static int
-get_dir_locked(struct objfs_store *s, uint64_t parent,
-		struct objfs_inode **out)
+get_dir(struct objfs_store *s, uint64_t parent, struct objfs_inode **out)
 {
 	struct objfs_inode *dp;
-	int rc = objfs_inode_get_locked(s, parent, &dp);
+	struct objfs_attr a;
+	int rc = objfs_inode_get(s, parent, &dp);
 
-	objfs_store_assert_locked(s);
 	if (rc < 0)
 		return rc;
-	if (!S_ISDIR(dp->attr.mode)) {
-		objfs_inode_put_locked(s, dp);
-		return -ENOTDIR;
-	}
-	if (dp->attr.nlink == 0) {
-		objfs_inode_put_locked(s, dp);
-		return -ENOENT;		/* removed directory */
+	pthread_mutex_lock(&dp->lock);
+	a = dp->attr;
+	pthread_mutex_unlock(&dp->lock);
+	if (!S_ISDIR(a.mode))
+		rc = -ENOTDIR;
+	else if (a.nlink == 0)
+		rc = -ENOENT;		/* removed directory */
+	if (rc < 0) {
+		objfs_inode_put(s, dp);
+		return rc;
 	}
 	*out = dp;
 	return 0;
 }
 
+/* The attributes of @ip, read under its lock. */
+static struct objfs_attr
+attr_of(struct objfs_inode *ip)
+{
+	struct objfs_attr a;
+
+	pthread_mutex_lock(&ip->lock);
+	a = ip->attr;
+	pthread_mutex_unlock(&ip->lock);
+	return a;
+}
+
+/* An open that comes with a create. */
+struct create_open {
+	int flags, bypass;
+};
+
 /*
  * Create an inode of @mode named @name in @parent.  For symlinks @target is
- * stored too.  The new inode gets one lookup.
+ * stored too.  The new inode gets one lookup, and with @op is counted
+ * open before any unlink can see it.
  */
 static int
 make_node(struct objfs_store *s, uint64_t parent, const char *name,
 		uint32_t mode, uint64_t rdev, const char *target,
 		const struct objfs_cred *cr, struct objfs_attr *out,
-		struct objfs_inode **ip_out)
+		const struct create_open *op)
 {
 	struct objfs_meta_txn *t;
 	struct objfs_inode *dp, *ip;
@@ -142,11 +165,11 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 		return -ENAMETOOLONG;
 	if (objfs_is_reserved_name(parent, name))
 		return -EEXIST;
-	objfs_store_lock(s);
-	rc = get_dir_locked(s, parent, &dp);
+	pthread_mutex_lock(&s->ns_lock);
+	rc = get_dir(s, parent, &dp);
 	if (rc < 0)
 		goto out_unlock;
-	if (s->ninodes >= MAX_INODES) {
+	if (atomic_load(&s->ninodes) >= MAX_INODES) {
 		rc = -ENOSPC;
 		goto out_dp;
 	}
@@ -198,22 +221,23 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 		goto out_dplock;
 	s->next_ino++;
 	s->next_cookie++;
-	s->ninodes++;
+	atomic_fetch_add(&s->ninodes, 1);
 	dp->attr = pa;
 	pthread_mutex_unlock(&dp->lock);
-	objfs_inode_put_locked(s, dp);
+	objfs_inode_put(s, dp);
 
-	rc = objfs_inode_get_locked(s, a.ino, &ip);
+	rc = objfs_inode_get(s, a.ino, &ip);
 	if (rc == 0) {
-		ip->nlookup++;
+		objfs_inode_add_lookups(s, ip, 1);
+		pthread_mutex_lock(&ip->lock);
 		ip->no_file = 1;	/* inode numbers are never reused */
+		if (op)
+			objfs_inode_open_locked(ip, op->flags, op->bypass);
+		pthread_mutex_unlock(&ip->lock);
 		*out = a;
-		if (ip_out)
-			*ip_out = ip;	/* caller puts it */
-		else
-			objfs_inode_put_locked(s, ip);
+		objfs_inode_put(s, ip);
 	}
-	objfs_store_unlock(s);
+	pthread_mutex_unlock(&s->ns_lock);
 	return rc;
 
 out_abort:
@@ -221,9 +245,9 @@ out_abort:
 out_dplock:
 	pthread_mutex_unlock(&dp->lock);
 out_dp:
-	objfs_inode_put_locked(s, dp);
+	objfs_inode_put(s, dp);
 out_unlock:
-	objfs_store_unlock(s);
+	pthread_mutex_unlock(&s->ns_lock);
 	return rc;
 }
 
@@ -277,18 +301,10 @@ objfs_store_create(struct objfs_store *s, uint64_t parent, const char *name,
 		uint32_t mode, int flags, int bypass,
 		const struct objfs_cred *cr, struct objfs_attr *out)
 {
-	struct objfs_inode *ip;
-	int rc;
+	struct create_open op = { flags, bypass };
 
-	rc = make_node(s, parent, name, S_IFREG | (mode & 07777), 0, NULL, cr,
-			out, &ip);
-	if (rc < 0)
-		return rc;
-	objfs_store_lock(s);
-	objfs_inode_open_locked(ip, flags, bypass);
-	objfs_inode_put_locked(s, ip);
-	objfs_store_unlock(s);
-	return 0;
+	return make_node(s, parent, name, S_IFREG | (mode & 07777), 0, NULL, cr,
+			out, &op);
 }
 
 int
@@ -307,22 +323,23 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 		return -EEXIST;
 	if (objfs_is_status_ino(ino))
 		return -EPERM;
-	objfs_store_lock(s);
-	rc = get_dir_locked(s, newparent, &dp);
+	pthread_mutex_lock(&s->ns_lock);
+	rc = get_dir(s, newparent, &dp);
 	if (rc < 0)
 		goto out_unlock;
-	rc = objfs_inode_get_locked(s, ino, &ip);
+	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		goto out_dp;
-	if (S_ISDIR(ip->attr.mode)) {
+	a = attr_of(ip);	/* the link count changes only under ns_lock */
+	if (S_ISDIR(a.mode)) {
 		rc = -EPERM;
 		goto out_ip;
 	}
-	if (ip->attr.nlink == 0) {
+	if (a.nlink == 0) {
 		rc = -ENOENT;
 		goto out_ip;
 	}
-	if (ip->attr.nlink >= 65000) {
+	if (a.nlink >= 65000) {
 		rc = -EMLINK;
 		goto out_ip;
 	}
@@ -352,19 +369,20 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 		ip->attr = a;
 		ip->attr_dirty = 0;
 		dp->attr = pa;
-		ip->nlookup++;
 		*out = a;
 	}
 out_locks:
 	if (ip != dp)
 		pthread_mutex_unlock(&ip->lock);
 	pthread_mutex_unlock(&dp->lock);
+	if (rc == 0)
+		objfs_inode_add_lookups(s, ip, 1);
 out_ip:
-	objfs_inode_put_locked(s, ip);
+	objfs_inode_put(s, ip);
 out_dp:
-	objfs_inode_put_locked(s, dp);
+	objfs_inode_put(s, dp);
 out_unlock:
-	objfs_store_unlock(s);
+	pthread_mutex_unlock(&s->ns_lock);
 	return rc;
 }
 
@@ -385,34 +403,46 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 		return -ENAMETOOLONG;
 	if (objfs_is_reserved_name(parent, name))
 		return -EPERM;
-	objfs_store_lock(s);
-	rc = get_dir_locked(s, parent, &dp);
+	pthread_mutex_lock(&s->ns_lock);
+	rc = get_dir(s, parent, &dp);
 	if (rc < 0)
 		goto out_unlock;
 	/* Look with a read transaction: the write transaction is taken only
 	 * after the inode locks (store_int.h), and what it sees cannot change
-	 * meanwhile, since every namespace change holds s->lock. */
+	 * meanwhile, since every namespace change holds ns_lock.  No inode is
+	 * got inside a transaction (a get may load, reading the index). */
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		goto out_dp;
 	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
+	objfs_meta_abort(t);
+	t = NULL;
 	if (rc < 0)
-		goto out_abort;
-	rc = objfs_inode_get_locked(s, d.ino, &ip);
+		goto out_dp;
+	rc = objfs_inode_get(s, d.ino, &ip);
 	if (rc < 0)
-		goto out_abort;
-	if (want_dir && !S_ISDIR(ip->attr.mode)) {
+		goto out_dp;
+	a = attr_of(ip);
+	if (want_dir && !S_ISDIR(a.mode)) {
 		rc = -ENOTDIR;
 		goto out_ip;
 	}
-	if (!want_dir && S_ISDIR(ip->attr.mode)) {
+	if (!want_dir && S_ISDIR(a.mode)) {
 		rc = -EISDIR;
 		goto out_ip;
 	}
-	if (want_dir && (rc = objfs_meta_dir_empty(t, d.ino)) < 0)
-		goto out_ip;
-	objfs_meta_abort(t);
-	t = NULL;
+	if (want_dir) {
+		rc = objfs_meta_begin(s->meta, 0, &t);
+		if (rc < 0) {
+			t = NULL;
+			goto out_ip;
+		}
+		rc = objfs_meta_dir_empty(t, d.ino);
+		objfs_meta_abort(t);
+		t = NULL;
+		if (rc < 0)
+			goto out_ip;
+	}
 	pthread_mutex_lock(&dp->lock);
 	pthread_mutex_lock(&ip->lock);
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
@@ -457,7 +487,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 		dp->attr = pa;
 		if (gone) {
 			ip->gone = 1;
-			s->ninodes--;
+			atomic_fetch_sub(&s->ninodes, 1);
 			objfs_data_gone(s, ip, seq);
 		}
 	}
@@ -466,14 +496,11 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 out_ip:
 	/* Never an inode lock inside a transaction (put may take one). */
 	objfs_meta_abort(t);
-	t = NULL;
-	objfs_inode_put_locked(s, ip);
-out_abort:
-	objfs_meta_abort(t);
+	objfs_inode_put(s, ip);
 out_dp:
-	objfs_inode_put_locked(s, dp);
+	objfs_inode_put(s, dp);
 out_unlock:
-	objfs_store_unlock(s);
+	pthread_mutex_unlock(&s->ns_lock);
 	return rc;
 }
 
@@ -489,18 +516,14 @@ objfs_store_rmdir(struct objfs_store *s, uint64_t parent, const char *name)
 	return remove_name(s, parent, name, 1);
 }
 
-/* Is @dir (a directory inode) @anc or below it?  Holds s->lock, which
- * keeps every directory's parent as it is; an inode's lock is never taken
- * inside a transaction. */
+/* Is @dir (a directory inode) @anc or below it?  Holds ns_lock, which
+ * keeps every directory's parent as it is. */
 static int
-is_within_locked(struct objfs_store *s, uint64_t dir, uint64_t anc, int *out)
+is_within(struct objfs_store *s, uint64_t dir, uint64_t anc, int *out)
 {
-	struct objfs_meta_txn *t;
 	struct objfs_inode *ip;
-	struct objfs_attr a;
 	int rc, depth = 0;
 
-	objfs_store_assert_locked(s);
 	for (;;) {
 		if (dir == anc) {
 			*out = 1;
@@ -510,21 +533,11 @@ is_within_locked(struct objfs_store *s, uint64_t dir, uint64_t anc, int *out)
 			*out = 0;
 			return 0;
 		}
-		ip = objfs_inode_find_locked(s, dir);
-		if (ip) {
-			pthread_mutex_lock(&ip->lock);
-			dir = ip->attr.parent;
-			pthread_mutex_unlock(&ip->lock);
-			continue;
-		}
-		rc = objfs_meta_begin(s->meta, 0, &t);
+		rc = objfs_inode_get(s, dir, &ip);
 		if (rc < 0)
 			return rc;
-		rc = objfs_meta_inode_get(t, dir, &a);
-		objfs_meta_abort(t);
-		if (rc < 0)
-			return rc;
-		dir = a.parent;
+		dir = attr_of(ip).parent;
+		objfs_inode_put(s, ip);
 	}
 }
 
@@ -536,7 +549,7 @@ struct rename_side {
 };
 
 /* Lock each distinct inode of the rename once.  The order does not
- * matter: several inode locks are only ever taken under s->lock. */
+ * matter: several inode locks are only ever taken under ns_lock. */
 static void
 lock_set(struct objfs_inode **v, int n, int lock)
 {
@@ -576,34 +589,41 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 		return -EPERM;
 	if (objfs_is_reserved_name(newparent, newname))
 		return -EEXIST;
-	objfs_store_lock(s);
-	rc = get_dir_locked(s, parent, &src.dp);
+	pthread_mutex_lock(&s->ns_lock);
+	rc = get_dir(s, parent, &src.dp);
 	if (rc < 0)
 		goto out_unlock;
-	rc = get_dir_locked(s, newparent, &dst.dp);
+	rc = get_dir(s, newparent, &dst.dp);
 	if (rc < 0)
 		goto out_put;
-	/* Read first; the write transaction comes after the inode locks. */
+	/* Read first (and get no inode inside the read: a get may load);
+	 * the write transaction comes after the inode locks. */
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0) {
 		t = NULL;
 		goto out_put;
 	}
 	rc = objfs_meta_dirent_get(t, parent, name, len, &src.d);
-	if (rc < 0)
-		goto out_put;
-	rc = objfs_inode_get_locked(s, src.d.ino, &src.ip);
-	if (rc < 0)
-		goto out_put;
-	rc = objfs_meta_dirent_get(t, newparent, newname, nlen, &dst.d);
 	if (rc == 0) {
-		rc = objfs_inode_get_locked(s, dst.d.ino, &dst.ip);
+		rc = objfs_meta_dirent_get(t, newparent, newname, nlen,
+				&dst.d);
+		if (rc == -ENOENT) {
+			dst.d.ino = 0;
+			rc = 0;
+		}
+	}
+	objfs_meta_abort(t);
+	t = NULL;
+	if (rc < 0)
+		goto out_put;
+	rc = objfs_inode_get(s, src.d.ino, &src.ip);
+	if (rc < 0)
+		goto out_put;
+	if (dst.d.ino) {
+		rc = objfs_inode_get(s, dst.d.ino, &dst.ip);
 		if (rc < 0)
 			goto out_put;
-	} else if (rc != -ENOENT) {
-		goto out_put;
 	}
-	rc = 0;
 	if (flags & RENAME_EXCHANGE) {
 		if (!dst.ip) {
 			rc = -ENOENT;
@@ -615,8 +635,8 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 	}
 	if (dst.ip == src.ip)
 		goto out_put;	/* same name or hard links of one file: no-op */
-	src_dir = S_ISDIR(src.ip->attr.mode);
-	dst_dir = dst.ip && S_ISDIR(dst.ip->attr.mode);
+	src_dir = S_ISDIR(attr_of(src.ip).mode);
+	dst_dir = dst.ip && S_ISDIR(attr_of(dst.ip).mode);
 	if (!(flags & RENAME_EXCHANGE) && dst.ip) {
 		if (src_dir && !dst_dir) {
 			rc = -ENOTDIR;
@@ -626,14 +646,22 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 			rc = -EISDIR;
 			goto out_put;
 		}
-		if (dst_dir && (rc = objfs_meta_dir_empty(t, dst.d.ino)) < 0)
-			goto out_put;
+		if (dst_dir) {
+			rc = objfs_meta_begin(s->meta, 0, &t);
+			if (rc < 0) {
+				t = NULL;
+				goto out_put;
+			}
+			rc = objfs_meta_dir_empty(t, dst.d.ino);
+			objfs_meta_abort(t);
+			t = NULL;
+			if (rc < 0)
+				goto out_put;
+		}
 	}
-	objfs_meta_abort(t);
-	t = NULL;
 	/* Never move a directory into itself or below itself. */
 	if (src_dir && parent != newparent) {
-		rc = is_within_locked(s, newparent, src.d.ino, &within);
+		rc = is_within(s, newparent, src.d.ino, &within);
 		if (rc < 0)
 			goto out_put;
 		if (within) {
@@ -642,7 +670,7 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 		}
 	}
 	if (dst_dir && (flags & RENAME_EXCHANGE) && parent != newparent) {
-		rc = is_within_locked(s, parent, dst.d.ino, &within);
+		rc = is_within(s, parent, dst.d.ino, &within);
 		if (rc < 0)
 			goto out_put;
 		if (within) {
@@ -747,15 +775,15 @@ out_locks:
 out_put:
 	objfs_meta_abort(t);
 	if (dst.ip)
-		objfs_inode_put_locked(s, dst.ip);
+		objfs_inode_put(s, dst.ip);
 	if (src.ip)
-		objfs_inode_put_locked(s, src.ip);
+		objfs_inode_put(s, src.ip);
 	if (dst.dp)
-		objfs_inode_put_locked(s, dst.dp);
+		objfs_inode_put(s, dst.dp);
 	if (src.dp)
-		objfs_inode_put_locked(s, src.dp);
+		objfs_inode_put(s, src.dp);
 out_unlock:
-	objfs_store_unlock(s);
+	pthread_mutex_unlock(&s->ns_lock);
 	return rc;
 }
 
@@ -854,20 +882,19 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 			a.ino = b.v[i].ino;
 			a.mode = b.v[i].type;
 			if (plus) {
-				objfs_store_lock(s);
-				if (objfs_inode_get_locked(s, b.v[i].ino,
-						&ip) < 0) {
+				if (objfs_inode_get(s, b.v[i].ino, &ip) < 0) {
 					/* removed meanwhile: skip it */
-					objfs_store_unlock(s);
 					off = b.v[i].cookie;
 					continue;
 				}
-				ip->nlookup++;
-				pthread_mutex_lock(&ip->lock);
-				a = ip->attr;
-				pthread_mutex_unlock(&ip->lock);
-				objfs_inode_put_locked(s, ip);
-				objfs_store_unlock(s);
+				a = attr_of(ip);
+				if (a.nlink == 0) {
+					objfs_inode_put(s, ip);
+					off = b.v[i].cookie;
+					continue;
+				}
+				objfs_inode_add_lookups(s, ip, 1);
+				objfs_inode_put(s, ip);
 			}
 			full = cb(arg, b.v[i].name, &a, b.v[i].cookie);
 			if (full && plus)

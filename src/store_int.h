@@ -8,21 +8,28 @@
  *
  * Locks, outermost first (a thread holding one may take only those
  * below it):
- *	store->lock	the inode table, lookup/open/ref counts, the
- *			namespace.
- *			Every request takes it briefly to get and to put its
- *			inode; namespace operations hold it across their index
- *			transaction, and so does the destruction of an inode
- *			by its last put.
- *	inode->lock	one inode's attributes, chunk map, slot map and
- *			read-ahead slots (ra->cv waits on it).  More than one
- *			is taken only under store->lock (link, rename).
+ *	ns_lock		namespace changes (create, link, unlink, rename):
+ *			held across their index reads and transaction, so
+ *			that what they read cannot change before they write.
+ *			next_ino and next_cookie.
+ *	store->lock	the inode table and releasing list, lookup and
+ *			reference counts.  Held briefly, for the table
+ *			only: never across an index transaction, disk I/O
+ *			or a wait for another thread's I/O.  Every request
+ *			takes it to get and to put its inode.
+ *	inode->lock	one inode's attributes, open counts, chunk map, slot
+ *			map and read-ahead slots (ra->cv waits on it).  More
+ *			than one is taken only under ns_lock (link, unlink,
+ *			rename).  A new inode is loaded from the index under
+ *			its own lock alone.
  *	spill_lock	the spiller's state and the restore ring: taken
  *			under an inode lock (a writer wakes the spiller),
  *			and never held while taking another lock.
  *	defer_lock	the space waiting to be given back.
  *	the arena's lock, the index's lock (meta.c): innermost.
  *	maint_lock	the maintenance thread's sleep only.
+ * No function that takes store->lock or an inode's lock is called with an
+ * inode lock held (objfs_inode_get() and _put() take both).
  * ThreadSanitizer runs every unit test, the threaded stress test among
  * them, and reports no order inversion (scripts/test).
  */
@@ -39,19 +46,26 @@
 #include "spill.h"
 #include "store.h"
 
+enum { OBJFS_INODE_LOADING = 0, OBJFS_INODE_READY = 1 };
+
 struct objfs_inode {
 	uint64_t ino;
-	struct objfs_inode *hnext;	/* protected by store->lock */
+	struct objfs_inode *hnext;	/* protected by store->lock: the table
+					 * chain or the releasing list */
 	uint64_t nlookup;		/* protected by store->lock */
-	uint32_t nopen;			/* protected by store->lock */
-	uint32_t ndirect_w;		/* protected by store->lock: opens
-					 * that write past the page cache */
-	int cache_stale;		/* protected by store->lock: a direct
-					 * writer may have made cached pages
-					 * wrong */
 	uint32_t refs;			/* protected by store->lock */
+	_Atomic int state;		/* LOADING, READY, or the -errno the
+					 * load failed with; set under lock */
 
 	pthread_mutex_t lock;
+	uint32_t nopen;			/* protected by lock, and changed only
+					 * by a holder of a reference (so put,
+					 * under store->lock, may read it when
+					 * refs is 0) */
+	uint32_t ndirect_w;		/* protected by lock: opens that write
+					 * past the page cache */
+	int cache_stale;		/* protected by lock: a direct writer
+					 * may have made cached pages wrong */
 	struct objfs_attr attr;		/* protected by lock */
 	int attr_dirty;			/* protected by lock: size/times not
 					 * yet in the index */
@@ -138,15 +152,21 @@ struct objfs_store {
 	uint64_t restore_limit;		/* arena use above which reads are
 					 * served from disk, not restored */
 
+	pthread_mutex_t ns_lock;	/* namespace changes */
+	uint64_t next_ino;		/* protected by ns_lock */
+	uint64_t next_cookie;		/* protected by ns_lock */
+	_Atomic uint64_t ninodes;	/* in the index */
+
 	pthread_mutex_t lock;		/* objfs_store_lock() takes it */
 	pthread_t lock_holder;		/* protected by lock: who holds it */
 	int lock_held;			/* protected by lock */
 	struct objfs_inode **table;	/* protected by lock */
 	size_t nbuckets;		/* protected by lock */
 	size_t count;			/* protected by lock */
-	uint64_t next_ino;		/* protected by lock */
-	uint64_t next_cookie;		/* protected by lock */
-	uint64_t ninodes;		/* protected by lock: in the index */
+	struct objfs_inode *releasing;	/* protected by lock: inodes that
+					 * left the table and are being let
+					 * go (objfs_inode_put()) */
+	pthread_cond_t release_cv;	/* with lock: one of them went */
 
 	_Atomic uint64_t written_out_chunks, written_out_bytes;
 	_Atomic uint64_t restored_chunks, restored_bytes;
@@ -279,6 +299,16 @@ objfs_store_unlock(struct objfs_store *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Wait on @cv, which goes with store->lock. */
+static inline void
+objfs_store_wait(struct objfs_store *s, pthread_cond_t *cv)
+{
+	s->lock_held = 0;
+	pthread_cond_wait(cv, &s->lock);
+	s->lock_holder = pthread_self();
+	s->lock_held = 1;
+}
+
 #define objfs_store_assert_locked(s) \
 	assert((s)->lock_held && pthread_equal((s)->lock_holder, \
 			pthread_self()))
@@ -305,23 +335,30 @@ int objfs_store_begin_change(struct objfs_store *s,
 int objfs_is_status_ino(uint64_t ino);
 int objfs_is_reserved_name(uint64_t parent, const char *name);
 void objfs_status_node_attr(struct objfs_attr *a);
-/* With store->lock held: the inode in memory or NULL; the inode, loaded
- * from the index if need be, with a reference taken; a reference
- * dropped (the last one destroys or unloads it). */
+/* With store->lock held: the inode in the table or NULL (perhaps still
+ * loading: see state). */
 struct objfs_inode *objfs_inode_find_locked(struct objfs_store *s,
 		uint64_t ino);
-int objfs_inode_get_locked(struct objfs_store *s, uint64_t ino,
-		struct objfs_inode **out);
-void objfs_inode_put_locked(struct objfs_store *s, struct objfs_inode *ip);
-/* The same, taking store->lock. */
+/* With no lock held: the inode, loaded from the index if need be, with a
+ * reference taken; a reference dropped (the last one destroys the inode
+ * or lets it go from memory, writing to the index). */
 int objfs_inode_get(struct objfs_store *s, uint64_t ino,
 		struct objfs_inode **out);
 void objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip);
+/* Count @n more kernel lookups of @ip (a reference held). */
+void objfs_inode_add_lookups(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t n);
+/* A reference to every inode in the table (an array to give to
+ * objfs_inode_put_all()), for walks that take inode locks or do I/O. */
+int objfs_inode_snapshot(struct objfs_store *s, struct objfs_inode ***v,
+		size_t *n);
+void objfs_inode_put_all(struct objfs_store *s, struct objfs_inode **v,
+		size_t n);
 /* Write the attributes to the index (ip->lock held). */
 int objfs_inode_persist_attr(struct objfs_store *s, struct objfs_inode *ip);
 void objfs_inode_free(struct objfs_inode *ip);
-/* Count an open and a close (store->lock held); the open says how it
- * meets the page cache. */
+/* Count an open and a close (ip->lock held, a reference held); the open
+ * says how it meets the page cache. */
 enum objfs_cache objfs_inode_open_locked(struct objfs_inode *ip, int flags,
 		int bypass);
 void objfs_inode_close_locked(struct objfs_inode *ip, int flags,
