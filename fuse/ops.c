@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ops.c - the libfuse low-level operations table and its handlers.
+ * ops.c - the libfuse low-level operations table and its handlers
+ * (session.c sets up the session that calls them).
  *
  * The adapter and nothing else: each handler decodes the request, makes
  * one store call and sends exactly one reply (forget sends none).  Errors
@@ -33,26 +34,13 @@
 #include "../src/base/log.h"
 #include "../src/store.h"
 #include "ops.h"
+#include "ops_int.h"
 
 #define OBJFS_ATTR_TIMEOUT	10.0
 #define OBJFS_ENTRY_TIMEOUT	10.0
-#define OBJFS_MAX_WRITE		(1u << 20)
 #define OBJFS_IO_SIZE		(1u << 20)	/* st_blksize */
 
 _Static_assert(OBJFS_ROOT_INO == FUSE_ROOT_ID, "root inode numbers differ");
-
-struct objfs_fuse {
-	struct fuse_session *se;
-	struct objfs_store *store;
-	int mounted;
-	struct objfs_fuse_opts o;
-	/* INIT, as seen on /dev/fuse (see io_read).  Written while INIT is
-	 * handled, before any other request can arrive; atomics, because
-	 * every worker thread reads them afterwards. */
-	uint64_t init_unique;
-	_Atomic int init_seen;	/* 0, 1: INIT read, 2: INIT replied */
-	_Atomic int mmap_ok;	/* direct_io files may still be mmapped */
-};
 
 static struct objfs_store *
 req_store(fuse_req_t req)
@@ -761,7 +749,7 @@ objfs_ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, (off_t)out);
 }
 
-static const struct fuse_lowlevel_ops objfs_ll_ops = {
+const struct fuse_lowlevel_ops objfs_ll_ops = {
 	.init = objfs_ll_init,
 	.lookup = objfs_ll_lookup,
 	.forget = objfs_ll_forget,
@@ -799,277 +787,3 @@ static const struct fuse_lowlevel_ops objfs_ll_ops = {
 	.lseek = objfs_ll_lseek,
 };
 
-/* libfuse builds some messages from several calls; join them into one
- * line per newline, per thread. */
-static void
-fuse_log_to_objfs(enum fuse_log_level level, const char *fmt, va_list ap)
-{
-	static _Thread_local char line[1024];
-	static _Thread_local size_t len;
-
-	vsnprintf(line + len, sizeof(line) - len, fmt, ap);
-	len = strlen(line);
-	if (len == 0 || (line[len - 1] != '\n' && len < sizeof(line) - 1))
-		return;
-	while (len && line[len - 1] == '\n')
-		line[--len] = '\0';
-	objfs_log((int)level, "%s", line);
-	len = 0;
-	line[0] = '\0';
-}
-
-int
-objfs_fuse_new(const char *mount_opts, const char *fsname,
-		const struct objfs_fuse_opts *fo, struct objfs_fuse **out)
-{
-	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct objfs_fuse *f;
-	char *opts;
-	size_t n;
-	int rc = -ENOMEM;
-
-	fuse_set_log_func(fuse_log_to_objfs);
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->o = *fo;
-	n = strlen(mount_opts) + strlen(fsname) + 128;
-	opts = malloc(n);
-	if (!opts)
-		goto err_free;
-	/* default_permissions: the kernel checks modes and owners. */
-	snprintf(opts, n, "%ssubtype=objfs,fsname=%s%s%s",
-			fo->kernel_perms ? "default_permissions," : "",
-			fsname, *mount_opts ? "," : "", mount_opts);
-	if (fuse_opt_add_arg(&args, "objfs") < 0 ||
-	    fuse_opt_add_arg(&args, "-o") < 0 ||
-	    fuse_opt_add_arg(&args, opts) < 0 ||
-	    (fo->debug && fuse_opt_add_arg(&args, "-d") < 0))
-		goto err_args;
-	f->se = fuse_session_new(&args, &objfs_ll_ops, sizeof(objfs_ll_ops), f);
-	if (!f->se) {
-		rc = -EINVAL;
-		goto err_args;
-	}
-	fuse_opt_free_args(&args);
-	free(opts);
-	*out = f;
-	return 0;
-
-err_args:
-	fuse_opt_free_args(&args);
-	free(opts);
-err_free:
-	free(f);
-	return rc;
-}
-
-/*
- * The kernel starts a FUSE mount with 128 KiB of read-ahead, and the INIT
- * reply can only lower it; page-cache reads then arrive as 128 KiB
- * requests.  The mount's own backing_dev_info can be raised in sysfs (by
- * root).  Measured: 1 MiB made reads 2x faster, in the arena and from
- * disk.  The device number comes from mountinfo, not stat(), which would
- * need the request loop that has not started yet.
- */
-/*
- * FUSE_DIRECT_IO_ALLOW_MMAP (kernel 6.6): with it, a file opened with
- * direct_io can still be mapped MAP_SHARED, the kernel keeping the mapping
- * and direct I/O coherent.  libfuse 3.14 predates the flag and cannot ask
- * for it, so objfs reads /dev/fuse through libfuse's custom I/O hooks,
- * notes whether the kernel offers the flag in INIT, and sets it in the
- * INIT reply.  Nothing else in the stream is touched.  The layouts are
- * the kernel's ABI (<linux/fuse.h>), which only ever grows at the end.
- */
-#define K_FUSE_INIT		26
-#define K_INIT_EXT		(1u << 30)	/* flags: flags2 is valid */
-#define K_ALLOW_MMAP_HI		(1u << 4)	/* flags2: 1ULL << 36 */
-#define K_IN_HDR		40		/* struct fuse_in_header */
-#define K_OUT_HDR		16		/* struct fuse_out_header */
-
-static uint32_t
-get32(const void *p, size_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, (const char *)p + off, sizeof(v));
-	return v;
-}
-
-static ssize_t
-io_read(int fd, void *buf, size_t len, void *userdata)
-{
-	struct objfs_fuse *f = userdata;
-	ssize_t n = read(fd, buf, len);
-
-	/* fuse_init_in: major, minor, max_readahead, flags, flags2 */
-	if (!f->init_seen && n >= K_IN_HDR + 20 &&
-	    get32(buf, 4) == K_FUSE_INIT) {
-		uint32_t flags = get32(buf, K_IN_HDR + 12);
-		uint32_t flags2 = get32(buf, K_IN_HDR + 16);
-
-		memcpy(&f->init_unique, (char *)buf + 8, sizeof(uint64_t));
-		f->init_seen = 1;
-		f->mmap_ok = (flags & K_INIT_EXT) && (flags2 & K_ALLOW_MMAP_HI);
-		objfs_log(OBJFS_LOG_DEBUG, "INIT offers flags %#x flags2 %#x",
-			flags, flags2);
-	}
-	return n;
-}
-
-static ssize_t
-io_writev(int fd, struct iovec *iov, int count, void *userdata)
-{
-	struct objfs_fuse *f = userdata;
-
-	/* fuse_init_out: flags at 12, flags2 at 32 */
-	if (f->init_seen == 1 && count >= 2 && iov[0].iov_len == K_OUT_HDR &&
-	    memcmp((char *)iov[0].iov_base + 8, &f->init_unique, 8) == 0) {
-		f->init_seen = 2;
-		if (f->mmap_ok && get32(iov[0].iov_base, 4) == 0 &&
-		    iov[1].iov_len >= 36) {
-			char *o = iov[1].iov_base;
-			uint32_t flags = get32(o, 12) | K_INIT_EXT;
-			uint32_t flags2 = get32(o, 32) | K_ALLOW_MMAP_HI;
-
-			memcpy(o + 12, &flags, 4);
-			memcpy(o + 32, &flags2, 4);
-			objfs_log(OBJFS_LOG_DEBUG, "INIT reply flags %#x "
-				"flags2 %#x, len %zu", flags, flags2,
-				iov[1].iov_len);
-		} else {
-			f->mmap_ok = 0;
-		}
-	}
-	return writev(fd, iov, count);
-}
-
-/* mountinfo writes space, tab, newline and backslash as \ooo. */
-static void
-unescape_octal(char *p)
-{
-	char *q = p;
-
-	for (; *p; p++) {
-		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' &&
-		    p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
-			*q++ = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) |
-				(p[3] - '0'));
-			p += 3;
-		} else {
-			*q++ = *p;
-		}
-	}
-	*q = '\0';
-}
-
-static void
-set_readahead(const char *mountpoint, unsigned kb)
-{
-	char line[4096], path[128], dev[32] = "", root[PATH_MAX], *mp;
-	FILE *fp;
-	int fd, ok = 0;
-
-	if (!realpath(mountpoint, root))
-		return;
-	fp = fopen("/proc/self/mountinfo", "r");
-	if (!fp)
-		return;
-	/* "36 35 0:52 / /mnt/x rw,... - fuse.objfs src rw,...": the last
-	 * match is the newest mount, ours. */
-	while (fgets(line, sizeof(line), fp)) {
-		char d[32];
-		int n = 0;
-
-		if (sscanf(line, "%*u %*u %31s %*s %n", d, &n) != 1 || !n)
-			continue;
-		mp = line + n;
-		mp[strcspn(mp, " ")] = '\0';
-		unescape_octal(mp);
-		if (strcmp(mp, root) == 0)
-			snprintf(dev, sizeof(dev), "%s", d);
-	}
-	fclose(fp);
-	if (!dev[0])
-		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		char v[16];
-		int len = snprintf(v, sizeof(v), "%u", kb);
-
-		ok = write(fd, v, (size_t)len) == len;
-		close(fd);
-	}
-	if (ok)
-		objfs_log(OBJFS_LOG_DEBUG, "read-ahead %u KiB (%s)", kb, path);
-	else
-		objfs_log(OBJFS_LOG_INFO, "cannot set read-ahead to %u KiB "
-			"(%s: %s): reads stay at the kernel's 128 KiB", kb,
-			path, strerror(errno));
-}
-
-int
-objfs_fuse_mount(struct objfs_fuse *f, struct objfs_store *store,
-		const char *mountpoint)
-{
-	f->store = store;
-	if (fuse_set_signal_handlers(f->se) != 0)
-		return -EIO;
-	if (fuse_session_mount(f->se, mountpoint) != 0)
-		return -EIO;
-	f->mounted = 1;
-	{
-		const struct fuse_custom_io io = {
-			.read = io_read,
-			.writev = io_writev,
-		};
-
-		if (fuse_session_custom_io(f->se, &io,
-				fuse_session_fd(f->se)) != 0)
-			return -EIO;
-	}
-	set_readahead(mountpoint, f->o.readahead_kb);
-	return 0;
-}
-
-int
-objfs_fuse_loop(struct objfs_fuse *f, unsigned max_threads)
-{
-	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-	int rc;
-
-	if (!cfg)
-		return -ENOMEM;
-	fuse_loop_cfg_set_clone_fd(cfg, 0);
-	fuse_loop_cfg_set_max_threads(cfg, max_threads);
-	fuse_loop_cfg_set_idle_threads(cfg, max_threads / 2 ? max_threads / 2 : 1);
-	rc = fuse_session_loop_mt(f->se, cfg);
-	fuse_loop_cfg_destroy(cfg);
-	return rc;
-}
-
-void
-objfs_fuse_destroy(struct objfs_fuse *f)
-{
-	if (!f)
-		return;
-	if (f->mounted) {
-		fuse_remove_signal_handlers(f->se);
-		fuse_session_unmount(f->se);
-	}
-	fuse_session_destroy(f->se);
-	free(f);
-}
-
-void
-objfs_fuse_print_help(void)
-{
-	fuse_lowlevel_help();
-}
-
-const char *
-objfs_fuse_version(void)
-{
-	return fuse_pkgversion();
-}

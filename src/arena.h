@@ -4,8 +4,9 @@
  *
  * One memfd of fixed capacity, mapped MAP_SHARED once and never grown.
  * Blocks are named by their byte offset from the start of the mapping,
- * never by pointer, so a block means the same thing to any process that
- * maps the arena.  Blocks are powers of two from OBJFS_ARENA_MIN_BLOCK up
+ * never by pointer (a chunk stores a 32-bit block index, not an 8-byte
+ * pointer).  Only the daemon maps the memfd; no other process shares it
+ * today.  Blocks are powers of two from OBJFS_ARENA_MIN_BLOCK up
  * to the chunk size: whole chunks for the body of a file, small blocks for
  * the tails of small files.  Freed blocks go back to the allocator, not to
  * the kernel, so memory the arena has touched once stays mapped and fast.

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check.c - objfsctl check and objfsctl recover (see check.h).
+ * check.c - objfsctl check (see check.h); recover.c shares its inode
+ * table and the opening of the data directory (check_int.h).
  *
  * Offline: the data directory's lock keeps a daemon out meanwhile.  The
  * index is opened read-only (objfs_meta_open with OBJFS_META_RDONLY: the
@@ -28,40 +29,12 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "check_int.h"
 #include "base/csum.h"
 #include "base/log.h"
 #include "spill.h"
 #include "store_int.h"
 #include "../meta/meta_keys.h"
-
-struct ino {
-	uint64_t ino;
-	struct objfs_attr a;
-	int ok;			/* its record is intact */
-	uint32_t names;		/* dirents pointing at it */
-	uint32_t subdirs;	/* directories among its entries */
-	uint64_t recs;		/* chunk records */
-	uint64_t parent;	/* a directory's parent by its name */
-	int orphan;
-	int dead;		/* has a tombstone */
-};
-
-struct ck {
-	FILE *out;
-	int problems;
-	int notes;
-	uint32_t chunk;
-	struct objfs_meta_txn *t;
-	int bdir;		/* backing/, or -1 */
-	size_t files;		/* in backing/ */
-	struct ino *iv;
-	size_t ni, cap;
-	/* dirent (parent, cookie) pairs, sorted, for the cookie check */
-	struct pc {
-		uint64_t parent, cookie;
-	} *pcv;
-	size_t npc, pccap;
-};
 
 static void __attribute__((format(printf, 2, 3)))
 problem(struct ck *c, const char *fmt, ...)
@@ -89,8 +62,8 @@ note(struct ck *c, const char *fmt, ...)
 	c->notes++;
 }
 
-static struct ino *
-find(struct ck *c, uint64_t ino)
+struct ino *
+ck_find(struct ck *c, uint64_t ino)
 {
 	size_t lo = 0, hi = c->ni;
 
@@ -106,8 +79,8 @@ find(struct ck *c, uint64_t ino)
 }
 
 /* Inode records come in key order: the array stays sorted. */
-static int
-add_inode(void *arg, uint64_t ino, const struct objfs_attr *a)
+int
+ck_add_inode(void *arg, uint64_t ino, const struct objfs_attr *a)
 {
 	struct ck *c = arg;
 	struct ino *x;
@@ -136,7 +109,7 @@ static int
 add_dirent(void *arg, uint64_t parent, const struct objfs_dirent *d)
 {
 	struct ck *c = arg;
-	struct ino *p = find(c, parent), *x;
+	struct ino *p = ck_find(c, parent), *x;
 
 	if (!d) {
 		problem(c, "directory %" PRIu64 ": a name record is damaged",
@@ -146,7 +119,7 @@ add_dirent(void *arg, uint64_t parent, const struct objfs_dirent *d)
 	if (!p || !p->ok || !S_ISDIR(p->a.mode))
 		problem(c, "name '%s' is in %" PRIu64 ", which is not a "
 			"directory", d->name, parent);
-	x = find(c, d->ino);
+	x = ck_find(c, d->ino);
 	if (!x) {
 		problem(c, "name '%s' in directory %" PRIu64 " points to inode %"
 			PRIu64 ", which does not exist", d->name, parent,
@@ -212,7 +185,7 @@ static int
 mark_orphan(void *arg, uint64_t ino)
 {
 	struct ck *c = arg;
-	struct ino *x = find(c, ino);
+	struct ino *x = ck_find(c, ino);
 
 	if (x)
 		x->orphan = 1;
@@ -223,7 +196,7 @@ static int
 mark_dead(void *arg, uint64_t ino)
 {
 	struct ck *c = arg;
-	struct ino *x = find(c, ino);
+	struct ino *x = ck_find(c, ino);
 
 	if (x) {
 		x->dead = 1;
@@ -239,7 +212,7 @@ check_owner(void *arg, const char *db, uint64_t ino, int ok)
 
 	if (!ok)
 		problem(c, "a %s record is damaged", db);
-	else if (!find(c, ino))
+	else if (!ck_find(c, ino))
 		problem(c, "a %s record belongs to inode %" PRIu64 ", which "
 			"does not exist", db, ino);
 	return 0;
@@ -265,8 +238,8 @@ chunks_done(struct chunks *k)
 	objfs_slots_fini(&k->slots);
 }
 
-static int
-open_backing(int bdir, uint64_t ino)
+int
+ck_open_backing(int bdir, uint64_t ino)
 {
 	char name[17];
 
@@ -281,13 +254,13 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 {
 	struct chunks *k = arg;
 	struct ck *c = k->c;
-	struct ino *x = find(c, ino);
+	struct ino *x = ck_find(c, ino);
 	int rc;
 
 	if (ino != k->ino) {
 		chunks_done(k);
 		k->ino = ino;
-		k->fd = open_backing(c->bdir, ino);
+		k->fd = ck_open_backing(c->bdir, ino);
 		if (k->fd < 0 && r)
 			problem(c, "inode %" PRIu64 ": its chunks are recorded "
 				"but its backing file cannot be opened: %s",
@@ -335,8 +308,8 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 
 /* ---- the backing directory ------------------------------------------- */
 
-static int
-list_backing(int bdir, int (*cb)(void *arg, uint64_t ino), void *arg)
+int
+ck_list_backing(int bdir, int (*cb)(void *arg, uint64_t ino), void *arg)
 {
 	struct dirent *e;
 	DIR *d;
@@ -368,7 +341,7 @@ static int
 check_file(void *arg, uint64_t ino)
 {
 	struct ck *c = arg;
-	struct ino *x = find(c, ino);
+	struct ino *x = ck_find(c, ino);
 	int dead = objfs_meta_deleted_get(c->t, ino) == 0;
 
 	if (dead)
@@ -386,13 +359,8 @@ check_file(void *arg, uint64_t ino)
 
 /* ---- opening ------------------------------------------------------------ */
 
-struct dir {
-	int dirfd, lockfd, bdir;
-	char index[4200];
-};
-
-static int
-open_dir(const char *data_dir, struct dir *d, FILE *out)
+int
+ck_open_dir(const char *data_dir, struct dir *d, FILE *out)
 {
 	long holder = 0;
 	int rc;
@@ -421,8 +389,8 @@ open_dir(const char *data_dir, struct dir *d, FILE *out)
 	return 0;
 }
 
-static void
-close_dir(struct dir *d)
+void
+ck_close_dir(struct dir *d)
 {
 	if (d->bdir >= 0)
 		close(d->bdir);
@@ -438,8 +406,8 @@ count_one(void *arg, uint64_t ino)
 }
 
 /* The superblock's figures; chunk size 0 when they cannot be read. */
-static void
-read_super(struct ck *c, const char *data_dir, int dirfd)
+void
+ck_read_super(struct ck *c, const char *data_dir, int dirfd)
 {
 	uint64_t schema = 0, chunk = 0, id = 0;
 	char buf[64], want[32];
@@ -494,11 +462,11 @@ objfs_check(const char *data_dir, FILE *out)
 	size_t files = 0;
 	struct dir d;
 
-	rc = open_dir(data_dir, &d, out);
+	rc = ck_open_dir(data_dir, &d, out);
 	if (rc < 0)
 		return rc;
 	c.bdir = d.bdir;
-	(void)list_backing(d.bdir, count_one, &files);
+	(void)ck_list_backing(d.bdir, count_one, &files);
 	c.files = files;
 	fprintf(out, "objfsctl check %s\n", data_dir);
 	if (d.bdir < 0)
@@ -536,7 +504,7 @@ objfs_check(const char *data_dir, FILE *out)
 		problem(&c, "the index cannot be opened: %s", strerror(-rc));
 		goto out;
 	}
-	read_super(&c, data_dir, d.dirfd);
+	ck_read_super(&c, data_dir, d.dirfd);
 	if (!c.chunk)
 		goto out;
 	k.buf = aligned_alloc(OBJFS_SPILL_ALIGN, c.chunk);
@@ -544,7 +512,7 @@ objfs_check(const char *data_dir, FILE *out)
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((rc = objfs_meta_inode_all(c.t, add_inode, &c)) < 0 ||
+	if ((rc = objfs_meta_inode_all(c.t, ck_add_inode, &c)) < 0 ||
 	    (rc = objfs_meta_dirent_all(c.t, add_dirent, &c)) < 0)
 		goto out;
 	qsort(c.pcv, c.npc, sizeof(*c.pcv), pc_cmp);
@@ -555,7 +523,7 @@ objfs_check(const char *data_dir, FILE *out)
 	    (rc = objfs_meta_chunk_all(c.t, check_chunk, &k)) < 0)
 		goto out;
 	chunks_done(&k);
-	if (!find(&c, OBJFS_ROOT_INO))
+	if (!ck_find(&c, OBJFS_ROOT_INO))
 		problem(&c, "there is no root directory");
 	for (size_t i = 0; i < c.ni; i++) {
 		struct ino *x = &c.iv[i];
@@ -592,7 +560,7 @@ objfs_check(const char *data_dir, FILE *out)
 				tgt, sizeof(tgt), &len) < 0)
 			problem(&c, "symlink %" PRIu64 " has no target", x->ino);
 	}
-	(void)list_backing(d.bdir, check_file, &c);
+	(void)ck_list_backing(d.bdir, check_file, &c);
 	if (rep.damaged)
 		note(&c, "%" PRIu64 " record(s) in all fail their checksum",
 			rep.damaged);
@@ -608,7 +576,7 @@ out:
 		objfs_meta_abort(c.t);
 	if (m)
 		objfs_meta_close(m);
-	close_dir(&d);
+	ck_close_dir(&d);
 	free(c.iv);
 	free(c.pcv);
 	if (rc < 0)
@@ -617,413 +585,3 @@ out:
 	return c.problems;
 }
 
-/* ---- recover ------------------------------------------------------------ */
-
-struct name {
-	uint64_t parent, ino;
-	uint32_t type;
-	char *name;
-};
-
-struct rv {
-	struct ck c;
-	const char *dest;
-	int dfd;			/* dest */
-	FILE *report;
-	struct name *nv;
-	size_t nn, ncap;
-	uint64_t saved, whole, damaged, unverified, bytes;
-};
-
-static int
-add_name(void *arg, uint64_t parent, const struct objfs_dirent *d)
-{
-	struct rv *r = arg;
-
-	if (!d)
-		return 0;
-	if (r->nn == r->ncap) {
-		size_t n = r->ncap ? 2 * r->ncap : 256;
-		struct name *v = realloc(r->nv, n * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->nv = v;
-		r->ncap = n;
-	}
-	r->nv[r->nn].parent = parent;
-	r->nv[r->nn].ino = d->ino;
-	r->nv[r->nn].type = d->type;
-	r->nv[r->nn].name = strdup(d->name);
-	if (!r->nv[r->nn].name)
-		return -ENOMEM;
-	r->nn++;
-	return 0;
-}
-
-struct copy {
-	struct rv *r;
-	int in, out;
-	unsigned char *buf;
-	uint64_t found, bad;
-};
-
-static int
-copy_chunk(void *arg, uint64_t idx, const struct objfs_chunk_rec *rec)
-{
-	struct copy *k = arg;
-	struct rv *r = k->r;
-	uint32_t c = r->c.chunk;
-
-	if (!rec || rec->len > c || k->in < 0) {
-		k->bad++;
-		return 0;
-	}
-	k->found++;
-	if (objfs_spill_read(k->in, 0, idx, rec->slot, c, k->buf, rec->len,
-			rec->csum) < 0) {
-		fprintf(r->report, "chunk %" PRIu64 " (slot %" PRIu64 ") does not "
-			"verify: left as zeros\n", idx, rec->slot);
-		k->bad++;
-		return 0;
-	}
-	if (pwrite(k->out, k->buf, rec->len, (off_t)(idx * c)) !=
-			(ssize_t)rec->len)
-		return -errno;
-	return 0;
-}
-
-/* Save regular file @x as dest/INO (or INO.damaged). */
-static int
-save_file(struct rv *r, const struct ino *x)
-{
-	struct copy k = { .r = r, .in = -1 };
-	struct timespec ts[2];
-	char tmp[64], name[64];
-	int rc;
-
-	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".part", x->ino);
-	k.out = openat(r->dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			0600);
-	if (k.out < 0)
-		return -errno;
-	k.buf = aligned_alloc(OBJFS_SPILL_ALIGN, r->c.chunk);
-	if (!k.buf) {
-		close(k.out);
-		return -ENOMEM;
-	}
-	k.in = open_backing(r->c.bdir, x->ino);
-	fprintf(r->report, "== inode %" PRIu64 "\n", x->ino);
-	rc = objfs_meta_chunk_list(r->c.t, x->ino, copy_chunk, &k);
-	if (rc == 0 && ftruncate(k.out, (off_t)x->a.size) < 0)
-		rc = -errno;
-	if (k.in < 0 && x->a.nrec)
-		fprintf(r->report, "its backing file is missing\n");
-	if (k.found != x->a.nrec)
-		fprintf(r->report, "%" PRIu64 " chunk records found, %" PRIu64
-			" expected\n", k.found, x->a.nrec);
-	if (k.in >= 0)
-		close(k.in);
-	free(k.buf);
-	ts[0].tv_sec = x->a.atime_sec;
-	ts[0].tv_nsec = x->a.atime_nsec;
-	ts[1].tv_sec = x->a.mtime_sec;
-	ts[1].tv_nsec = x->a.mtime_nsec;
-	(void)fchmod(k.out, x->a.mode & 0777);
-	(void)futimens(k.out, ts);
-	close(k.out);
-	if (rc < 0)
-		return rc;
-	if (k.bad || k.found != x->a.nrec || (x->a.pad & OBJFS_ATTR_DAMAGED)) {
-		snprintf(name, sizeof(name), "%" PRIu64 ".damaged", x->ino);
-		r->damaged++;
-	} else {
-		snprintf(name, sizeof(name), "%" PRIu64, x->ino);
-		r->whole++;
-		fprintf(r->report, "whole\n");
-	}
-	r->saved++;
-	r->bytes += x->a.size;
-	return renameat(r->dfd, tmp, r->dfd, name) < 0 ? -errno : 0;
-}
-
-struct extent {
-	uint64_t end, n;
-};
-
-static int
-chunk_end(void *arg, uint64_t idx, const struct objfs_chunk_rec *rec)
-{
-	struct extent *e = arg;
-
-	if (rec) {
-		uint64_t end = idx * ((uint64_t *)arg)[2] + rec->len;
-
-		if (end > e->end)
-			e->end = end;
-		e->n++;
-	}
-	return 0;
-}
-
-/* A backing file whose inode record is lost: with chunk records, saved
- * verified as INO.noattr (its size: the end of its last chunk); without,
- * copied as it is. */
-static int
-save_unverified(void *arg, uint64_t ino)
-{
-	struct rv *r = arg;
-	struct ino *x = find(&r->c, ino);
-	uint64_t ext[3] = { 0, 0, r->c.chunk };
-	char name[64], tmp[64], buf[65536];
-	ssize_t n;
-	int in, out;
-
-	if (x && x->ok && S_ISREG(x->a.mode))
-		return 0;
-	if (r->c.t && objfs_meta_chunk_list(r->c.t, ino, chunk_end, ext) == 0 &&
-	    ext[1]) {
-		struct ino y = { .ino = ino, .ok = 1 };
-
-		y.a.ino = ino;
-		y.a.mode = S_IFREG | 0600;
-		y.a.size = ext[0];
-		y.a.nrec = ext[1];
-		fprintf(r->report, "== inode %" PRIu64 ": its record is lost; "
-			"saved from its %" PRIu64 " chunk records\n", ino,
-			ext[1]);
-		if (save_file(r, &y) == 0) {
-			snprintf(tmp, sizeof(tmp), "%" PRIu64, ino);
-			snprintf(name, sizeof(name), "%" PRIu64 ".noattr", ino);
-			if (renameat(r->dfd, tmp, r->dfd, name) < 0) {
-				snprintf(tmp, sizeof(tmp), "%" PRIu64 ".damaged",
-					ino);
-				(void)renameat(r->dfd, tmp, r->dfd, name);
-			}
-			return 0;
-		}
-	}
-	in = open_backing(r->c.bdir, ino);
-	if (in < 0)
-		return 0;
-	snprintf(name, sizeof(name), "%" PRIu64 ".unverified", ino);
-	out = openat(r->dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			0600);
-	if (out < 0) {
-		close(in);
-		return -errno;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			break;
-	close(in);
-	close(out);
-	fprintf(r->report, "== backing file %016" PRIx64 ": no record describes "
-		"it; copied as %s, unverified (chunk i at offset i * chunk size "
-		"while it was never rewritten)\n", ino, name);
-	r->unverified++;
-	return 0;
-}
-
-/* The path of directory entry @i, from the root; 0 if it cannot be. */
-static int
-path_of(struct rv *r, size_t i, char *buf, size_t size, int depth)
-{
-	uint64_t parent = r->nv[i].parent;
-	size_t len;
-
-	if (depth > 512)
-		return 0;
-	if (parent == OBJFS_ROOT_INO) {
-		snprintf(buf, size, "%s", r->nv[i].name);
-		return 1;
-	}
-	for (size_t j = 0; j < r->nn; j++) {
-		if (r->nv[j].ino != parent || !S_ISDIR(r->nv[j].type))
-			continue;
-		if (!path_of(r, j, buf, size, depth + 1))
-			return 0;
-		len = strlen(buf);
-		snprintf(buf + len, size - len, "/%s", r->nv[i].name);
-		return 1;
-	}
-	return 0;
-}
-
-static void
-mkdirs(int dfd, const char *path)
-{
-	char p[8192];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p; (s = strchr(s, '/')); s++) {
-		*s = '\0';
-		(void)mkdirat(dfd, p, 0700);
-		*s = '/';
-	}
-	(void)mkdirat(dfd, p, 0700);
-}
-
-static void
-rebuild_names(struct rv *r)
-{
-	FILE *names;
-	char path[8192], tree[8300], obj[64], tgt[4097];
-	size_t len;
-	int fd = openat(r->dfd, "NAMES", O_WRONLY | O_CREAT | O_TRUNC |
-			O_CLOEXEC, 0600);
-
-	names = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!names)
-		return;
-	(void)mkdirat(r->dfd, "tree", 0700);
-	for (size_t i = 0; i < r->nn; i++) {
-		struct name *n = &r->nv[i];
-		int ok = path_of(r, i, path, sizeof(path), 0);
-
-		fprintf(names, "%" PRIu64 "\t%s%s\n", n->ino, ok ? "/" :
-			"?/", ok ? path : n->name);
-		if (!ok)
-			continue;
-		snprintf(tree, sizeof(tree), "tree/%s", path);
-		if (S_ISDIR(n->type)) {
-			mkdirs(r->dfd, tree);
-			continue;
-		}
-		*strrchr(tree, '/') = '\0';
-		mkdirs(r->dfd, tree);
-		snprintf(tree, sizeof(tree), "tree/%s", path);
-		if (S_ISREG(n->type)) {
-			snprintf(obj, sizeof(obj), "%" PRIu64, n->ino);
-			if (linkat(r->dfd, obj, r->dfd, tree, 0) < 0) {
-				snprintf(obj, sizeof(obj), "%" PRIu64 ".damaged",
-					n->ino);
-				(void)linkat(r->dfd, obj, r->dfd, tree, 0);
-			}
-		} else if (S_ISLNK(n->type) && objfs_meta_symlink_get(r->c.t,
-				n->ino, tgt, sizeof(tgt) - 1, &len) == 0) {
-			tgt[len < sizeof(tgt) - 1 ? len : sizeof(tgt) - 1] = '\0';
-			(void)symlinkat(tgt, r->dfd, tree);
-		}
-	}
-	fclose(names);
-}
-
-int
-objfs_recover(const char *data_dir, const char *dest_arg, FILE *out)
-{
-	struct objfs_meta_salvage_report sr;
-	struct objfs_meta_report rep;
-	struct rv r = { .c = { .out = out, .bdir = -1 }, .dfd = -1 };
-	struct objfs_meta *m = NULL;
-	char dest[4200], idx[4300];
-	const char *index;
-	int saved_log = objfs_log_max, rc, fd;
-	struct dir d;
-
-	rc = open_dir(data_dir, &d, out);
-	if (rc < 0)
-		return rc;
-	r.c.bdir = d.bdir;
-	snprintf(dest, sizeof(dest), "%s", dest_arg ? dest_arg : "");
-	if (!dest_arg)
-		snprintf(dest, sizeof(dest), "%s/lost+found", data_dir);
-	if (mkdir(dest, 0700) < 0 && errno != EEXIST) {
-		rc = -errno;
-		fprintf(out, "%s: %s\n", dest, strerror(-rc));
-		goto out;
-	}
-	r.dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (r.dfd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	fd = openat(r.dfd, "REPORT", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-			0600);
-	if (fd < 0) {
-		rc = -errno;
-		fprintf(out, "%s: %s (recover into an empty directory)\n", dest,
-			rc == -EEXIST ? "holds an earlier recovery" :
-			strerror(-rc));
-		goto out;
-	}
-	r.report = fdopen(fd, "w");
-	fprintf(out, "objfsctl recover %s into %s\n", data_dir, dest);
-	index = d.index;
-	rc = objfs_meta_verify(d.index, &rep);
-	if (rc < 0 || rep.status < 0) {
-		fprintf(out, "  the index is damaged (%s): rebuilding it from "
-			"the records that still verify\n", rep.what[0] ?
-			rep.what : strerror(-rc));
-		snprintf(idx, sizeof(idx), "%s/.index", dest);
-		rc = mkdir(idx, 0700) < 0 ? -errno : objfs_meta_rebuild(d.index,
-				idx, &sr);
-		if (rc == 0) {
-			fprintf(out, "  found %" PRIu64 " records in the live "
-				"trees, %" PRIu64 " in pages they no longer reach, "
-				"%" PRIu64 " stale ones in freed pages, %" PRIu64
-				" from the journal; %" PRIu64 " damaged\n",
-				sr.live, sr.stray, sr.freed, sr.journal,
-				sr.damaged);
-			if (sr.whole)
-				fprintf(out, "  the live trees are whole: "
-					"records outside them are stale and "
-					"were not used\n");
-			index = idx;
-		} else {
-			fprintf(out, "  nothing to rebuild from (%s): saving "
-				"the backing files as they are\n",
-				strerror(-rc));
-			index = NULL;
-		}
-	}
-	objfs_log_max = OBJFS_LOG_ERR - 1;
-	rc = index ? objfs_meta_open(index, OBJFS_META_RDONLY, &m, NULL) :
-		-ENOENT;
-	if (rc == 0)
-		rc = objfs_meta_begin(m, 0, &r.c.t);
-	if (rc == 0) {
-		read_super(&r.c, data_dir, d.dirfd);
-		if (!r.c.chunk) {
-			r.c.chunk = OBJFS_DEFAULT_CHUNK;
-			fprintf(out, "  the chunk size is lost: taking %u\n",
-				r.c.chunk);
-		}
-		rc = objfs_meta_inode_all(r.c.t, add_inode, &r.c);
-		if (rc == 0)
-			rc = objfs_meta_dirent_all(r.c.t, add_name, &r);
-		for (size_t i = 0; rc == 0 && i < r.c.ni; i++)
-			if (r.c.iv[i].ok && S_ISREG(r.c.iv[i].a.mode))
-				rc = save_file(&r, &r.c.iv[i]);
-	}
-	if (rc < 0 && rc != -ENOENT && r.c.t) {
-		fprintf(out, "  %s\n", strerror(-rc));
-		goto out;
-	}
-	rc = list_backing(d.bdir, save_unverified, &r);
-	if (r.c.t)
-		rebuild_names(&r);
-	fprintf(out, "  saved %" PRIu64 " objects (%" PRIu64 " bytes): %" PRIu64
-		" whole, %" PRIu64 " damaged; %" PRIu64 " backing files copied "
-		"unverified; %zu names in NAMES and tree/\n", r.saved, r.bytes,
-		r.whole, r.damaged, r.unverified, r.nn);
-	fprintf(out, "  what each object holds: %s/REPORT\n", dest);
-out:
-	objfs_log_max = saved_log;
-	if (r.report)
-		fclose(r.report);
-	if (r.c.t)
-		objfs_meta_abort(r.c.t);
-	if (m)
-		objfs_meta_close(m);
-	if (r.dfd >= 0)
-		close(r.dfd);
-	close_dir(&d);
-	for (size_t i = 0; i < r.nn; i++)
-		free(r.nv[i].name);
-	free(r.nv);
-	free(r.c.iv);
-	if (rc < 0)
-		return rc;
-	return (int)(r.damaged + r.unverified);
-}

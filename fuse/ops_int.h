@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops_int.h - what the request handlers (ops.c) and the session
+ * (session.c) share: the adapter's state, given to libfuse as userdata,
+ * and the operations table.
+ */
+#ifndef OBJFS_OPS_INT_H
+#define OBJFS_OPS_INT_H
+
+#include <stdint.h>
+#include <fuse_lowlevel.h>
+
+#include "ops.h"
+
+#define OBJFS_MAX_WRITE		(1u << 20)
+
+struct objfs_fuse {
+	struct fuse_session *se;
+	struct objfs_store *store;
+	int mounted;
+	struct objfs_fuse_opts o;
+	/* INIT, as seen on /dev/fuse (see io_read).  Written while INIT is
+	 * handled, before any other request can arrive; atomics, because
+	 * every worker thread reads them afterwards. */
+	uint64_t init_unique;
+	_Atomic int init_seen;	/* 0, 1: INIT read, 2: INIT replied */
+	_Atomic int mmap_ok;	/* direct_io files may still be mmapped */
+};
+
+extern const struct fuse_lowlevel_ops objfs_ll_ops;
+
+#endif
