@@ -113,6 +113,7 @@ objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 	struct objfs_meta_txn *t;
 	int rc = objfs_meta_begin(s->meta, 0, &t);
 
+	objfs_inode_assert_locked(ip);
 	if (rc < 0)
 		return rc;
 	/* A record may have changed in this run while the inode was out of
@@ -323,6 +324,7 @@ objfs_data_read_iov(struct objfs_store *s, struct objfs_inode *ip,
 	size_t done;
 	int rc;
 
+	objfs_inode_assert_locked(ip);
 again:
 	objfs_iov_release(v);
 	v->n = 0;
@@ -438,6 +440,7 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	size_t done = 0;
 	int rc = 0;
 
+	objfs_inode_assert_locked(ip);
 	/* As far as the largest file size, like a local filesystem. */
 	if (off >= s->max_size)
 		return -EFBIG;
@@ -517,6 +520,7 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	struct objfs_chunk *e;
 	int rc, shorten = 0;
 
+	objfs_inode_assert_locked(ip);
 	if (size > s->max_size)
 		return -EFBIG;
 	if (size < ip->attr.size) {
@@ -707,6 +711,7 @@ objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip, int mode,
 	uint64_t end = off + len, size = ip->attr.size;
 	int rc;
 
+	objfs_inode_assert_locked(ip);
 	if (len == 0 || end < off)
 		return -EINVAL;
 	if (end > s->max_size)
@@ -746,6 +751,7 @@ objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	uint64_t size = ip->attr.size, idx, i;
 	struct objfs_chunk *c;
 
+	objfs_inode_assert_locked(ip);
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
 		return -EINVAL;
 	if (off >= size)
@@ -780,12 +786,12 @@ objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 void
 objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip)
 {
+	objfs_inode_assert_locked(ip);
 	/* A load reading without the lock (an unlink of the closed file
 	 * can come meanwhile) keeps its buffer and the fd until it is
-	 * done.  Only the store's teardown calls this without the lock,
-	 * once the threads are stopped, when nothing is reading. */
+	 * done. */
 	while (ip->ra && ip->ra->reading)
-		pthread_cond_wait(&ip->ra->cv, &ip->lock);
+		objfs_inode_wait(ip, &ip->ra->cv);
 	data_ra_free(ip);
 	objfs_chunkmap_fini(&ip->chunks, s->arena);
 	objfs_slots_fini(&ip->slots);
@@ -805,6 +811,7 @@ objfs_data_has_file(const struct objfs_inode *ip)
 void
 objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip, uint64_t seq)
 {
+	objfs_inode_assert_locked(ip);
 	objfs_data_unload(s, ip);
 	data_forget_deferred(s, ip->ino);
 	if (objfs_data_has_file(ip))
@@ -818,6 +825,7 @@ objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 	uint64_t seq;
 	int rc;
 
+	objfs_inode_assert_locked(ip);
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (rc < 0)
 		return rc;

@@ -46,9 +46,9 @@ objfs_store_getattr(struct objfs_store *s, uint64_t ino,
 	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	*out = ip->attr;
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	objfs_inode_put(s, ip);
 	return 0;
 }
@@ -66,7 +66,7 @@ objfs_store_setattr(struct objfs_store *s, uint64_t ino,
 	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	a = ip->attr;
 	if (sa->valid & OBJFS_SET_SIZE) {
 		if (S_ISDIR(a.mode)) {
@@ -117,7 +117,7 @@ objfs_store_setattr(struct objfs_store *s, uint64_t ino,
 	if (rc == 0)
 		*out = ip->attr;
 out:
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	objfs_inode_put(s, ip);
 	return rc;
 }
@@ -153,38 +153,38 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	 * writing would put records of a deleted inode back.  The unlink
 	 * reads the count and marks the inode gone under its lock, so an
 	 * unlink after this sees the open. */
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	if (ip->gone)
 		rc = -ENOENT;
 	else
 		*cache = objfs_inode_open_locked(ip, flags, bypass);
 	opened = rc == 0;
 	reg = S_ISREG(ip->attr.mode);
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	if (rc == 0 && (flags & O_TRUNC) && reg) {
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 		if (ip->attr.size) {
 			struct objfs_attr a = ip->attr;
 
 			objfs_attr_touch_mc(&a);
 			rc = objfs_data_truncate(s, ip, 0, &a);
 		}
-		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_unlock(ip);
 	} else if (rc == 0 && reg && (flags & O_ACCMODE) != O_WRONLY) {
 		/* Opening a spilled object starts bringing it back. */
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 		const struct objfs_chunk *c0 =
 			objfs_chunkmap_get(&ip->chunks, 0);
 		int spilled = c0 &&
 			objfs_chunk_state(c0) == OBJFS_CHUNK_SPILLED;
-		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_unlock(ip);
 		if (spilled)
 			objfs_spiller_restore_ahead(s, ino, 0);
 	}
 	if (rc < 0 && opened) {
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 		objfs_inode_close_locked(ip, flags, bypass);
-		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_unlock(ip);
 	}
 	objfs_inode_put(s, ip);
 	return rc;
@@ -207,14 +207,14 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 	}
 	ip->refs++;
 	objfs_store_unlock(s);
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	objfs_inode_close_locked(ip, flags, bypass);
 	last = ip->nopen == 0;
 	if (ip->attr_dirty && ip->attr.nlink)
 		rc = objfs_inode_persist_attr(s, ip);
 	if (last)
 		objfs_data_ra_release(ip);	/* no reader left */
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	objfs_inode_put(s, ip);
 	return rc;
 }
@@ -272,7 +272,7 @@ objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
 		objfs_inode_put(s, ip);
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	rc = bytes_allowed(ip->attr.mode, -EINVAL);
 	if (rc == 0)
 		rc = objfs_data_read_iov(s, ip, off, len, &v);
@@ -280,7 +280,7 @@ objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
 	 * only the inode lock keeps them from being evicted or reused. */
 	if (rc == 0)
 		reply(arg, &v);
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	objfs_iov_release(&v);
 	free(v.iov);
 	objfs_inode_put(s, ip);
@@ -412,7 +412,7 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 		return rc;
 	for (;;) {
 		n = 0;
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 		rc = bytes_allowed(ip->attr.mode, -EINVAL);
 		if (rc == 0)
 			rc = objfs_data_write(s, ip, off + done, p + done,
@@ -423,7 +423,7 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 			if (done == 0 && remove_privs(s, ip, w))
 				*changed = 1;
 		}
-		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_unlock(ip);
 		done += n;
 		if (rc != -ENOSPC || done == len)
 			break;
@@ -494,12 +494,12 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	if (S_ISREG(ip->attr.mode) && ip->attr.nlink)
 		rc = objfs_data_flush(s, ip);
 	else if (ip->attr_dirty)
 		rc = objfs_inode_persist_attr(s, ip);
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	/* The bytes are on disk already: what makes them and every
 	 * namespace change so far durable is one flush of the journal. */
 	if (rc == 0)
@@ -521,7 +521,7 @@ objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 	if (rc < 0)
 		return rc;
 	for (int tries = 0; ; tries++) {
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 		rc = bytes_allowed(ip->attr.mode, -ENODEV);
 		if (rc == 0)
 			rc = objfs_data_fallocate(s, ip, mode, off, len);
@@ -529,7 +529,7 @@ objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 			objfs_attr_touch_mc(&ip->attr);
 			ip->attr_dirty = 1;
 		}
-		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_unlock(ip);
 		/* Hole punching needs the partial chunks at its ends in the
 		 * arena: when it is full, wait for the spiller as a write
 		 * does (nothing has changed).  Reserving never uses it. */
@@ -557,9 +557,9 @@ objfs_store_lseek(struct objfs_store *s, uint64_t ino, uint64_t off,
 	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	rc = objfs_data_seek(s, ip, off, whence, out);
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	objfs_inode_put(s, ip);
 	return rc;
 }
@@ -607,9 +607,9 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	 * holding one stalls only this walk. */
 	if (objfs_inode_snapshot(s, &v, &n) == 0) {
 		for (size_t i = 0; i < n; i++) {
-			pthread_mutex_lock(&v[i]->lock);
+			objfs_inode_lock(v[i]);
 			objfs_chunkmap_usage(&v[i]->chunks, &r, &d);
-			pthread_mutex_unlock(&v[i]->lock);
+			objfs_inode_unlock(v[i]);
 			st->resident_bytes += r;
 			st->ondisk_bytes += d;
 		}

@@ -220,9 +220,9 @@ objfs_inode_get(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
 		objfs_store_unlock(s);
 		st = atomic_load(&ip->state);
 		if (st == OBJFS_INODE_LOADING) {
-			pthread_mutex_lock(&ip->lock);	/* the loader's */
+			objfs_inode_lock(ip);	/* the loader's */
 			st = atomic_load(&ip->state);
-			pthread_mutex_unlock(&ip->lock);
+			objfs_inode_unlock(ip);
 		}
 		if (st < 0) {
 			objfs_inode_put(s, ip);
@@ -242,12 +242,12 @@ objfs_inode_get(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
 	objfs_chunkmap_init(&ip->chunks);
 	objfs_slots_init(&ip->slots);
 	pthread_mutex_init(&ip->lock, NULL);
-	pthread_mutex_lock(&ip->lock);	/* nobody else has it yet */
+	objfs_inode_lock(ip);	/* nobody else has it yet */
 	table_insert_locked(s, ip);
 	objfs_store_unlock(s);
 	st = load(s, ip);
 	atomic_store(&ip->state, st < 0 ? st : OBJFS_INODE_READY);
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	if (st < 0) {
 		objfs_inode_put(s, ip);
 		return st;
@@ -262,6 +262,7 @@ objfs_inode_persist_attr(struct objfs_store *s, struct objfs_inode *ip)
 	struct objfs_meta_txn *t;
 	int rc;
 
+	objfs_inode_assert_locked(ip);
 	if (ip->gone) {
 		ip->attr_dirty = 0;	/* nothing left to write to */
 		return 0;
@@ -348,11 +349,11 @@ objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip)
 		objfs_inode_free(ip);
 		return;
 	}
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	res = 0;
 	if (ip->attr.nlink)
 		objfs_chunkmap_usage(&ip->chunks, &res, &disk);
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	if (res) {
 		objfs_store_unlock(s);
 		return;		/* its bytes keep it cached */
@@ -362,9 +363,9 @@ objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip)
 	s->releasing = ip;
 	objfs_store_unlock(s);
 
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	keep = release(s, ip);
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 
 	objfs_store_lock(s);
 	for (pp = &s->releasing; *pp != ip; pp = &(*pp)->hnext)
@@ -464,6 +465,7 @@ objfs_inode_open_locked(struct objfs_inode *ip, int flags, int bypass)
 {
 	enum objfs_cache c = OBJFS_CACHE_KEEP;
 
+	objfs_inode_assert_locked(ip);
 	ip->nopen++;
 	if (bypass) {
 		if ((flags & O_ACCMODE) != O_RDONLY) {
@@ -482,6 +484,7 @@ objfs_inode_open_locked(struct objfs_inode *ip, int flags, int bypass)
 void
 objfs_inode_close_locked(struct objfs_inode *ip, int flags, int bypass)
 {
+	objfs_inode_assert_locked(ip);
 	if (ip->nopen)
 		ip->nopen--;
 	if (bypass && (flags & O_ACCMODE) != O_RDONLY && ip->ndirect_w)

@@ -392,9 +392,9 @@ reap_orphans(struct objfs_store *s)
 
 		rc = objfs_inode_get(s, o.v[i], &ip);
 		if (rc == 0) {
-			pthread_mutex_lock(&ip->lock);
+			objfs_inode_lock(ip);
 			ip->attr.nlink = 0;
-			pthread_mutex_unlock(&ip->lock);
+			objfs_inode_unlock(ip);
 			objfs_inode_put(s, ip);
 		} else if (rc == -ENOENT) {
 			rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
@@ -530,7 +530,9 @@ free_table(struct objfs_store *s)
 			struct objfs_inode *ip = s->table[b];
 
 			s->table[b] = ip->hnext;
+			objfs_inode_lock(ip);
 			objfs_data_unload(s, ip);
+			objfs_inode_unlock(ip);
 			objfs_inode_free(ip);
 		}
 	}
@@ -795,12 +797,12 @@ flush_all(struct objfs_store *s)
 	for (size_t i = 0; i < n; i++) {
 		struct objfs_inode *ip = v[i];
 
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 		if (S_ISREG(ip->attr.mode) && ip->attr.nlink > 0)
 			r = objfs_data_flush(s, ip);
 		else
 			r = ip->attr_dirty ? objfs_inode_persist_attr(s, ip) : 0;
-		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_unlock(ip);
 		if (r < 0 && rc == 0)
 			rc = r;
 	}

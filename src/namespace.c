@@ -72,9 +72,9 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 		return rc;
 	/* Without ns_lock the name may have gone meanwhile: an inode with
 	 * no names left is not found. */
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	*out = ip->attr;
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	if (out->nlink == 0)
 		rc = -ENOENT;
 	else
@@ -111,9 +111,9 @@ get_dir(struct objfs_store *s, uint64_t parent, struct objfs_inode **out)
 
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&dp->lock);
+	objfs_inode_lock(dp);
 	a = dp->attr;
-	pthread_mutex_unlock(&dp->lock);
+	objfs_inode_unlock(dp);
 	if (!S_ISDIR(a.mode))
 		rc = -ENOTDIR;
 	else if (a.nlink == 0)
@@ -132,9 +132,9 @@ attr_of(struct objfs_inode *ip)
 {
 	struct objfs_attr a;
 
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	a = ip->attr;
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	return a;
 }
 
@@ -173,7 +173,7 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 		rc = -ENOSPC;
 		goto out_dp;
 	}
-	pthread_mutex_lock(&dp->lock);
+	objfs_inode_lock(dp);
 	pa = dp->attr;
 	memset(&a, 0, sizeof(a));
 	a.ino = s->next_ino;
@@ -223,17 +223,17 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 	s->next_cookie++;
 	atomic_fetch_add(&s->ninodes, 1);
 	dp->attr = pa;
-	pthread_mutex_unlock(&dp->lock);
+	objfs_inode_unlock(dp);
 	objfs_inode_put(s, dp);
 
 	rc = objfs_inode_get(s, a.ino, &ip);
 	if (rc == 0) {
 		objfs_inode_add_lookups(s, ip, 1);
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 		ip->no_file = 1;	/* inode numbers are never reused */
 		if (op)
 			objfs_inode_open_locked(ip, op->flags, op->bypass);
-		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_unlock(ip);
 		*out = a;
 		objfs_inode_put(s, ip);
 	}
@@ -243,7 +243,7 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 out_abort:
 	objfs_meta_abort(t);
 out_dplock:
-	pthread_mutex_unlock(&dp->lock);
+	objfs_inode_unlock(dp);
 out_dp:
 	objfs_inode_put(s, dp);
 out_unlock:
@@ -343,9 +343,9 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 		rc = -EMLINK;
 		goto out_ip;
 	}
-	pthread_mutex_lock(&dp->lock);
+	objfs_inode_lock(dp);
 	if (ip != dp)
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 	a = ip->attr;
 	a.nlink++;
 	objfs_attr_touch_c(&a);
@@ -373,8 +373,8 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 	}
 out_locks:
 	if (ip != dp)
-		pthread_mutex_unlock(&ip->lock);
-	pthread_mutex_unlock(&dp->lock);
+		objfs_inode_unlock(ip);
+	objfs_inode_unlock(dp);
 	if (rc == 0)
 		objfs_inode_add_lookups(s, ip, 1);
 out_ip:
@@ -443,13 +443,13 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 		if (rc < 0)
 			goto out_ip;
 	}
-	pthread_mutex_lock(&dp->lock);
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(dp);
+	objfs_inode_lock(ip);
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (rc < 0) {
 		t = NULL;
-		pthread_mutex_unlock(&ip->lock);
-		pthread_mutex_unlock(&dp->lock);
+		objfs_inode_unlock(ip);
+		objfs_inode_unlock(dp);
 		goto out_ip;
 	}
 	a = ip->attr;
@@ -476,8 +476,8 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
 	    (a.nlink == 0 && !gone &&
 	     (rc = objfs_meta_orphan_add(t, a.ino)) < 0)) {
-		pthread_mutex_unlock(&ip->lock);
-		pthread_mutex_unlock(&dp->lock);
+		objfs_inode_unlock(ip);
+		objfs_inode_unlock(dp);
 		goto out_ip;
 	}
 	rc = objfs_meta_commit_seq(t, &seq);
@@ -491,8 +491,8 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 			objfs_data_gone(s, ip, seq);
 		}
 	}
-	pthread_mutex_unlock(&ip->lock);
-	pthread_mutex_unlock(&dp->lock);
+	objfs_inode_unlock(ip);
+	objfs_inode_unlock(dp);
 out_ip:
 	/* Never an inode lock inside a transaction (put may take one). */
 	objfs_meta_abort(t);
@@ -561,9 +561,9 @@ lock_set(struct objfs_inode **v, int n, int lock)
 		if (!v[i] || dup)
 			continue;
 		if (lock)
-			pthread_mutex_lock(&v[i]->lock);
+			objfs_inode_lock(v[i]);
 		else
-			pthread_mutex_unlock(&v[i]->lock);
+			objfs_inode_unlock(v[i]);
 	}
 }
 
@@ -842,9 +842,9 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 	rc = objfs_inode_get(s, ino, &dp);
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&dp->lock);
+	objfs_inode_lock(dp);
 	a = dp->attr;
-	pthread_mutex_unlock(&dp->lock);
+	objfs_inode_unlock(dp);
 	if (!S_ISDIR(a.mode)) {
 		objfs_inode_put(s, dp);
 		return -ENOTDIR;

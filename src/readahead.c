@@ -79,6 +79,7 @@ data_ra_free(struct objfs_inode *ip)
 void
 objfs_data_ra_release(struct objfs_inode *ip)
 {
+	objfs_inode_assert_locked(ip);
 	if (!ip->ra)
 		return;
 	for (unsigned i = 0; i < ip->ra->n; i++)
@@ -250,7 +251,7 @@ data_read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		 * start over); others read the chunk themselves. */
 		if (v->n)
 			return read_bounce(s, ip, idx, c, v, co, n);
-		pthread_cond_wait(&ra->cv, &ip->lock);
+		objfs_inode_wait(ip, &ra->cv);
 		return -EAGAIN;
 	}
 	/* The kernel reads a chunk in several requests: each is served from
@@ -272,6 +273,7 @@ objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
 	uint32_t len;
 	int fd, rc = -ESTALE;
 
+	objfs_inode_assert_locked(ip);
 	if (!ra || slot < 0 || (unsigned)slot >= ra->n)
 		return;
 	sl = &ra->slot[slot];
@@ -292,10 +294,10 @@ objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
 		 * while a record points at it.  Read without the lock, so
 		 * the reader copies the chunk before this one meanwhile. */
 		ra->reading++;
-		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_unlock(ip);
 		rc = objfs_spill_read(fd, ip->ino, idx, dslot, s->chunk_size,
 				sl->buf, len, csum);
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 		ra->reading--;
 	}
 	/* A failure (a chunk rewritten meanwhile, or a bad copy) leaves the

@@ -122,7 +122,7 @@ release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
 		undefer(s, d, n);	/* gone; its file goes as a whole */
 		return;
 	}
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	fd = data_backing_fd(s, ip, 0, NULL);
 	for (size_t i = 0; i < n; i++) {
 		/* Keep what a read-ahead is reading, until next time. */
@@ -138,7 +138,7 @@ release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
 	}
 	if (fd >= 0 && k)
 		shrink_file(s, ip, fd);
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	objfs_store_iput(s, ip);
 	undefer(s, d, k);
 }

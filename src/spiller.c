@@ -87,9 +87,9 @@ evict_batch(struct objfs_store *s, int *err)
 			;
 		if (objfs_store_iget_cached(s, v[i].ino, &ip) < 0)
 			continue;
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 		rc = objfs_data_evict(s, ip, v + i, j - i, &f);
-		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_unlock(ip);
 		objfs_store_iput(s, ip);
 		freed += f;
 		if (rc < 0 && *err == 0)
@@ -275,13 +275,13 @@ restore_main(void *arg)
 		s->rq_len--;
 		pthread_mutex_unlock(&s->spill_lock);
 		if (objfs_store_iget_cached(s, ino, &ip) == 0) {
-			pthread_mutex_lock(&ip->lock);
+			objfs_inode_lock(ip);
 			if (slot >= 0)
 				objfs_data_read_ahead(s, ip, slot, gen);
 			else
 				objfs_data_restore_range(s, ip, idx,
 						RESTORE_AHEAD);
-			pthread_mutex_unlock(&ip->lock);
+			objfs_inode_unlock(ip);
 			objfs_store_iput(s, ip);
 		}
 		pthread_mutex_lock(&s->spill_lock);

@@ -57,7 +57,9 @@ struct objfs_inode {
 	_Atomic int state;		/* LOADING, READY, or the -errno the
 					 * load failed with; set under lock */
 
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* objfs_inode_lock() takes it */
+	pthread_t lock_holder;		/* protected by lock: who holds it */
+	int lock_held;			/* protected by lock */
 	uint32_t nopen;			/* protected by lock, and changed only
 					 * by a holder of a reference (so put,
 					 * under store->lock, may read it when
@@ -87,6 +89,38 @@ struct objfs_inode {
 	int caps;			/* protected by lock: 0 not known, 1 no
 					 * security.capability xattr, 2 one */
 };
+
+/* An inode's lock, its holder recorded, so that the functions that need
+ * it (the data path's, and every one documented "ip->lock held") can
+ * check that their caller holds it. */
+static inline void
+objfs_inode_lock(struct objfs_inode *ip)
+{
+	pthread_mutex_lock(&ip->lock);
+	ip->lock_holder = pthread_self();
+	ip->lock_held = 1;
+}
+
+static inline void
+objfs_inode_unlock(struct objfs_inode *ip)
+{
+	ip->lock_held = 0;
+	pthread_mutex_unlock(&ip->lock);
+}
+
+/* Wait on @cv, which goes with ip->lock. */
+static inline void
+objfs_inode_wait(struct objfs_inode *ip, pthread_cond_t *cv)
+{
+	ip->lock_held = 0;
+	pthread_cond_wait(cv, &ip->lock);
+	ip->lock_holder = pthread_self();
+	ip->lock_held = 1;
+}
+
+#define objfs_inode_assert_locked(ip) \
+	assert((ip)->lock_held && pthread_equal((ip)->lock_holder, \
+			pthread_self()))
 
 /* attr.pad bits */
 #define OBJFS_ATTR_DAMAGED	0x1u	/* some chunk records were lost: the

@@ -183,6 +183,7 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 	size_t n = 0, cap = 0;
 	int rc;
 
+	objfs_inode_assert_locked(ip);
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
 		if (!c->cap || !(c->flags & OBJFS_CHUNK_DIRTY))
 			continue;
@@ -213,6 +214,7 @@ objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
 	size_t nsel = 0;
 	int rc = 0;
 
+	objfs_inode_assert_locked(ip);
 	*freed = 0;
 	assert(n <= OBJFS_EVICT_MAX);
 	for (int k = 0; k < n; k++) {
@@ -251,6 +253,7 @@ objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
 	struct objfs_chunk *c;
 	uint64_t i;
 
+	objfs_inode_assert_locked(ip);
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, idx, i, c) {
 		if (i >= idx + n)
 			break;

@@ -49,11 +49,11 @@ objfs_store_getxattr(struct objfs_store *s, uint64_t ino, const char *name,
 		rc = objfs_inode_get(s, ino, &ip);
 		if (rc < 0)
 			return rc;
-		pthread_mutex_lock(&ip->lock);
+		objfs_inode_lock(ip);
 		rc = S_ISREG(ip->attr.mode) ?
 			objfs_status_xattr(s, ip, name, buf, size, len_out) :
 			-ENODATA;
-		pthread_mutex_unlock(&ip->lock);
+		objfs_inode_unlock(ip);
 		objfs_inode_put(s, ip);
 		return rc;
 	}
@@ -100,7 +100,7 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&ip->lock);
+	objfs_inode_lock(ip);
 	if (ip->gone) {
 		rc = -ENOENT;	/* its records left the index */
 		goto out;
@@ -126,7 +126,7 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 			ip->caps = remove ? 1 : 2;
 	}
 out:
-	pthread_mutex_unlock(&ip->lock);
+	objfs_inode_unlock(ip);
 	objfs_inode_put(s, ip);
 	return rc;
 }
