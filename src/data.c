@@ -183,8 +183,7 @@ block_alloc(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		objfs_arena_touch(s->arena, *off, dirty);
 		/* Past the high watermark: start the spiller now, so that
 		 * writers rarely have to wait for it. */
-		if (objfs_arena_used(s->arena) > s->high_bytes)
-			objfs_spiller_kick(s);
+		objfs_spiller_kick(s->spiller);
 	}
 	return rc;
 }
@@ -352,7 +351,7 @@ again:
 			objfs_arena_get_stats(s->arena, &st);
 			rc = -ENOSPC;
 			if (st.used < s->restore_limit) {
-				objfs_spiller_restore_ahead(s, ip->ino, idx + 1);
+				objfs_spiller_restore_ahead(s->spiller, ip->ino, idx + 1);
 				rc = data_restore(s, ip, idx, c, 0);
 			}
 			if (rc == 0)

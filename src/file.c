@@ -179,7 +179,7 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 			objfs_chunk_state(c0) == OBJFS_CHUNK_SPILLED;
 		objfs_inode_unlock(ip);
 		if (spilled)
-			objfs_spiller_restore_ahead(s, ino, 0);
+			objfs_spiller_restore_ahead(s->spiller, ino, 0);
 	}
 	if (rc < 0 && opened) {
 		objfs_inode_lock(ip);
@@ -429,7 +429,7 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 			break;
 		/* No free block: wait for the spiller, without the inode
 		 * lock, so that it can evict this file's chunks too. */
-		rc = objfs_spiller_wait_space(s);
+		rc = objfs_spiller_wait_space(s->spiller);
 		if (rc < 0)
 			break;
 	}
@@ -535,7 +535,7 @@ objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 		 * does (nothing has changed).  Reserving never uses it. */
 		if (rc != -ENOSPC || !(mode & (FALLOC_FL_PUNCH_HOLE |
 				FALLOC_FL_ZERO_RANGE)) || tries == 100 ||
-		    objfs_spiller_wait_space(s) < 0)
+		    objfs_spiller_wait_space(s->spiller) < 0)
 			break;
 	}
 	objfs_inode_put(s, ip);
@@ -594,6 +594,7 @@ void
 objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 {
 	struct objfs_arena_stats as;
+	struct objfs_spiller_stats ss;
 	struct objfs_inode **v;
 	uint64_t r, d;
 	size_t n;
@@ -623,10 +624,11 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	st->direct_reads = s->direct_reads;
 	st->csum_failures = s->csum_failures;
 	st->evictions = s->evictions;
-	st->dropped_bytes = s->dropped_bytes;
-	st->write_waits = s->write_waits;
-	st->spill_high = s->high_bytes;
-	st->spill_low = s->low_bytes;
+	objfs_spiller_get_stats(s->spiller, &ss);
+	st->dropped_bytes = ss.dropped_bytes;
+	st->write_waits = ss.write_waits;
+	st->spill_high = ss.high_bytes;
+	st->spill_low = ss.low_bytes;
 }
 
 static int

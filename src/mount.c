@@ -539,6 +539,14 @@ free_table(struct objfs_store *s)
 	free(s->table);
 }
 
+/* How the spiller reaches the file layer (spiller.h). */
+static const struct objfs_spiller_ops spill_ops = {
+	.evict = objfs_data_spill_evict,
+	.reclaim = objfs_data_spill_reclaim,
+	.restore = objfs_data_spill_restore,
+	.read_ahead = objfs_data_spill_read_ahead,
+};
+
 static void
 destroy_locks(struct objfs_store *s)
 {
@@ -612,7 +620,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	struct objfs_store *s;
 	const char *dummy;
 	char path[PATH_MAX];
-	uint64_t id = 0;
+	uint64_t id = 0, low_bytes = 0;
 	int dirfd, sub = -1, rc, created = 0;
 
 	if (!msg)
@@ -718,12 +726,12 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		}
 		objfs_arena_get_stats(s->arena, &st);
 		s->high_bytes = st.capacity / 100 * hi;
-		s->low_bytes = st.capacity / 100 * lo;
+		low_bytes = st.capacity / 100 * lo;
 		/* Restores stop at the low watermark: the room above it is
 		 * for writers and the spiller.  (Letting them go up to the
 		 * high one was measured: more restore/drop churn, reads of
 		 * 16 GiB through a 1 GiB arena 39 s against 28 s.) */
-		s->restore_limit = s->low_bytes;
+		s->restore_limit = low_bytes;
 	}
 	pthread_mutex_init(&s->ns_lock, NULL);
 	pthread_mutex_init(&s->lock, NULL);
@@ -751,12 +759,22 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		*msg = "cannot write to the index";
 		goto err_table;
 	}
-	rc = objfs_spiller_start(s);
+	{
+		const struct objfs_spiller_config sc = {
+			.arena = s->arena, .chunk_size = s->chunk_size,
+			.high_bytes = s->high_bytes, .low_bytes = low_bytes,
+			.restore_threads = OBJFS_RESTORE_THREADS,
+			.ops = &spill_ops, .ctx = s,
+		};
+
+		rc = objfs_spiller_start(&sc, &s->spiller);
+	}
 	if (rc == 0)
 		rc = maint_start(s);
 	if (rc < 0) {
 		*msg = "cannot start the spiller and maintenance threads";
-		objfs_spiller_stop(s);
+		objfs_spiller_stop(s->spiller);
+		s->spiller = NULL;
 		goto err_table;
 	}
 	close(dirfd);
@@ -827,7 +845,8 @@ objfs_store_close(struct objfs_store *s)
 	if (!s)
 		return 0;
 	maint_stop(s);
-	objfs_spiller_stop(s);
+	objfs_spiller_stop(s->spiller);
+	s->spiller = NULL;
 	/* Space that deletes freed first: the write-out may need it. */
 	(void)objfs_data_reclaim(s);
 	rc = objfs_store_sync_all(s);

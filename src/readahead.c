@@ -158,7 +158,7 @@ data_ra_ahead(struct objfs_store *s, struct objfs_inode *ip,
 		sl->csum = c->csum;
 		sl->len = c->disk_len;
 		sl->gen = ++ra->next_gen;
-		if (objfs_spiller_read_ahead(s, ip->ino, j, (int)(sl - ra->slot),
+		if (objfs_spiller_read_ahead(s->spiller, ip->ino, j, (int)(sl - ra->slot),
 				sl->gen) < 0) {
 			sl->state = OBJFS_RA_EMPTY;
 			return;
@@ -262,9 +262,11 @@ data_read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	return 0;
 }
 
-void
-objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
-		int slot, uint64_t gen)
+/* Load chunk idx into read-ahead slot @slot if request @gen still wants
+ * it (ip->lock held; dropped for the disk read). */
+static void
+read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
+		uint64_t gen)
 {
 	struct objfs_rahead *ra = ip->ra;
 	struct objfs_ra_slot *sl;
@@ -321,3 +323,21 @@ data_slot_loading(const struct objfs_inode *ip, uint64_t slot)
 			return 1;
 	return 0;
 }
+
+/* What the spiller's restore threads call (spiller.h). */
+void
+objfs_data_spill_read_ahead(void *store, uint64_t ino, uint64_t idx, int slot,
+		uint64_t gen)
+{
+	struct objfs_store *s = store;
+	struct objfs_inode *ip;
+
+	(void)idx;	/* the slot says which chunk, and gen whether still */
+	if (objfs_store_iget_cached(s, ino, &ip) < 0)
+		return;
+	objfs_inode_lock(ip);
+	read_ahead(s, ip, slot, gen);
+	objfs_inode_unlock(ip);
+	objfs_store_iput(s, ip);
+}
+

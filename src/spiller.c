@@ -29,23 +29,66 @@
  * (outside the arena; readahead.c), so the disk works while the reader
  * copies.
  *
- * Locking: spill_lock guards the fields marked so in store_int.h; it is
- * never held across an inode lock or I/O.
+ * Locking: spill_lock guards the fields marked so below; it is never
+ * held across a call into the file layer (struct objfs_spiller_ops) or
+ * I/O.  The module sees only the arena and those calls (spiller.h).
  */
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "arena.h"
 #include "base/log.h"
-#include "store_int.h"
 #include "base/sync.h"
+#include "spiller.h"
 
-#define BATCH		OBJFS_EVICT_MAX
+#define BATCH		OBJFS_SPILLER_BATCH
 #define RESTORE_AHEAD	4
+#define RQ_SIZE		64
+#define MAX_RESTORE_THREADS	8
+
+struct objfs_spiller {
+	struct objfs_arena *arena;
+	const struct objfs_spiller_ops *ops;
+	void *ctx;
+	uint32_t chunk_size;
+	uint64_t high_bytes, low_bytes;
+
+	pthread_t spill_thread;
+	pthread_mutex_t spill_lock;
+	pthread_cond_t spill_cv;	/* wakes the spiller */
+	pthread_cond_t space_cv;	/* wakes writers waiting for space */
+	_Atomic int spill_busy;		/* the spiller is in a pass */
+	int spill_stop;			/* protected by spill_lock */
+	unsigned waiters;		/* protected by spill_lock */
+	uint64_t spill_gen;		/* protected by spill_lock: passes */
+	int spill_stuck;		/* protected by spill_lock: last pass
+					 * freed nothing */
+	uint64_t pass_id;		/* protected by spill_lock: passes
+					 * started */
+	uint64_t stuck_pass;		/* protected by spill_lock: the pass
+					 * spill_stuck is about */
+	int spill_err;			/* protected by spill_lock: its error */
+	_Atomic uint64_t dropped_bytes, write_waits;
+
+	/* Restore-ahead and read-ahead requests, a small ring: slot < 0
+	 * restores chunks from idx into the arena, slot >= 0 loads chunk
+	 * idx into that read-ahead slot (request gen). */
+	pthread_t restore_thread[MAX_RESTORE_THREADS];
+	unsigned restore_threads;	/* started */
+	pthread_cond_t restore_cv;	/* with spill_lock */
+	struct objfs_rq {
+		uint64_t ino, idx, gen;
+		int slot;
+	} rq[RQ_SIZE];			/* protected by spill_lock */
+	unsigned rq_head, rq_len;	/* protected by spill_lock */
+};
 
 static int
 victim_cmp(const void *a, const void *b)
@@ -58,7 +101,7 @@ victim_cmp(const void *a, const void *b)
 }
 
 static int
-need_room(struct objfs_store *s, int waiters)
+need_room(struct objfs_spiller *s, int waiters)
 {
 	struct objfs_arena_stats st;
 
@@ -70,30 +113,20 @@ need_room(struct objfs_store *s, int waiters)
 
 /* Evict one batch; returns bytes freed, and the first write error. */
 static uint64_t
-evict_batch(struct objfs_store *s, int *err)
+evict_batch(struct objfs_spiller *s, int *err)
 {
 	struct objfs_arena_victim v[BATCH];
-	uint64_t freed = 0, f;
-	int n, i, j, rc;
+	uint64_t freed = 0;
+	int n, i, j;
 
 	n = objfs_arena_clock(s->arena, 1, v, BATCH);
 	if (n == 0)
 		n = objfs_arena_clock(s->arena, 0, v, BATCH / 4);
 	qsort(v, (size_t)n, sizeof(v[0]), victim_cmp);
 	for (i = 0; i < n; i = j) {
-		struct objfs_inode *ip;
-
 		for (j = i + 1; j < n && v[j].ino == v[i].ino; j++)
 			;
-		if (objfs_store_iget_cached(s, v[i].ino, &ip) < 0)
-			continue;
-		objfs_inode_lock(ip);
-		rc = objfs_data_evict(s, ip, v + i, j - i, &f);
-		objfs_inode_unlock(ip);
-		objfs_store_iput(s, ip);
-		freed += f;
-		if (rc < 0 && *err == 0)
-			*err = rc;
+		freed += s->ops->evict(s->ctx, v + i, j - i, err);
 	}
 	atomic_fetch_add(&s->dropped_bytes, freed);
 	return freed;
@@ -102,7 +135,7 @@ evict_batch(struct objfs_store *s, int *err)
 static void *
 spill_main(void *arg)
 {
-	struct objfs_store *s = arg;
+	struct objfs_spiller *s = arg;
 	uint64_t freed, f;
 	int err, waiters, stop, reclaimed;
 
@@ -127,7 +160,7 @@ spill_main(void *arg)
 				/* A full disk: space that deletes and
 				 * rewrites freed may be waiting to be given
 				 * back.  Take it now, and try again. */
-				reclaimed = objfs_data_reclaim(s);
+				reclaimed = s->ops->reclaim(s->ctx);
 				if (reclaimed) {
 					err = 0;
 					f = evict_batch(s, &err);
@@ -164,9 +197,10 @@ spill_main(void *arg)
 }
 
 void
-objfs_spiller_kick(struct objfs_store *s)
+objfs_spiller_kick(struct objfs_spiller *s)
 {
-	if (atomic_load_explicit(&s->spill_busy, memory_order_relaxed))
+	if (!s || objfs_arena_used(s->arena) <= s->high_bytes ||
+	    atomic_load_explicit(&s->spill_busy, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&s->spill_lock);
 	pthread_cond_signal(&s->spill_cv);
@@ -174,11 +208,13 @@ objfs_spiller_kick(struct objfs_store *s)
 }
 
 int
-objfs_spiller_wait_space(struct objfs_store *s)
+objfs_spiller_wait_space(struct objfs_spiller *s)
 {
 	uint64_t gen, first;
 	int rc = 0;
 
+	if (!s)
+		return -ENOSPC;
 	atomic_fetch_add(&s->write_waits, 1);
 	pthread_mutex_lock(&s->spill_lock);
 	/* Only a pass that starts after this call may say "nothing can be
@@ -208,13 +244,10 @@ objfs_spiller_wait_space(struct objfs_store *s)
 	return rc;
 }
 
-#define RQ_SIZE	(sizeof(((struct objfs_store *)0)->rq) / \
-			 sizeof(((struct objfs_store *)0)->rq[0]))
-
 /* Queue @r for the restore threads (spill_lock held); -EAGAIN when the
  * ring is full or the threads are stopping. */
 static int
-rq_push_locked(struct objfs_store *s, const struct objfs_rq *r)
+rq_push_locked(struct objfs_spiller *s, const struct objfs_rq *r)
 {
 	if (s->rq_len >= RQ_SIZE || s->spill_stop)
 		return -EAGAIN;
@@ -225,11 +258,14 @@ rq_push_locked(struct objfs_store *s, const struct objfs_rq *r)
 }
 
 void
-objfs_spiller_restore_ahead(struct objfs_store *s, uint64_t ino, uint64_t idx)
+objfs_spiller_restore_ahead(struct objfs_spiller *s, uint64_t ino,
+		uint64_t idx)
 {
 	const struct objfs_rq r = { .ino = ino, .idx = idx, .slot = -1 };
 	const struct objfs_rq *prev;
 
+	if (!s)
+		return;
 	pthread_mutex_lock(&s->spill_lock);
 	prev = &s->rq[(s->rq_head + s->rq_len + RQ_SIZE - 1) % RQ_SIZE];
 	/* A repeat of the last request adds nothing. */
@@ -240,13 +276,15 @@ objfs_spiller_restore_ahead(struct objfs_store *s, uint64_t ino, uint64_t idx)
 }
 
 int
-objfs_spiller_read_ahead(struct objfs_store *s, uint64_t ino, uint64_t idx,
+objfs_spiller_read_ahead(struct objfs_spiller *s, uint64_t ino, uint64_t idx,
 		int slot, uint64_t gen)
 {
 	const struct objfs_rq r = { .ino = ino, .idx = idx, .gen = gen,
 				    .slot = slot };
 	int rc;
 
+	if (!s)
+		return -EAGAIN;
 	pthread_mutex_lock(&s->spill_lock);
 	rc = rq_push_locked(s, &r);
 	pthread_mutex_unlock(&s->spill_lock);
@@ -256,8 +294,7 @@ objfs_spiller_read_ahead(struct objfs_store *s, uint64_t ino, uint64_t idx,
 static void *
 restore_main(void *arg)
 {
-	struct objfs_store *s = arg;
-	struct objfs_inode *ip;
+	struct objfs_spiller *s = arg;
 	uint64_t ino, idx, gen;
 	int slot;
 
@@ -274,48 +311,68 @@ restore_main(void *arg)
 		s->rq_head = (s->rq_head + 1) % RQ_SIZE;
 		s->rq_len--;
 		pthread_mutex_unlock(&s->spill_lock);
-		if (objfs_store_iget_cached(s, ino, &ip) == 0) {
-			objfs_inode_lock(ip);
-			if (slot >= 0)
-				objfs_data_read_ahead(s, ip, slot, gen);
-			else
-				objfs_data_restore_range(s, ip, idx,
-						RESTORE_AHEAD);
-			objfs_inode_unlock(ip);
-			objfs_store_iput(s, ip);
-		}
+		if (slot >= 0)
+			s->ops->read_ahead(s->ctx, ino, idx, slot, gen);
+		else
+			s->ops->restore(s->ctx, ino, idx, RESTORE_AHEAD);
 		pthread_mutex_lock(&s->spill_lock);
 	}
 	pthread_mutex_unlock(&s->spill_lock);
 	return NULL;
 }
 
-int
-objfs_spiller_start(struct objfs_store *s)
+static void
+destroy_sync(struct objfs_spiller *s)
 {
+	pthread_cond_destroy(&s->restore_cv);
+	pthread_cond_destroy(&s->space_cv);
+	pthread_cond_destroy(&s->spill_cv);
+	pthread_mutex_destroy(&s->spill_lock);
+}
+
+int
+objfs_spiller_start(const struct objfs_spiller_config *cfg,
+		struct objfs_spiller **out)
+{
+	struct objfs_spiller *s;
+	unsigned want = cfg->restore_threads;
 	int rc;
 
+	if (want < 1 || want > MAX_RESTORE_THREADS)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->arena = cfg->arena;
+	s->ops = cfg->ops;
+	s->ctx = cfg->ctx;
+	s->chunk_size = cfg->chunk_size;
+	s->high_bytes = cfg->high_bytes;
+	s->low_bytes = cfg->low_bytes;
 	rc = pthread_mutex_init(&s->spill_lock, NULL);
 	if (rc)
-		return -rc;
+		goto out_free;
 	if ((rc = objfs_cond_init(&s->spill_cv)) != 0)
 		goto out_lock;
 	if ((rc = objfs_cond_init(&s->space_cv)) != 0)
 		goto out_spill_cv;
 	if ((rc = objfs_cond_init(&s->restore_cv)) != 0)
 		goto out_space_cv;
+	/* Before the threads start: what they call may read it. */
+	*out = s;
 	rc = pthread_create(&s->spill_thread, NULL, spill_main, s);
 	if (rc) {
-		pthread_cond_destroy(&s->restore_cv);
-		goto out_space_cv;
+		*out = NULL;
+		destroy_sync(s);
+		goto out_free;
 	}
-	s->spill_started = 1;
-	for (s->restore_threads = 0;
-	     s->restore_threads < OBJFS_RESTORE_THREADS; s->restore_threads++) {
+	for (s->restore_threads = 0; s->restore_threads < want;
+	     s->restore_threads++) {
 		rc = pthread_create(&s->restore_thread[s->restore_threads],
 				NULL, restore_main, s);
 		if (rc) {
 			objfs_spiller_stop(s);
+			*out = NULL;
 			return -rc;
 		}
 	}
@@ -327,13 +384,15 @@ out_spill_cv:
 	pthread_cond_destroy(&s->spill_cv);
 out_lock:
 	pthread_mutex_destroy(&s->spill_lock);
+out_free:
+	free(s);
 	return -rc;
 }
 
 void
-objfs_spiller_stop(struct objfs_store *s)
+objfs_spiller_stop(struct objfs_spiller *s)
 {
-	if (!s->spill_started)
+	if (!s)
 		return;
 	pthread_mutex_lock(&s->spill_lock);
 	s->spill_stop = 1;
@@ -344,9 +403,19 @@ objfs_spiller_stop(struct objfs_store *s)
 	pthread_join(s->spill_thread, NULL);
 	while (s->restore_threads > 0)
 		pthread_join(s->restore_thread[--s->restore_threads], NULL);
-	s->spill_started = 0;
-	pthread_cond_destroy(&s->restore_cv);
-	pthread_cond_destroy(&s->space_cv);
-	pthread_cond_destroy(&s->spill_cv);
-	pthread_mutex_destroy(&s->spill_lock);
+	destroy_sync(s);
+	free(s);
+}
+
+void
+objfs_spiller_get_stats(struct objfs_spiller *s,
+		struct objfs_spiller_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!s)
+		return;
+	st->dropped_bytes = atomic_load(&s->dropped_bytes);
+	st->write_waits = atomic_load(&s->write_waits);
+	st->high_bytes = s->high_bytes;
+	st->low_bytes = s->low_bytes;
 }

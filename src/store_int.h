@@ -3,8 +3,9 @@
  * store_int.h - what the store's modules share: inode.c (the inode
  * table), mount.c (open, close, recovery, maintenance), namespace.c,
  * file.c (attributes, open files), xattr.c, the file bytes (data.c,
- * writeout.c, readahead.c, space.c: data_int.h) and
- * spiller.c (spiller and restore threads).  Not for the adapter.
+ * writeout.c, readahead.c, space.c: data_int.h).  The spiller
+ * (spiller.c) does not include it: it sees the arena and the four
+ * objfs_data_spill_* calls below (spiller.h).  Not for the adapter.
  *
  * Locks, outermost first (a thread holding one may take only those
  * below it):
@@ -22,9 +23,10 @@
  *			than one is taken only under ns_lock (link, unlink,
  *			rename).  A new inode is loaded from the index under
  *			its own lock alone.
- *	spill_lock	the spiller's state and the restore ring: taken
- *			under an inode lock (a writer wakes the spiller),
- *			and never held while taking another lock.
+ *	spill_lock	the spiller's own (spiller.c): its state and the
+ *			restore ring.  Taken under an inode lock (a writer
+ *			wakes the spiller), never held while taking another
+ *			lock or calling into the file layer.
  *	defer_lock	the space waiting to be given back.
  *	the arena's lock, the index's lock (meta.c): innermost.
  *	maint_lock	the maintenance thread's sleep only.
@@ -44,6 +46,7 @@
 #include "arena.h"
 #include "chunk.h"
 #include "spill.h"
+#include "spiller.h"
 #include "store.h"
 
 enum { OBJFS_INODE_LOADING = 0, OBJFS_INODE_READY = 1 };
@@ -159,7 +162,8 @@ struct objfs_rahead {
 	struct objfs_ra_slot slot[];
 };
 
-/* Restore and read-ahead threads: two keep two disk reads in flight. */
+/* Restore and read-ahead threads (the spiller's): two keep two disk
+ * reads in flight. */
 #define OBJFS_RESTORE_THREADS	2
 
 /*
@@ -185,6 +189,7 @@ struct objfs_store {
 	uint64_t max_size;		/* largest file: writes past it EFBIG */
 	uint64_t restore_limit;		/* arena use above which reads are
 					 * served from disk, not restored */
+	uint64_t high_bytes;		/* the spiller's high watermark */
 
 	pthread_mutex_t ns_lock;	/* namespace changes */
 	uint64_t next_ino;		/* protected by ns_lock */
@@ -205,7 +210,7 @@ struct objfs_store {
 	_Atomic uint64_t written_out_chunks, written_out_bytes;
 	_Atomic uint64_t restored_chunks, restored_bytes;
 	_Atomic uint64_t direct_reads, csum_failures;
-	_Atomic uint64_t evictions, dropped_bytes, write_waits;
+	_Atomic uint64_t evictions;
 
 	/* Space given back when durable (space.c), a leaf lock. */
 	pthread_mutex_t defer_lock;
@@ -220,37 +225,9 @@ struct objfs_store {
 	pthread_cond_t maint_cv;
 	int maint_stop;			/* protected by maint_lock */
 
-	/* The spiller (spiller.c). */
-	uint64_t high_bytes;		/* start spilling above this use */
-	uint64_t low_bytes;		/* stop at this use */
-	pthread_t spill_thread;
-	pthread_mutex_t spill_lock;
-	pthread_cond_t spill_cv;	/* wakes the spiller */
-	pthread_cond_t space_cv;	/* wakes writers waiting for space */
-	int spill_started;		/* protected by spill_lock */
-	_Atomic int spill_busy;		/* the spiller is in a pass */
-	int spill_stop;			/* protected by spill_lock */
-	unsigned waiters;		/* protected by spill_lock */
-	uint64_t spill_gen;		/* protected by spill_lock: passes */
-	int spill_stuck;		/* protected by spill_lock: last pass
-					 * freed nothing */
-	uint64_t pass_id;		/* protected by spill_lock: passes
-					 * started */
-	uint64_t stuck_pass;		/* protected by spill_lock: the pass
-					 * spill_stuck is about */
-	int spill_err;			/* protected by spill_lock: its error */
-
-	/* Restore-ahead and read-ahead requests (spiller.c), a small ring:
-	 * slot < 0 restores chunks from idx into the arena, slot >= 0
-	 * loads chunk idx into that read-ahead slot (request gen). */
-	pthread_t restore_thread[OBJFS_RESTORE_THREADS];
-	int restore_threads;		/* started */
-	pthread_cond_t restore_cv;	/* with spill_lock */
-	struct objfs_rq {
-		uint64_t ino, idx, gen;
-		int slot;
-	} rq[64];			/* protected by spill_lock */
-	unsigned rq_head, rq_len;	/* protected by spill_lock */
+	/* The spiller and restore threads (spiller.c, opaque): NULL until
+	 * started. */
+	struct objfs_spiller *spiller;
 };
 
 /* data.c: all called with ip->lock held. */
@@ -278,19 +255,6 @@ int objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip,
 		int mode, uint64_t off, uint64_t len);
 int objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, int whence, uint64_t *out);
-/* Write out the dirty chunks among @v (at most OBJFS_EVICT_MAX victims of
- * this inode chosen by the clock, in ascending chunk order) and free their
- * blocks; *freed gets the bytes freed. */
-int objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
-		const struct objfs_arena_victim *v, int n, uint64_t *freed);
-/* Restore spilled chunks [idx, idx+n) while below the restore limit. */
-void objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t idx, uint64_t n);
-/* Load chunk @idx into read-ahead slot @slot if request @gen still
- * wants it.  Called by the restore thread with ip->lock held; drops the
- * lock for the disk read. */
-void objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
-		int slot, uint64_t gen);
 /* Free the read-ahead slots unless a load is in flight (last close). */
 void objfs_data_ra_release(struct objfs_inode *ip);
 /* Free the arena blocks and the backing fd (the object stays on disk). */
@@ -348,7 +312,7 @@ objfs_store_wait(struct objfs_store *s, pthread_cond_t *cv)
 			pthread_self()))
 
 /* The spiller's batch: victims it evicts at a time. */
-#define OBJFS_EVICT_MAX		64
+#define OBJFS_EVICT_MAX		OBJFS_SPILLER_BATCH
 
 /* Cookies 1 and 2 are "." and ".."; at most this many inodes. */
 #define FIRST_COOKIE		3
@@ -417,20 +381,15 @@ int objfs_store_get_figures(struct objfs_store *s,
  * it in *@holder (when known). */
 int objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder);
 
-/* spiller.c */
-int objfs_spiller_start(struct objfs_store *s);
-void objfs_spiller_stop(struct objfs_store *s);
-/* Wake the spiller and wait for one pass: 0 when it freed something,
- * -ENOSPC (or its write error) when it could free nothing. */
-int objfs_spiller_wait_space(struct objfs_store *s);
-/* Wake the spiller unless it is already at work.  Cheap when it is. */
-void objfs_spiller_kick(struct objfs_store *s);
-/* Ask for chunks from @idx of @ino to be restored in the background. */
-void objfs_spiller_restore_ahead(struct objfs_store *s, uint64_t ino,
-		uint64_t idx);
-/* Ask for chunk @idx of @ino to be loaded into read-ahead slot @slot;
- * -EAGAIN when the ring is full (then nothing will load it). */
-int objfs_spiller_read_ahead(struct objfs_store *s, uint64_t ino,
-		uint64_t idx, int slot, uint64_t gen);
+/* What the spiller calls (spiller.h): each finds the inode in memory,
+ * takes its lock, does the work and lets it go (writeout.c, readahead.c,
+ * space.c). */
+uint64_t objfs_data_spill_evict(void *store,
+		const struct objfs_arena_victim *v, int n, int *err);
+void objfs_data_spill_restore(void *store, uint64_t ino, uint64_t idx,
+		uint64_t n);
+void objfs_data_spill_read_ahead(void *store, uint64_t ino, uint64_t idx,
+		int slot, uint64_t gen);
+int objfs_data_spill_reclaim(void *store);
 
 #endif

@@ -2,7 +2,8 @@
 /*
  * writeout.c - writing dirty chunks out, copy-on-write (the rules are at
  * the top of data.c): fsync and close (objfs_data_flush), the spiller's
- * evictions (objfs_data_evict), and restores ahead of a reader.
+ * evictions (objfs_data_spill_evict), and restores ahead of a reader
+ * (objfs_data_spill_restore).
  */
 #include <config.h>
 
@@ -206,8 +207,11 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 	return rc;
 }
 
-int
-objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
+/* Write out the dirty chunks among @v (victims of @ip chosen by the clock,
+ * in ascending chunk order) and free their blocks; *freed gets the bytes
+ * freed. */
+static int
+evict(struct objfs_store *s, struct objfs_inode *ip,
 		const struct objfs_arena_victim *v, int n, uint64_t *freed)
 {
 	uint64_t sel[OBJFS_EVICT_MAX];
@@ -245,9 +249,9 @@ objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
 
 /* Restore the spilled chunks of [idx, idx+n) while the arena has room for
  * them below the restore limit. */
-void
-objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t idx, uint64_t n)
+static void
+restore_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		uint64_t n)
 {
 	struct objfs_arena_stats st;
 	struct objfs_chunk *c;
@@ -266,3 +270,48 @@ objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
 			return;
 	}
 }
+
+/* ---- what the spiller calls (spiller.h) ------------------------------- */
+
+uint64_t
+objfs_data_spill_evict(void *store, const struct objfs_arena_victim *v, int n,
+		int *err)
+{
+	struct objfs_store *s = store;
+	struct objfs_inode *ip;
+	uint64_t freed = 0;
+	int rc;
+
+	/* An inode that is not in memory (or still loading) has no blocks
+	 * the clock could have chosen: nothing to do. */
+	if (objfs_store_iget_cached(s, v[0].ino, &ip) < 0)
+		return 0;
+	objfs_inode_lock(ip);
+	rc = evict(s, ip, v, n, &freed);
+	objfs_inode_unlock(ip);
+	objfs_store_iput(s, ip);
+	if (rc < 0 && *err == 0)
+		*err = rc;
+	return freed;
+}
+
+void
+objfs_data_spill_restore(void *store, uint64_t ino, uint64_t idx, uint64_t n)
+{
+	struct objfs_store *s = store;
+	struct objfs_inode *ip;
+
+	if (objfs_store_iget_cached(s, ino, &ip) < 0)
+		return;
+	objfs_inode_lock(ip);
+	restore_range(s, ip, idx, n);
+	objfs_inode_unlock(ip);
+	objfs_store_iput(s, ip);
+}
+
+int
+objfs_data_spill_reclaim(void *store)
+{
+	return objfs_data_reclaim(store);
+}
+
