@@ -15,12 +15,17 @@
 #define NODE_BITS	4
 #define NODE_N		(1u << NODE_BITS)
 
+/* Each leaf and node counts the dirty entries below it, so that the walk
+ * over the dirty ones skips the subtrees that have none (as the page
+ * cache's radix tree tags do). */
 struct leaf {
 	struct objfs_chunk e[LEAF_N];
+	uint32_t ndirty;
 };
 
 struct node {
 	void *slot[NODE_N];
+	uint64_t ndirty;
 };
 
 /* Indexes a tree of @height inner levels covers. */
@@ -36,6 +41,7 @@ objfs_chunkmap_init(struct objfs_chunkmap *m)
 	m->root = NULL;
 	m->height = 0;
 	m->n = 0;
+	m->ndirty = 0;
 }
 
 void
@@ -64,6 +70,7 @@ objfs_chunkmap_add(struct objfs_chunkmap *m, uint64_t idx)
 		if (!up)
 			return NULL;
 		up->slot[0] = m->root;
+		up->ndirty = m->ndirty;
 		m->root = up;
 		m->height++;
 	}
@@ -141,6 +148,116 @@ objfs_chunkmap_next(const struct objfs_chunkmap *m, uint64_t idx,
 	return c && *out < m->n ? c : NULL;
 }
 
+/* Add @delta to the dirty counts on the path to entry @idx (which
+ * exists). */
+static void
+count_dirty(struct objfs_chunkmap *m, uint64_t idx, int delta)
+{
+	void *p = m->root;
+
+	m->ndirty += (uint64_t)(int64_t)delta;
+	for (unsigned h = m->height; h > 0; h--) {
+		struct node *nd = p;
+
+		nd->ndirty += (uint64_t)(int64_t)delta;
+		p = nd->slot[(idx >> (LEAF_BITS + NODE_BITS * (h - 1))) &
+				(NODE_N - 1)];
+	}
+	((struct leaf *)p)->ndirty += (uint32_t)delta;
+}
+
+void
+objfs_chunkmap_set_dirty(struct objfs_chunkmap *m, uint64_t idx,
+		struct objfs_chunk *c, int dirty)
+{
+	int was = (c->flags & OBJFS_CHUNK_DIRTY) != 0;
+
+	if (was == !!dirty)
+		return;
+	if (dirty)
+		c->flags |= OBJFS_CHUNK_DIRTY;
+	else
+		c->flags &= ~OBJFS_CHUNK_DIRTY;
+	count_dirty(m, idx, dirty ? 1 : -1);
+}
+
+/* Free the block, clear DIRTY; no counting (the caller counts). */
+static void
+drop_block(struct objfs_chunk *c, struct objfs_arena *a)
+{
+	if (c->cap)
+		objfs_arena_free(a, c->off, c->cap);
+	c->cap = 0;
+	c->off = 0;
+	c->flags &= ~OBJFS_CHUNK_DIRTY;
+}
+
+void
+objfs_chunkmap_drop(struct objfs_chunkmap *m, uint64_t idx,
+		struct objfs_chunk *c, struct objfs_arena *a)
+{
+	objfs_chunkmap_set_dirty(m, idx, c, 0);
+	drop_block(c, a);
+}
+
+/* The first dirty entry at or after @from in the tree @p (as next_in). */
+static struct objfs_chunk *
+next_dirty_in(void *p, unsigned height, uint64_t base, uint64_t from,
+		uint64_t *out)
+{
+	uint64_t sp;
+
+	if (height == 0) {
+		struct leaf *l = p;
+
+		if (!l->ndirty)
+			return NULL;
+		for (uint64_t i = from > base ? from - base : 0; i < LEAF_N;
+		     i++)
+			if (l->e[i].flags & OBJFS_CHUNK_DIRTY) {
+				*out = base + i;
+				return &l->e[i];
+			}
+		return NULL;
+	}
+	if (!((struct node *)p)->ndirty)
+		return NULL;
+	sp = span(height - 1);
+	for (uint64_t k = from > base ? (from - base) / sp : 0; k < NODE_N;
+	     k++) {
+		void *c = ((struct node *)p)->slot[k];
+		struct objfs_chunk *r;
+
+		if (c && (r = next_dirty_in(c, height - 1, base + k * sp, from,
+				out)))
+			return r;
+	}
+	return NULL;
+}
+
+struct objfs_chunk *
+objfs_chunkmap_next_dirty(const struct objfs_chunkmap *m, uint64_t idx,
+		uint64_t *out)
+{
+	if (!m->root || !m->ndirty || idx >= m->n)
+		return NULL;
+	return next_dirty_in(m->root, m->height, 0, idx, out);
+}
+
+int
+objfs_chunkmap_has_resident(const struct objfs_chunkmap *m)
+{
+	const struct objfs_chunk *c;
+	uint64_t i;
+
+	if (m->ndirty)
+		return 1;
+	OBJFS_CHUNKMAP_EACH(m, 0, i, c)
+		if (c->cap)
+			return 1;
+	return 0;
+}
+
 enum objfs_chunk_state
 objfs_chunk_state(const struct objfs_chunk *c)
 {
@@ -151,30 +268,24 @@ objfs_chunk_state(const struct objfs_chunk *c)
 		OBJFS_CHUNK_HOLE;
 }
 
-void
-objfs_chunk_drop(struct objfs_chunk *c, struct objfs_arena *a)
-{
-	if (c->cap)
-		objfs_arena_free(a, c->off, c->cap);
-	c->cap = 0;
-	c->off = 0;
-	c->flags &= ~OBJFS_CHUNK_DIRTY;
-}
-
 /* Cut the tree @p (@height levels, first index @base) at @first: free
  * its blocks and nodes from there.  Returns 1 when @p itself is freed. */
 static int
 cut_in(void *p, unsigned height, uint64_t base, uint64_t first,
-		struct objfs_arena *a)
+		struct objfs_arena *a, uint64_t *undirtied)
 {
+	uint64_t gone = 0;
+
 	if (height == 0) {
 		struct leaf *l = p;
 
 		for (uint64_t i = first > base ? first - base : 0; i < LEAF_N;
 		     i++) {
-			objfs_chunk_drop(&l->e[i], a);
+			gone += (l->e[i].flags & OBJFS_CHUNK_DIRTY) != 0;
+			drop_block(&l->e[i], a);
 			memset(&l->e[i], 0, sizeof(l->e[i]));
 		}
+		l->ndirty -= (uint32_t)gone;
 	} else {
 		struct node *nd = p;
 		uint64_t sp = span(height - 1);
@@ -182,9 +293,11 @@ cut_in(void *p, unsigned height, uint64_t base, uint64_t first,
 		for (uint64_t k = first > base ? (first - base) / sp : 0;
 		     k < NODE_N; k++)
 			if (nd->slot[k] && cut_in(nd->slot[k], height - 1,
-					base + k * sp, first, a))
+					base + k * sp, first, a, &gone))
 				nd->slot[k] = NULL;
+		nd->ndirty -= gone;
 	}
+	*undirtied += gone;
 	if (base < first)
 		return 0;
 	free(p);
@@ -195,8 +308,15 @@ void
 objfs_chunkmap_cut(struct objfs_chunkmap *m, struct objfs_arena *a,
 		uint64_t first)
 {
-	if (m->root && first < m->n && cut_in(m->root, m->height, 0, first, a))
-		objfs_chunkmap_init(m);
+	uint64_t gone = 0;
+
+	if (m->root && first < m->n) {
+		int freed = cut_in(m->root, m->height, 0, first, a, &gone);
+
+		m->ndirty -= gone;
+		if (freed)
+			objfs_chunkmap_init(m);
+	}
 	if (first < m->n)
 		m->n = first;
 }

@@ -71,6 +71,7 @@ struct objfs_chunkmap {
 	void *root;		/* a leaf when height is 0 */
 	unsigned height;	/* inner levels above the leaves */
 	uint64_t n;		/* one past the highest entry made */
+	uint64_t ndirty;	/* entries with OBJFS_CHUNK_DIRTY */
 };
 
 /* Chunk indexes go up to 2^OBJFS_CHUNKMAP_BITS - 1. */
@@ -98,12 +99,30 @@ struct objfs_chunk *objfs_chunkmap_next(const struct objfs_chunkmap *m,
 	for ((c) = objfs_chunkmap_next((m), (from), &(i)); (c); \
 	     (c) = objfs_chunkmap_next((m), (i) + 1, &(i)))
 
+/*
+ * OBJFS_CHUNK_DIRTY is set and cleared only here, so that the map can
+ * count the dirty entries in each subtree: entry @idx is @c.  Walking
+ * the dirty entries then costs their number times the height, not the
+ * file's chunks.
+ */
+void objfs_chunkmap_set_dirty(struct objfs_chunkmap *m, uint64_t idx,
+		struct objfs_chunk *c, int dirty);
+/* The first dirty entry at or after @idx (as objfs_chunkmap_next). */
+struct objfs_chunk *objfs_chunkmap_next_dirty(const struct objfs_chunkmap *m,
+		uint64_t idx, uint64_t *out);
+#define OBJFS_CHUNKMAP_EACH_DIRTY(m, from, i, c) \
+	for ((c) = objfs_chunkmap_next_dirty((m), (from), &(i)); (c); \
+	     (c) = objfs_chunkmap_next_dirty((m), (i) + 1, &(i)))
+/* Has any entry a block in the arena?  Stops at the first. */
+int objfs_chunkmap_has_resident(const struct objfs_chunkmap *m);
+
 enum objfs_chunk_state objfs_chunk_state(const struct objfs_chunk *c);
 
-/* Free the block of @c, if any; the chunk keeps its disk state.  Bytes of
- * a dirty chunk are discarded: callers drop clean chunks, or chunks that
- * truncation removes. */
-void objfs_chunk_drop(struct objfs_chunk *c, struct objfs_arena *a);
+/* Free the block of entry @idx (@c), if any; the chunk keeps its disk
+ * state.  Bytes of a dirty chunk are discarded: callers drop clean
+ * chunks, or chunks that truncation removes. */
+void objfs_chunkmap_drop(struct objfs_chunkmap *m, uint64_t idx,
+		struct objfs_chunk *c, struct objfs_arena *a);
 
 /* Free blocks of entries >= @first, remove those entries, and make the
  * map end at @first at most. */

@@ -260,7 +260,7 @@ data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	memset(p + c->disk_len, 0, cap - c->disk_len);
 	c->off = off;
 	c->cap = cap;
-	c->flags &= ~OBJFS_CHUNK_DIRTY;
+	objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 0);
 	c->dirty_lo = UINT32_MAX;
 	atomic_fetch_add(&s->restored_chunks, 1);
 	atomic_fetch_add(&s->restored_bytes, c->disk_len);
@@ -462,7 +462,7 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			break;
 		p = objfs_arena_ptr(s->arena, c->off);
 		memcpy(p + co, src + done, n);
-		c->flags |= OBJFS_CHUNK_DIRTY;
+		objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 1);
 		if (co < c->dirty_lo)
 			c->dirty_lo = co;
 		objfs_arena_touch(s->arena, c->off, 1);
@@ -637,12 +637,12 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (lo == 0 && hi == s->chunk_size) {
 			if (c->flags & OBJFS_CHUNK_ONDISK)
 				data_defer_slot(s, ip->ino, c->slot, seq);
-			objfs_chunk_drop(c, s->arena);
+			objfs_chunkmap_drop(&ip->chunks, idx, c, s->arena);
 			c->flags = 0;
 		} else if (lo < c->cap) {
 			memset((unsigned char *)objfs_arena_ptr(s->arena, c->off)
 					+ lo, 0, min64(hi, c->cap) - lo);
-			c->flags |= OBJFS_CHUNK_DIRTY;
+			objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 1);
 			c->dirty_lo = 0;	/* conservative */
 			objfs_arena_touch(s->arena, c->off, 1);
 		}

@@ -333,8 +333,7 @@ void
 objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip)
 {
 	struct objfs_inode **pp;
-	uint64_t res, disk;
-	int keep;
+	int keep, res;
 
 	objfs_store_lock(s);
 	/* nopen changes under ip->lock, but only by a holder of a
@@ -350,9 +349,7 @@ objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip)
 		return;
 	}
 	objfs_inode_lock(ip);
-	res = 0;
-	if (ip->attr.nlink)
-		objfs_chunkmap_usage(&ip->chunks, &res, &disk);
+	res = ip->attr.nlink && objfs_chunkmap_has_resident(&ip->chunks);
 	objfs_inode_unlock(ip);
 	if (res) {
 		objfs_store_unlock(s);

@@ -74,7 +74,7 @@ struct objfs_statfs {
 /* Status of the whole store (also served as text by objfs_store_status). */
 struct objfs_store_stats {
 	uint64_t arena_capacity, arena_used;
-	uint64_t resident_bytes, ondisk_bytes;
+	uint64_t resident_bytes;	/* in the arena (== arena_used) */
 	uint64_t chunk_size;
 	uint64_t written_out_chunks, written_out_bytes;
 	uint64_t restored_chunks, restored_bytes;

@@ -157,7 +157,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		c = objfs_chunkmap_get(&ip->chunks, w[k].idx);
 		if ((c->flags & OBJFS_CHUNK_ONDISK) && !w[k].tail)
 			data_defer_slot(s, ip->ino, c->slot, seq);
-		c->flags &= ~OBJFS_CHUNK_DIRTY;
+		objfs_chunkmap_set_dirty(&ip->chunks, w[k].idx, c, 0);
 		c->flags |= OBJFS_CHUNK_ONDISK;
 		c->dirty_lo = UINT32_MAX;
 		c->slot = w[k].slot;
@@ -185,23 +185,18 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 	int rc;
 
 	objfs_inode_assert_locked(ip);
-	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
-		if (!c->cap || !(c->flags & OBJFS_CHUNK_DIRTY))
-			continue;
-		if (n == cap) {
-			uint64_t *v = realloc(sel, (cap = cap ? 2 * cap : 16) *
-					sizeof(*v));
-
-			if (!v) {
-				free(sel);
-				return -ENOMEM;
-			}
-			sel = v;
-		}
-		sel[n++] = i;
-	}
-	if (!n && !ip->attr_dirty)
+	if (!ip->chunks.ndirty && !ip->attr_dirty)
 		return 0;
+	/* The dirty chunks only: the walk skips the clean parts of the map. */
+	if (ip->chunks.ndirty) {
+		cap = ip->chunks.ndirty;
+		sel = malloc(cap * sizeof(*sel));
+		if (!sel)
+			return -ENOMEM;
+	}
+	OBJFS_CHUNKMAP_EACH_DIRTY(&ip->chunks, 0, i, c)
+		if (c->cap && n < cap)
+			sel[n++] = i;
 	rc = writeout(s, ip, sel, n);
 	free(sel);
 	return rc;
@@ -242,7 +237,7 @@ evict(struct objfs_store *s, struct objfs_inode *ip,
 		    !(c->flags & OBJFS_CHUNK_ONDISK))
 			continue;
 		*freed += c->cap;
-		objfs_chunk_drop(c, s->arena);
+		objfs_chunkmap_drop(&ip->chunks, v[k].idx, c, s->arena);
 	}
 	return rc;
 }

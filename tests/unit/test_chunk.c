@@ -161,8 +161,11 @@ test_states(void **state)
 	c = objfs_chunkmap_add(&m, 1);
 	assert_non_null(c);
 	assert_int_equal(objfs_arena_alloc(a, 5000, &c->off, &c->cap), 0);
-	c->flags |= OBJFS_CHUNK_DIRTY;
+	objfs_chunkmap_set_dirty(&m, 1, c, 1);
 	assert_int_equal(objfs_chunk_state(c), OBJFS_CHUNK_RESIDENT_DIRTY);
+	assert_int_equal(m.ndirty, 1);
+	objfs_chunkmap_set_dirty(&m, 1, c, 0);
+	assert_int_equal(m.ndirty, 0);
 	c->flags = OBJFS_CHUNK_ONDISK;
 	c->disk_len = 5000;
 	assert_int_equal(objfs_chunk_state(c), OBJFS_CHUNK_RESIDENT_CLEAN);
@@ -170,11 +173,87 @@ test_states(void **state)
 	assert_int_equal(res, 8192);
 	assert_int_equal(disk, 5000);
 	/* Dropping a clean chunk keeps its disk copy: now spilled. */
-	objfs_chunk_drop(c, a);
+	objfs_chunkmap_drop(&m, 1, c, a);
 	assert_int_equal(objfs_chunk_state(c), OBJFS_CHUNK_SPILLED);
 	objfs_chunkmap_usage(&m, &res, &disk);
 	assert_int_equal(res, 0);
 	objfs_chunkmap_fini(&m, a);
+}
+
+/* The walk over the dirty entries finds exactly the entries marked dirty,
+ * in order, across a sparse map of five levels, while entries are marked,
+ * cleaned, dropped and cut; the counts stay equal to a count by hand. */
+static void
+test_dirty_walk(void **state)
+{
+	struct objfs_arena *a = *state;
+	enum { N = 4000 };
+	static uint64_t idx[N];
+	struct objfs_chunkmap m;
+	struct objfs_chunk *c;
+	uint64_t i, cut = UINT64_MAX;
+
+	(void)a;
+	objfs_chunkmap_init(&m);
+	srand(7);
+	for (int k = 0; k < N; k++) {
+		/* Dense runs and far-apart entries, up to the top index. */
+		idx[k] = k < N / 2 ? (uint64_t)k :
+			((uint64_t)rand() * 2654435761u) &
+			((1ull << OBJFS_CHUNKMAP_BITS) - 1);
+		c = objfs_chunkmap_add(&m, idx[k]);
+		assert_non_null(c);
+	}
+	for (int round = 0; round < 6; round++) {
+		uint64_t n = 0, seen = 0, prev = 0;
+		int first = 1;
+
+		for (int k = 0; k < N; k++) {
+			if (idx[k] >= cut)
+				continue;
+			c = objfs_chunkmap_get(&m, idx[k]);
+			assert_non_null(c);
+			objfs_chunkmap_set_dirty(&m, idx[k], c, rand() % 3 == 0);
+		}
+		if (round == 3) {		/* drop some: never dirty after */
+			for (int k = 0; k < N; k += 5)
+				if (idx[k] < cut)
+					objfs_chunkmap_drop(&m, idx[k],
+						objfs_chunkmap_get(&m, idx[k]),
+						a);
+		}
+		if (round == 4) {		/* cut the top half away */
+			cut = 1ull << (OBJFS_CHUNKMAP_BITS - 1);
+			objfs_chunkmap_cut(&m, a, cut);
+		}
+		/* Counted by hand over every entry (an index drawn twice is
+		 * one entry). */
+		n = 0;
+		OBJFS_CHUNKMAP_EACH(&m, 0, i, c)
+			n += (c->flags & OBJFS_CHUNK_DIRTY) != 0;
+		assert_int_equal(m.ndirty, n);
+		OBJFS_CHUNKMAP_EACH_DIRTY(&m, 0, i, c) {
+			assert_true(c->flags & OBJFS_CHUNK_DIRTY);
+			assert_ptr_equal(c, objfs_chunkmap_get(&m, i));
+			assert_true(first || i > prev);
+			first = 0;
+			prev = i;
+			seen++;
+		}
+		assert_int_equal(seen, n);
+		/* From the middle of the range, too. */
+		seen = 0;
+		OBJFS_CHUNKMAP_EACH_DIRTY(&m, 1000, i, c) {
+			assert_true(i >= 1000);
+			seen++;
+		}
+		n = 0;
+		OBJFS_CHUNKMAP_EACH(&m, 1000, i, c)
+			n += (c->flags & OBJFS_CHUNK_DIRTY) != 0;
+		assert_int_equal(seen, n);
+	}
+	objfs_chunkmap_fini(&m, a);
+	assert_int_equal(m.ndirty, 0);
 }
 
 static void
@@ -211,6 +290,8 @@ main(void)
 				teardown),
 		cmocka_unit_test(test_slot_runs),
 		cmocka_unit_test_setup_teardown(test_states, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dirty_walk, setup,
+				teardown),
 		cmocka_unit_test_setup_teardown(test_cut_frees_blocks, setup,
 				teardown),
 	};
