@@ -704,6 +704,32 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	s->max_size = (uint64_t)s->chunk_size << OBJFS_MAX_CHUNKS_SHIFT;
 	if (s->max_size > OBJFS_MAX_FILE_SIZE)
 		s->max_size = OBJFS_MAX_FILE_SIZE;
+	/* And what the backing filesystem can hold: copy-on-write may put
+	 * a chunk in a slot past the file's last (as far again for a file
+	 * rewritten whole within a commit interval), so the largest file is
+	 * half the largest backing file, in whole chunks.  Else a write it
+	 * took could never be written out (ext4 stops short of 16 TiB). */
+	{
+		uint64_t fsmax;
+
+		rc = objfs_backing_max_size(s->backing, 2 * s->max_size,
+				&fsmax);
+		if (rc < 0) {
+			*msg = "cannot probe the backing filesystem's largest file";
+			goto err_meta;
+		}
+		if (fsmax / 2 < s->max_size) {
+			s->max_size = fsmax / 2 & ~(uint64_t)(s->chunk_size - 1);
+			objfs_log(OBJFS_LOG_INFO, "the backing filesystem holds "
+				"files up to %" PRIu64 " bytes: the largest object "
+				"is %" PRIu64 " bytes", fsmax, s->max_size);
+		}
+		if (s->max_size == 0) {
+			*msg = "the backing filesystem cannot hold two chunks in a file";
+			rc = -EFBIG;
+			goto err_meta;
+		}
+	}
 	rc = objfs_arena_create(cfg->arena_size, s->chunk_size, &s->arena);
 	if (rc < 0) {
 		*msg = rc == -EINVAL ?

@@ -150,6 +150,57 @@ objfs_backing_list(struct objfs_backing *b,
 }
 
 int
+objfs_backing_max_size(struct objfs_backing *b, uint64_t want, uint64_t *out)
+{
+	uint64_t lo = 0, hi;
+	int fd, rc = 0;
+
+	/* An unnamed file where the filesystem makes one (nothing to leave
+	 * behind on a crash), else a name no object has, removed at once. */
+	fd = openat(b->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fd = openat(b->dirfd, "size-probe", O_RDWR | O_CREAT | O_EXCL |
+				O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno == EEXIST &&
+		    unlinkat(b->dirfd, "size-probe", 0) == 0)
+			fd = openat(b->dirfd, "size-probe", O_RDWR | O_CREAT |
+					O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		(void)unlinkat(b->dirfd, "size-probe", 0);
+	}
+	/* A sparse size costs no space.  The answer is a multiple of 4 KiB:
+	 * the largest size that ftruncate accepts, up to @want. */
+	if (ftruncate(fd, (off_t)want) == 0) {
+		*out = want;
+		goto out;
+	}
+	if (errno != EFBIG && errno != EINVAL) {
+		rc = -errno;
+		goto out;
+	}
+	hi = want;			/* refused */
+	while (hi - lo > 4096) {
+		uint64_t mid = (lo + (hi - lo) / 2) & ~4095ull;
+
+		if (mid <= lo)
+			break;
+		if (ftruncate(fd, (off_t)mid) == 0)
+			lo = mid;
+		else if (errno == EFBIG || errno == EINVAL)
+			hi = mid;
+		else {
+			rc = -errno;
+			goto out;
+		}
+	}
+	*out = lo;
+out:
+	close(fd);
+	return rc;
+}
+
+int
 objfs_backing_sync_dir(struct objfs_backing *b)
 {
 	return fsync(b->dirfd) < 0 ? -errno : 0;

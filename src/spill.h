@@ -50,6 +50,11 @@ int objfs_backing_list(struct objfs_backing *b,
 		int (*cb)(void *arg, uint64_t ino), void *arg);
 /* Make directory entries durable (fsync of the directory). */
 int objfs_backing_sync_dir(struct objfs_backing *b);
+/* The largest size, up to @want, that the backing filesystem lets a file
+ * have (ext4 with 4 KiB blocks stops just short of 16 TiB, say), found
+ * with ftruncate on an unnamed file. */
+int objfs_backing_max_size(struct objfs_backing *b, uint64_t want,
+		uint64_t *out);
 /* Bytes free for unprivileged writers on the backing filesystem. */
 int objfs_backing_free(struct objfs_backing *b, uint64_t *total,
 		uint64_t *avail);

@@ -123,6 +123,24 @@ __wrap_pread(int fd, void *buf, size_t n, off_t off)
 	return __real_pread(fd, buf, n, off);
 }
 
+/* ---- a backing filesystem with a small largest file ------------------- */
+int __real_ftruncate(int fd, off_t len);
+int __wrap_ftruncate(int fd, off_t len);
+
+static _Atomic long long fs_max_file;	/* 0: no limit of our own */
+
+int
+__wrap_ftruncate(int fd, off_t len)
+{
+	long long lim = atomic_load(&fs_max_file);
+
+	if (lim && len > lim) {
+		errno = EFBIG;
+		return -1;
+	}
+	return __real_ftruncate(fd, len);
+}
+
 /* ---- a backing directory that cannot be listed ------------------------ */
 DIR *__real_fdopendir(int fd);
 DIR *__wrap_fdopendir(int fd);
@@ -207,6 +225,7 @@ teardown(void **state)
 	jfail = 0;
 	jgate = 0;
 	pgate = 0;
+	fs_max_file = 0;
 	alarm(0);
 	objfs_store_close(f->s);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
@@ -784,6 +803,44 @@ test_lost_chunk_record(void **state)
 	free(buf);
 }
 
+/*
+ * Over a backing filesystem whose files stop at 1 GiB (as ext4's stop
+ * short of 16 TiB), the largest object is half of that, so that every
+ * chunk of it, and a copy-on-write copy past its end, can be written out:
+ * a byte just under 512 MiB is written, kept and read back after a
+ * remount; one at 512 MiB fails with EFBIG at once, instead of being
+ * taken into the arena and never written out.
+ */
+static void
+test_backing_fs_largest_file(void **state)
+{
+	struct fx *f = *state;
+	const uint64_t top = 512ull << 20;
+	struct objfs_attr a;
+	uint64_t ino;
+	size_t n;
+
+	fs_max_file = 1ll << 30;
+	reopen(f);
+	ino = make_file(f, "big", "a", 1, 0);
+	assert_int_equal(objfs_store_write(f->s, ino, top - 1, "z", 1, &wr,
+				&(int){0}, &n), 0);
+	assert_int_equal(objfs_store_write(f->s, ino, top, "y", 1, &wr,
+				&(int){0}, &n), -EFBIG);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	/* Rewritten at once: its copy goes past the file's last slot. */
+	assert_int_equal(objfs_store_write(f->s, ino, top - 2, "xz", 2, &wr,
+				&(int){0}, &n), 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
+	objfs_store_forget(f->s, ino, 1);
+	reopen(f);
+	assert_int_equal(objfs_store_getattr(f->s, ino, &a), 0);
+	assert_int_equal(a.size, top);
+	assert_content(f, ino, (const unsigned char *)"xz", 2, top - 2);
+	fs_max_file = 0;
+}
+
 /* The file's attributes and bytes, and the root's names, as they must
  * stay after every failed change in test_failed_changes_change_nothing. */
 static void
@@ -1290,6 +1347,7 @@ test_namespace_changes_during_eviction(void **state)
 	jfail = 0;
 	jgate = 0;
 	pgate = 0;
+	fs_max_file = 0;
 	alarm(0);
 	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
 	objfs_store_forget(f->s, ino, 1);
@@ -1356,6 +1414,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_open_after_unlink_took_records,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests_pass_index_writes,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backing_fs_largest_file,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_changes_change_nothing,
 				setup, teardown),
