@@ -241,7 +241,7 @@ objfs_inode_get(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
 	ip->refs = 1;
 	objfs_chunkmap_init(&ip->chunks);
 	objfs_slots_init(&ip->slots);
-	pthread_mutex_init(&ip->lock, NULL);
+	objfs_mutex_init(&ip->lock);
 	objfs_inode_lock(ip);	/* nobody else has it yet */
 	table_insert_locked(s, ip);
 	objfs_store_unlock(s);
@@ -284,7 +284,7 @@ objfs_inode_persist_attr(struct objfs_store *s, struct objfs_inode *ip)
 void
 objfs_inode_free(struct objfs_inode *ip)
 {
-	pthread_mutex_destroy(&ip->lock);
+	objfs_mutex_destroy(&ip->lock);
 	free(ip);
 }
 

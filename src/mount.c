@@ -551,7 +551,7 @@ static void
 destroy_locks(struct objfs_store *s)
 {
 	pthread_cond_destroy(&s->release_cv);
-	pthread_mutex_destroy(&s->lock);
+	objfs_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->ns_lock);
 }
 
@@ -760,7 +760,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		s->restore_limit = low_bytes;
 	}
 	pthread_mutex_init(&s->ns_lock, NULL);
-	pthread_mutex_init(&s->lock, NULL);
+	objfs_mutex_init(&s->lock);
 	pthread_cond_init(&s->release_cv, NULL);
 	s->nbuckets = 1024;
 	s->table = calloc(s->nbuckets, sizeof(*s->table));

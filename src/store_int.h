@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "base/sync.h"
 #include "chunk.h"
 #include "spill.h"
 #include "spiller.h"
@@ -60,9 +61,7 @@ struct objfs_inode {
 	_Atomic int state;		/* LOADING, READY, or the -errno the
 					 * load failed with; set under lock */
 
-	pthread_mutex_t lock;		/* objfs_inode_lock() takes it */
-	pthread_t lock_holder;		/* protected by lock: who holds it */
-	int lock_held;			/* protected by lock */
+	struct objfs_mutex lock;	/* objfs_inode_lock() takes it */
 	uint32_t nopen;			/* protected by lock, and changed only
 					 * by a holder of a reference (so put,
 					 * under store->lock, may read it when
@@ -93,37 +92,13 @@ struct objfs_inode {
 					 * security.capability xattr, 2 one */
 };
 
-/* An inode's lock, its holder recorded, so that the functions that need
- * it (the data path's, and every one documented "ip->lock held") can
- * check that their caller holds it. */
-static inline void
-objfs_inode_lock(struct objfs_inode *ip)
-{
-	pthread_mutex_lock(&ip->lock);
-	ip->lock_holder = pthread_self();
-	ip->lock_held = 1;
-}
-
-static inline void
-objfs_inode_unlock(struct objfs_inode *ip)
-{
-	ip->lock_held = 0;
-	pthread_mutex_unlock(&ip->lock);
-}
-
-/* Wait on @cv, which goes with ip->lock. */
-static inline void
-objfs_inode_wait(struct objfs_inode *ip, pthread_cond_t *cv)
-{
-	ip->lock_held = 0;
-	pthread_cond_wait(cv, &ip->lock);
-	ip->lock_holder = pthread_self();
-	ip->lock_held = 1;
-}
-
-#define objfs_inode_assert_locked(ip) \
-	assert((ip)->lock_held && pthread_equal((ip)->lock_holder, \
-			pthread_self()))
+/* An inode's lock, its holder recorded (base/sync.h), so that the
+ * functions that need it (the data path's, and every one documented
+ * "ip->lock held") can check that their caller holds it. */
+#define objfs_inode_lock(ip)		objfs_mutex_lock(&(ip)->lock)
+#define objfs_inode_unlock(ip)		objfs_mutex_unlock(&(ip)->lock)
+#define objfs_inode_wait(ip, cv)	objfs_mutex_wait(&(ip)->lock, (cv))
+#define objfs_inode_assert_locked(ip)	objfs_mutex_assert_held(&(ip)->lock)
 
 /* attr.pad bits */
 #define OBJFS_ATTR_DAMAGED	0x1u	/* some chunk records were lost: the
@@ -196,9 +171,7 @@ struct objfs_store {
 	uint64_t next_cookie;		/* protected by ns_lock */
 	_Atomic uint64_t ninodes;	/* in the index */
 
-	pthread_mutex_t lock;		/* objfs_store_lock() takes it */
-	pthread_t lock_holder;		/* protected by lock: who holds it */
-	int lock_held;			/* protected by lock */
+	struct objfs_mutex lock;	/* objfs_store_lock() takes it */
 	struct objfs_inode **table;	/* protected by lock */
 	size_t nbuckets;		/* protected by lock */
 	size_t count;			/* protected by lock */
@@ -282,34 +255,10 @@ int objfs_data_reclaim(struct objfs_store *s);
 
 /* store->lock, its holder recorded, so that every function named
  * *_locked that needs it can check that its caller holds it. */
-static inline void
-objfs_store_lock(struct objfs_store *s)
-{
-	pthread_mutex_lock(&s->lock);
-	s->lock_holder = pthread_self();
-	s->lock_held = 1;
-}
-
-static inline void
-objfs_store_unlock(struct objfs_store *s)
-{
-	s->lock_held = 0;
-	pthread_mutex_unlock(&s->lock);
-}
-
-/* Wait on @cv, which goes with store->lock. */
-static inline void
-objfs_store_wait(struct objfs_store *s, pthread_cond_t *cv)
-{
-	s->lock_held = 0;
-	pthread_cond_wait(cv, &s->lock);
-	s->lock_holder = pthread_self();
-	s->lock_held = 1;
-}
-
-#define objfs_store_assert_locked(s) \
-	assert((s)->lock_held && pthread_equal((s)->lock_holder, \
-			pthread_self()))
+#define objfs_store_lock(s)		objfs_mutex_lock(&(s)->lock)
+#define objfs_store_unlock(s)		objfs_mutex_unlock(&(s)->lock)
+#define objfs_store_wait(s, cv)		objfs_mutex_wait(&(s)->lock, (cv))
+#define objfs_store_assert_locked(s)	objfs_mutex_assert_held(&(s)->lock)
 
 /* The spiller's batch: victims it evicts at a time. */
 #define OBJFS_EVICT_MAX		OBJFS_SPILLER_BATCH
