@@ -2,7 +2,7 @@
 /*
  * inode.c - the inode table: finding, loading, counting and letting go of
  * in-memory inodes; writing their attributes through to the index; the
- * status file's node.
+ * status file's node (recognised here: its inode is never got, EPERM).
  *
  * An inode is in the table while the kernel holds a lookup on it, while
  * it is open, while a request uses it (refs), or while it has bytes in
@@ -211,6 +211,11 @@ objfs_inode_get(struct objfs_store *s, uint64_t ino, struct objfs_inode **out)
 	struct objfs_inode *ip;
 	int st;
 
+	/* The status file is not an inode of the index: every request
+	 * that gets its inode (a change, a write) is refused, unless its
+	 * entry point answers for the status file first (status.h). */
+	if (objfs_is_status_ino(ino))
+		return -EPERM;
 	objfs_store_lock(s);
 	while (!(ip = objfs_inode_find_locked(s, ino)) &&
 	       releasing_locked(s, ino))

@@ -321,8 +321,6 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 		return -ENAMETOOLONG;
 	if (objfs_is_reserved_name(newparent, newname))
 		return -EEXIST;
-	if (objfs_is_status_ino(ino))
-		return -EPERM;
 	pthread_mutex_lock(&s->ns_lock);
 	rc = get_dir(s, newparent, &dp);
 	if (rc < 0)

@@ -43,12 +43,12 @@ objfs_store_getxattr(struct objfs_store *s, uint64_t ino, const char *name,
 	struct objfs_inode *ip;
 	int rc;
 
-	if (objfs_is_status_ino(ino))
-		return -ENODATA;
+	/* The status file has no records: ENODATA from the index, and
+	 * EPERM from the inode table for the user.objfs.* figures. */
 	if (is_objfs_xattr(name)) {
 		rc = objfs_inode_get(s, ino, &ip);
 		if (rc < 0)
-			return rc;
+			return rc == -EPERM ? -ENODATA : rc;
 		objfs_inode_lock(ip);
 		rc = S_ISREG(ip->attr.mode) ?
 			objfs_status_xattr(s, ip, name, buf, size, len_out) :
@@ -72,11 +72,7 @@ objfs_store_listxattr(struct objfs_store *s, uint64_t ino, char *buf,
 	struct objfs_meta_txn *t;
 	int rc;
 
-	if (objfs_is_status_ino(ino)) {
-		*len_out = 0;
-		return 0;
-	}
-	rc = objfs_meta_begin(s->meta, 0, &t);
+	rc = objfs_meta_begin(s->meta, 0, &t);	/* none for the status file */
 
 	if (rc < 0)
 		return rc;
@@ -95,9 +91,9 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	int rc;
 
 	/* The user.objfs.* names are figures objfs computes: read-only. */
-	if (objfs_is_status_ino(ino) || is_objfs_xattr(name))
+	if (is_objfs_xattr(name))
 		return -EPERM;
-	rc = objfs_inode_get(s, ino, &ip);
+	rc = objfs_inode_get(s, ino, &ip);	/* EPERM: the status file */
 	if (rc < 0)
 		return rc;
 	objfs_inode_lock(ip);

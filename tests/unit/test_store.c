@@ -841,6 +841,87 @@ test_backing_fs_largest_file(void **state)
 	fs_max_file = 0;
 }
 
+/*
+ * The status file answers every request through the store itself, not
+ * only those the kernel lets through (it never sends a write or a
+ * fallocate to a file open read-only): reads give its text; changes are
+ * refused with EPERM, and its name can be neither made, removed, renamed
+ * nor linked to; and nothing of it reaches the index (a remount finds
+ * no such inode and no such name).
+ */
+static void
+test_status_node_answers(void **state)
+{
+	struct fx *f = *state;
+	const uint64_t st = OBJFS_STATUS_INO;
+	struct objfs_setattr sa = { .valid = OBJFS_SET_MODE, .mode = 0666 };
+	struct objfs_setattr cut = { .valid = OBJFS_SET_SIZE, .size = 0 };
+	enum objfs_cache cache;
+	struct objfs_attr a;
+	char text[4096];
+	uint64_t out;
+	size_t n;
+	int changed;
+	uint64_t ino = make_file(f, "plain", "abc", 3, 0);
+
+	assert_int_equal(objfs_store_lookup(f->s, 1, OBJFS_STATUS_NAME, &a), 0);
+	assert_int_equal(a.ino, st);
+	assert_int_equal(objfs_store_getattr(f->s, st, &a), 0);
+	assert_int_equal(a.mode, S_IFREG | 0444);
+	assert_int_equal(objfs_store_open_file(f->s, st, O_RDONLY, 0, &cache),
+			0);
+	assert_int_equal(objfs_store_open_file(f->s, st, O_RDWR, 0, &cache),
+			-EACCES);
+	assert_int_equal(objfs_store_read(f->s, st, 0, text, sizeof(text) - 1,
+				&n), 0);
+	text[n] = '\0';
+	assert_non_null(strstr(text, "arena_used_bytes:"));
+	assert_int_equal(objfs_store_write(f->s, st, 0, "x", 1, &wr, &changed,
+				&n), -EPERM);
+	assert_int_equal(objfs_store_copy_range(f->s, ino, 0, st, 0, 3, &wr,
+				&changed, &n), -EPERM);
+	assert_int_equal(objfs_store_setattr(f->s, st, &sa, &a), -EPERM);
+	assert_int_equal(objfs_store_setattr(f->s, st, &cut, &a), -EPERM);
+	assert_int_equal(objfs_store_fallocate(f->s, st, 0, 0, 4096), -EPERM);
+	assert_int_equal(objfs_store_fallocate(f->s, st, FALLOC_FL_PUNCH_HOLE |
+				FALLOC_FL_KEEP_SIZE, 0, 4096), -EPERM);
+	assert_int_equal(objfs_store_lseek(f->s, st, 0, SEEK_DATA, &out),
+			-ENXIO);
+	assert_int_equal(objfs_store_setxattr(f->s, st, "user.k", "v", 1, 0),
+			-EPERM);
+	assert_int_equal(objfs_store_removexattr(f->s, st, "user.k"), -EPERM);
+	assert_int_equal(objfs_store_getxattr(f->s, st, "user.k", NULL, 0, &n),
+			-ENODATA);
+	assert_int_equal(objfs_store_getxattr(f->s, st, "user.objfs.resident",
+				NULL, 0, &n), -ENODATA);
+	assert_int_equal(objfs_store_listxattr(f->s, st, text, sizeof(text),
+				&n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(objfs_store_link(f->s, st, 1, "ln", &a), -EPERM);
+	assert_int_equal(objfs_store_create(f->s, 1, OBJFS_STATUS_NAME, 0644,
+				O_RDWR, 0, &cr, &a), -EEXIST);
+	assert_int_equal(objfs_store_mkdir(f->s, 1, OBJFS_STATUS_NAME, 0755,
+				&cr, &a), -EEXIST);
+	assert_int_equal(objfs_store_link(f->s, ino, 1, OBJFS_STATUS_NAME, &a),
+			-EEXIST);
+	assert_int_equal(objfs_store_unlink(f->s, 1, OBJFS_STATUS_NAME), -EPERM);
+	assert_int_equal(objfs_store_rename(f->s, 1, OBJFS_STATUS_NAME, 1, "s",
+				0), -EPERM);
+	assert_int_equal(objfs_store_rename(f->s, 1, "plain", 1,
+				OBJFS_STATUS_NAME, 0), -EEXIST);
+	assert_int_equal(objfs_store_fsync(f->s, st, 0), 0);
+	assert_int_equal(objfs_store_release(f->s, st, O_RDONLY, 0), 0);
+	/* Nothing of it in the index; the plain file is as it was. */
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
+	objfs_store_forget(f->s, ino, 1);
+	reopen(f);
+	assert_int_equal(objfs_store_lookup(f->s, 1, "ln", &a), -ENOENT);
+	assert_int_equal(objfs_store_lookup(f->s, 1, "s", &a), -ENOENT);
+	assert_int_equal(objfs_store_lookup(f->s, 1, "plain", &a), 0);
+	assert_int_equal(a.ino, ino);
+	assert_content(f, ino, (const unsigned char *)"abc", 3, 0);
+}
+
 /* The file's attributes and bytes, and the root's names, as they must
  * stay after every failed change in test_failed_changes_change_nothing. */
 static void
@@ -1414,6 +1495,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_open_after_unlink_took_records,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests_pass_index_writes,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status_node_answers,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backing_fs_largest_file,
 				setup, teardown),
