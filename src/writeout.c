@@ -47,6 +47,13 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 	struct objfs_chunk *c;
 	int rc = 0, fd = -1, r;
 
+	/* An object whose records left the index gets none back: not its
+	 * attributes, and no chunk (its map was emptied when it went, so
+	 * there is none to write; were there one, it stays unwritten). */
+	if (ip->gone) {
+		ip->attr_dirty = 0;
+		return nsel ? -ENOENT : 0;
+	}
 	if (nsel) {
 		w = malloc(nsel * sizeof(*w));
 		fd = w ? data_backing_fd(s, ip, 1, NULL) : -ENOMEM;
