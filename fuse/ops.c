@@ -151,8 +151,9 @@ objfs_ll_init(void *userdata, struct fuse_conn_info *conn)
 	switch (f->o.direct_io) {
 	case OBJFS_DIO_AUTO:
 		objfs_log(OBJFS_LOG_INFO, f->mmap_ok ?
-			"direct I/O on every open (the kernel keeps shared "
-			"mappings coherent with it)" :
+			"direct I/O on every open but reads of files up to "
+			"1 MiB (the kernel keeps shared mappings coherent "
+			"with it)" :
 			"direct I/O on write-only opens (this kernel cannot "
 			"map direct-I/O files shared)");
 		break;
@@ -382,11 +383,33 @@ objfs_ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			newparent, newname, flags));
 }
 
+/* Files at most this big when opened for reading go through the page
+ * cache under direct_io=auto: a small file is read in one request by the
+ * kernel's read-ahead instead of one per read(2), and read again from
+ * memory.  Bigger ones, and every write-only open, stay direct, so that
+ * a large or spilled file never fills the page cache. */
+#define OBJFS_CACHED_MAX	(1u << 20)
+
+static int
+want_direct_open(fuse_req_t req, fuse_ino_t ino, int flags)
+{
+	struct objfs_fuse *f = fuse_req_userdata(req);
+	struct objfs_attr a;
+
+	if (f->o.direct_io != OBJFS_DIO_AUTO || !f->mmap_ok ||
+	    (flags & O_ACCMODE) == O_WRONLY)
+		return want_direct(req, flags);
+	if (objfs_store_getattr(req_store(req), ino, &a) == 0 &&
+	    S_ISREG(a.mode) && a.size <= OBJFS_CACHED_MAX)
+		return 0;
+	return 1;
+}
+
 static void
 objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	enum objfs_cache cache;
-	int bypass = want_direct(req, fi->flags);
+	int bypass = want_direct_open(req, ino, fi->flags);
 	int rc = objfs_store_open_file(req_store(req), ino, fi->flags, bypass,
 			&cache);
 

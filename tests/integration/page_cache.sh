@@ -70,8 +70,15 @@ ok "stat reports 1 MiB I/O blocks, so cp and Python use 1 MiB requests" \
 	test "$(stat -c %o "$MNT/big")" = 1048576
 ok "a file copied in comes back the same" cmp "$T/src" "$MNT/big"
 if [ "$kernel_mmap_dio" = 1 ]; then
-	ok "auto: reads leave nothing in the page cache" test "$(cached_pages "$MNT/big")" = 0
-	ok "auto: the daemon says so" grep -q "direct I/O on every open" "$T/objfs.mnt.log"
+	ok "auto: reads of a large file leave nothing in the page cache" test "$(cached_pages "$MNT/big")" = 0
+	ok "auto: the daemon says so" grep -q "direct I/O on every open but reads of files up to 1 MiB" "$T/objfs.mnt.log"
+	head -c 65536 /dev/urandom >"$T/small"
+	cp "$T/small" "$MNT/small"
+	ok "auto: a write-only copy of a small file leaves nothing in the page cache" \
+		test "$(cached_pages "$MNT/small")" = 0
+	cmp -s "$T/small" "$MNT/small"
+	ok "auto: a file of at most 1 MiB, read, stays in the page cache" \
+		test "$(cached_pages "$MNT/small")" -gt 0
 else
 	ok "auto: the daemon says reads are cached" grep -q "direct I/O on write-only opens" "$T/objfs.mnt.log"
 fi
