@@ -124,6 +124,10 @@ req_cred(fuse_req_t req)
 	return cr;
 }
 
+/* The kernel's INIT flag (<linux/fuse.h>): libfuse 3.14 takes the want
+ * but does not put it in its reply (seen in the INIT reply's flags). */
+#define K_HANDLE_KILLPRIV	(1u << 19)
+
 static void
 objfs_ll_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -139,11 +143,20 @@ objfs_ll_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
-	/* The kernel clears setuid/setgid on write, truncate and chown. */
-	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	/* objfs clears setuid and setgid itself, on write, truncate and
+	 * chown: the kernel then asks no GETATTR before each chown (it
+	 * refreshes the mode to compute the bits otherwise). */
+	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV) {
+		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
+		f->init_add_flags |= K_HANDLE_KILLPRIV;
+	} else {
+		conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	}
 	/* Measured: write-through is as fast for large files, and writeback
 	 * adds a getxattr round trip per write. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	objfs_log(OBJFS_LOG_DEBUG, "capable %#x want %#x", conn->capable,
+		conn->want);
 	objfs_log(OBJFS_LOG_INFO, "kernel FUSE %u.%u, max_write %u, "
 		"max_readahead %u", conn->proto_major, conn->proto_minor,
 		conn->max_write, conn->max_readahead);
@@ -256,6 +269,7 @@ objfs_ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	int rc;
 
 	memset(&sa, 0, sizeof(sa));
+	sa.pid = (int32_t)fuse_req_ctx(req)->pid;
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		sa.valid |= OBJFS_SET_MODE;
 		sa.mode = attr->st_mode;

@@ -25,6 +25,9 @@ struct objfs_fuse {
 	uint64_t init_unique;
 	_Atomic int init_seen;	/* 0, 1: INIT read, 2: INIT replied */
 	_Atomic int mmap_ok;	/* direct_io files may still be mmapped */
+	/* Kernel INIT flags to add to libfuse's reply (set by the INIT
+	 * handler, which runs before the reply is written). */
+	uint32_t init_add_flags;
 };
 
 extern const struct fuse_lowlevel_ops objfs_ll_ops;

@@ -104,7 +104,9 @@ err_free:
  * and direct I/O coherent.  libfuse 3.14 predates the flag and cannot ask
  * for it, so objfs reads /dev/fuse through libfuse's custom I/O hooks,
  * notes whether the kernel offers the flag in INIT, and sets it in the
- * INIT reply.  Nothing else in the stream is touched.  The layouts are
+ * INIT reply; likewise FUSE_HANDLE_KILLPRIV, which libfuse 3.14 accepts
+ * as a want but leaves out of its reply (f->init_add_flags).  Nothing
+ * else in the stream is touched.  The layouts are
  * the kernel's ABI (<linux/fuse.h>), which only ever grows at the end.
  */
 #define K_FUSE_INIT		26
@@ -152,6 +154,13 @@ io_writev(int fd, struct iovec *iov, int count, void *userdata)
 	if (f->init_seen == 1 && count >= 2 && iov[0].iov_len == K_OUT_HDR &&
 	    memcmp((char *)iov[0].iov_base + 8, &f->init_unique, 8) == 0) {
 		f->init_seen = 2;
+		if (get32(iov[0].iov_base, 4) == 0 && iov[1].iov_len >= 16 &&
+		    f->init_add_flags) {
+			uint32_t flags = get32(iov[1].iov_base, 12) |
+				f->init_add_flags;
+
+			memcpy((char *)iov[1].iov_base + 12, &flags, 4);
+		}
 		if (f->mmap_ok && get32(iov[0].iov_base, 4) == 0 &&
 		    iov[1].iov_len >= 36) {
 			char *o = iov[1].iov_base;

@@ -53,6 +53,20 @@ objfs_store_getattr(struct objfs_store *s, uint64_t ino,
 	return 0;
 }
 
+static int has_fsetid(int32_t pid);
+
+/* The setuid and setgid bits a write, a truncate or a chown clears: setgid
+ * only with group execute (without it, it marks mandatory locking). */
+static uint32_t
+kill_bits(uint32_t mode)
+{
+	uint32_t k = mode & S_ISUID;
+
+	if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		k |= S_ISGID;
+	return k;
+}
+
 int
 objfs_store_setattr(struct objfs_store *s, uint64_t ino,
 		const struct objfs_setattr *sa, struct objfs_attr *out)
@@ -101,6 +115,15 @@ objfs_store_setattr(struct objfs_store *s, uint64_t ino,
 	} else {
 		objfs_attr_touch_c(&a);
 	}
+	/* What the kernel leaves to objfs (FUSE_CAP_HANDLE_KILLPRIV), by the
+	 * rules it applies itself: a chown of anything but a directory
+	 * clears setuid, and setgid with group execute, whoever does it; a
+	 * truncate does unless the caller holds CAP_FSETID.  (File
+	 * capabilities the kernel removes itself, with a removexattr.) */
+	if (!S_ISDIR(a.mode) && ((sa->valid & (OBJFS_SET_UID | OBJFS_SET_GID)) ||
+	    ((sa->valid & OBJFS_SET_SIZE) && kill_bits(a.mode) &&
+	     !has_fsetid(sa->pid))))
+		a.mode &= ~kill_bits(a.mode);
 	/* One commit for the size and the rest: all or nothing. */
 	if (sa->valid & OBJFS_SET_SIZE) {
 		rc = objfs_data_truncate(s, ip, sa->size, &a);
@@ -363,12 +386,10 @@ static int
 remove_privs(struct objfs_store *s, struct objfs_inode *ip,
 		const struct objfs_writer *w)
 {
-	uint32_t kill = ip->attr.mode & S_ISUID;
+	uint32_t kill = kill_bits(ip->attr.mode);
 	struct objfs_meta_txn *t;
 	int changed = 0;
 
-	if ((ip->attr.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
-		kill |= S_ISGID;
 	if (kill && !has_fsetid(w->pid)) {
 		ip->attr.mode &= ~kill;
 		ip->attr_dirty = 1;

@@ -62,6 +62,7 @@ struct objfs_setattr {
 	uint64_t size;
 	int64_t atime_sec, mtime_sec, ctime_sec;
 	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
+	int32_t pid;		/* the caller (CAP_FSETID on truncate), or 0 */
 };
 
 struct objfs_statfs {

@@ -91,6 +91,24 @@ ok "truncate by a non-owner clears setuid and setgid" bash -c "
 echo x >"$MNT/suid3"
 chmod 4755 "$MNT/suid3"
 ok "chown clears setuid" bash -c "chown 65534 '$MNT/suid3' && [ \"\$(stat -c %a '$MNT/suid3')\" = 755 ]"
+# objfs clears these itself (FUSE_CAP_HANDLE_KILLPRIV), by the kernel's
+# rules: a chown by root too, setgid only with group execute, never on a
+# directory.
+echo x >"$MNT/sgid-x" && chmod 2755 "$MNT/sgid-x"
+ok "chown by root clears setgid with group execute" bash -c "
+	chown 0:0 '$MNT/sgid-x' && [ \"\$(stat -c %a '$MNT/sgid-x')\" = 755 ]"
+echo x >"$MNT/sgid-nox" && chmod 2745 "$MNT/sgid-nox"
+ok "chown keeps setgid without group execute (a locking mark)" bash -c "
+	chown 0:0 '$MNT/sgid-nox' && [ \"\$(stat -c %a '$MNT/sgid-nox')\" = 2745 ]"
+mkdir "$MNT/sgid-dir" && chmod 2775 "$MNT/sgid-dir"
+ok "chown of a directory keeps its setgid" bash -c "
+	chown 65534 '$MNT/sgid-dir' && [ \"\$(stat -c %a '$MNT/sgid-dir')\" = 2775 ]"
+echo x >"$MNT/suid-trunc-root" && chmod 4755 "$MNT/suid-trunc-root"
+ok "a truncate with CAP_FSETID keeps setuid" bash -c "
+	truncate -s 0 '$MNT/suid-trunc-root' && [ \"\$(stat -c %a '$MNT/suid-trunc-root')\" = 4755 ]"
+ok "a truncate by root without CAP_FSETID clears it" bash -c "
+	setpriv --bounding-set -fsetid truncate -s 1 '$MNT/suid-trunc-root' &&
+	[ \"\$(stat -c %a '$MNT/suid-trunc-root')\" = 755 ]"
 
 # The rule is CAP_FSETID, not uid 0, as on ext4: root keeps setuid on
 # its writes, root without CAP_FSETID does not.
@@ -103,7 +121,7 @@ ok "a write by root without CAP_FSETID clears it" bash -c "
 	[ \"\$(stat -c %a '$MNT/suid4')\" = 755 ]"
 # File capabilities go on any write or truncate, by anyone (ext4 too).
 CAPS=0sAQAAAgAgAAAAAAAAAAAAAAAAAAA=	# cap_net_raw+ep
-for how in "root write" "non-owner write" "truncate"; do
+for how in "root write" "non-owner write" "truncate" "chown"; do
 	f=$MNT/shared/caps-${how// /-}
 	echo x >"$f" && chmod 666 "$f"
 	setfattr -n security.capability -v "$CAPS" "$f"
@@ -111,6 +129,7 @@ for how in "root write" "non-owner write" "truncate"; do
 	"root write") echo y >>"$f" ;;
 	"non-owner write") $NOBODY sh -c "echo y >> '$f'" ;;
 	truncate) truncate -s 1 "$f" ;;
+	chown) chown 65534 "$f" ;;
 	esac
 	ok "a $how clears security.capability" bash -c "
 		! getfattr -n security.capability '$f' >/dev/null 2>&1"
