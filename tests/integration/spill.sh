@@ -94,6 +94,39 @@ ok "unlink, truncate and rename while spilling do not hang (watchdog 120 s)" \
 	timeout 120 bash -c "$(declare -f churn); MNT='$MNT' churn"
 ok "the mount still answers" ls "$MNT"
 
+# Writes through a shared mapping, msync, fsync and fallocate while three
+# writers keep the 64 MiB arena full: they wait for room as write does.
+writers=()
+for i in 1 2 3; do
+	dd if=/dev/urandom of="$MNT/v$i" bs=1M count=100 status=none &
+	writers+=($!)
+done
+ok "10 rounds of mmap writes, msync, fsync and fallocate under three writers" \
+	timeout 300 python3 - "$MNT" <<'PY'
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong,
+                           ctypes.c_longlong]
+blk = os.urandom(1 << 20)
+for r in range(10):
+    p = os.path.join(sys.argv[1], "m%d" % r)
+    fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+    os.ftruncate(fd, 32 << 20)
+    m = mmap.mmap(fd, 32 << 20)
+    for o in range(0, 32 << 20, 1 << 20):
+        m[o:o + (1 << 20)] = blk
+    m.flush()                                   # msync: OSError on failure
+    os.fsync(fd)
+    m.close()
+    if libc.fallocate(fd, 0, 32 << 20, 16 << 20) != 0:
+        sys.exit("fallocate %d: %s" % (r, os.strerror(ctypes.get_errno())))
+    assert os.pread(fd, 1 << 20, 5 << 20) == blk, "mapped bytes read back"
+    os.close(fd)
+    os.unlink(p)
+PY
+wait "${writers[@]}"
+rm -f "$MNT"/v1 "$MNT"/v2 "$MNT"/v3
+
 # A flipped byte in a backing file: EIO for that chunk, the rest reads.
 head -c $((3 << 20)) /dev/urandom >"$T/c"
 cp "$T/c" "$MNT/c"
