@@ -511,12 +511,20 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
-	objfs_inode_lock(ip);
-	if (S_ISREG(ip->attr.mode) && ip->attr.nlink)
-		rc = objfs_data_flush(s, ip);
-	else if (ip->attr_dirty)
-		rc = objfs_inode_persist_attr(s, ip);
-	objfs_inode_unlock(ip);
+	for (int tries = 0; ; tries++) {
+		objfs_inode_lock(ip);
+		if (S_ISREG(ip->attr.mode) && ip->attr.nlink)
+			rc = objfs_data_flush(s, ip);
+		else if (ip->attr_dirty)
+			rc = objfs_inode_persist_attr(s, ip);
+		objfs_inode_unlock(ip);
+		/* A full backing disk may hold space that deletes and
+		 * rewrites freed, given back only once the index is durable:
+		 * make it durable, take the space, and write again, as the
+		 * spiller does.  ENOSPC when nothing was waiting. */
+		if (rc != -ENOSPC || tries == 3 || !objfs_data_reclaim(s))
+			break;
+	}
 	/* The bytes are on disk already: what makes them and every
 	 * namespace change so far durable is one flush of the journal. */
 	if (rc == 0)
@@ -548,9 +556,16 @@ objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 		/* Hole punching needs the partial chunks at its ends in the
 		 * arena: when it is full, wait for the spiller as a write
 		 * does (nothing has changed).  Reserving never uses it. */
-		if (rc != -ENOSPC || !(mode & (FALLOC_FL_PUNCH_HOLE |
-				FALLOC_FL_ZERO_RANGE)) || tries == 100 ||
-		    objfs_spiller_wait_space(s->spiller) < 0)
+		if (rc != -ENOSPC || tries == 100)
+			break;
+		/* Reserving takes backing-disk space: a full disk may hold
+		 * space waiting to be given back (see fsync). */
+		if (!(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))) {
+			if (tries >= 3 || !objfs_data_reclaim(s))
+				break;
+			continue;
+		}
+		if (objfs_spiller_wait_space(s->spiller) < 0)
 			break;
 	}
 	objfs_inode_put(s, ip);
