@@ -143,6 +143,9 @@ objfs_ll_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* Opening a directory needs nothing here (readdir works from the
+	 * inode and the offset), so two requests per directory walk go. */
+	f->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
 	/* objfs clears setuid and setgid itself, on write, truncate and
 	 * chown: the kernel then asks no GETATTR before each chown (it
 	 * refreshes the mode to compute the bits otherwise). */
@@ -566,8 +569,15 @@ objfs_ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void
 objfs_ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct objfs_fuse *f = fuse_req_userdata(req);
 	struct objfs_attr a;
-	int rc = objfs_store_getattr(req_store(req), ino, &a);
+	int rc;
+
+	if (f->no_opendir) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	rc = objfs_store_getattr(req_store(req), ino, &a);
 
 	if (rc == 0 && !S_ISDIR(a.mode))
 		rc = -ENOTDIR;

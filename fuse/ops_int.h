@@ -28,6 +28,9 @@ struct objfs_fuse {
 	/* Kernel INIT flags to add to libfuse's reply (set by the INIT
 	 * handler, which runs before the reply is written). */
 	uint32_t init_add_flags;
+	/* The kernel takes ENOSYS to OPENDIR as "no opendir needed" and
+	 * sends no more OPENDIR and RELEASEDIR (set at INIT). */
+	int no_opendir;
 };
 
 extern const struct fuse_lowlevel_ops objfs_ll_ops;

@@ -266,6 +266,20 @@ check("readdir of 3000 entries: all, once",
 with os.scandir(p("big")) as it:
     kinds = {e.name: e.is_file() for e in it}
 check("readdirplus/scandir types", all(kinds.values()) and len(kinds) == 3000)
+# The kernel may keep a listing (objfs needs no OPENDIR, so the kernel
+# caches directory pages): every change must show in the next one.
+os.close(os.open(p("big", "late"), os.O_WRONLY | os.O_CREAT))
+os.rename(p("big", "file-00007"), p("big", "moved-00007"))
+os.unlink(p("big", "file-00008"))
+again = set(os.listdir(p("big")))
+check("a listing after create, rename and unlink shows each change",
+      "late" in again and "moved-00007" in again and
+      "file-00007" not in again and "file-00008" not in again and
+      len(again) == 3000)
+os.unlink(p("big", "late"))
+os.rename(p("big", "moved-00007"), p("big", "file-00007"))
+os.close(os.open(p("big", "file-00008"), os.O_WRONLY | os.O_CREAT))
+check("and after they are undone", set(os.listdir(p("big"))) == names)
 # Change the directory while listing it: entries that stay must be listed
 # exactly once; none may repeat.
 seen = []
