@@ -44,11 +44,40 @@
 
 /* ---- attributes ------------------------------------------------------ */
 
+/* The entry @name of @parent, read in a transaction of its own (no inode
+ * is got inside one: a get may load, reading the index). */
+static int
+read_dirent(struct objfs_store *s, uint64_t parent, const char *name,
+		size_t len, struct objfs_dirent *d)
+{
+	struct objfs_meta_txn *t;
+	int rc = objfs_meta_begin(s->meta, 0, &t);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_dirent_get(t, parent, name, len, d);
+	objfs_meta_abort(t);
+	return rc;
+}
+
+/* 0 when directory @ino has no entries, else -ENOTEMPTY (or an error). */
+static int
+dir_empty(struct objfs_store *s, uint64_t ino)
+{
+	struct objfs_meta_txn *t;
+	int rc = objfs_meta_begin(s->meta, 0, &t);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_dir_empty(t, ino);
+	objfs_meta_abort(t);
+	return rc;
+}
+
 int
 objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 		struct objfs_attr *out)
 {
-	struct objfs_meta_txn *t;
 	struct objfs_inode *ip;
 	struct objfs_dirent d;
 	size_t len = strlen(name);
@@ -60,11 +89,7 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 		objfs_status_node_attr(out);
 		return 0;
 	}
-	rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc < 0)
-		return rc;
-	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
-	objfs_meta_abort(t);
+	rc = read_dirent(s, parent, name, len, &d);
 	if (rc < 0)
 		return rc;
 	rc = objfs_inode_get(s, d.ino, &ip);
@@ -389,7 +414,7 @@ static int
 remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 		int want_dir)
 {
-	struct objfs_meta_txn *t;
+	struct objfs_meta_txn *t = NULL;
 	struct objfs_inode *dp, *ip;
 	struct objfs_attr a, pa;
 	struct objfs_dirent d;
@@ -409,12 +434,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	 * after the inode locks (store_int.h), and what it sees cannot change
 	 * meanwhile, since every namespace change holds ns_lock.  No inode is
 	 * got inside a transaction (a get may load, reading the index). */
-	rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc < 0)
-		goto out_dp;
-	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
-	objfs_meta_abort(t);
-	t = NULL;
+	rc = read_dirent(s, parent, name, len, &d);
 	if (rc < 0)
 		goto out_dp;
 	rc = objfs_inode_get(s, d.ino, &ip);
@@ -429,18 +449,8 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 		rc = -EISDIR;
 		goto out_ip;
 	}
-	if (want_dir) {
-		rc = objfs_meta_begin(s->meta, 0, &t);
-		if (rc < 0) {
-			t = NULL;
-			goto out_ip;
-		}
-		rc = objfs_meta_dir_empty(t, d.ino);
-		objfs_meta_abort(t);
-		t = NULL;
-		if (rc < 0)
-			goto out_ip;
-	}
+	if (want_dir && (rc = dir_empty(s, d.ino)) < 0)
+		goto out_ip;
 	objfs_inode_lock(dp);
 	objfs_inode_lock(ip);
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
@@ -596,22 +606,14 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 		goto out_put;
 	/* Read first (and get no inode inside the read: a get may load);
 	 * the write transaction comes after the inode locks. */
-	rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc < 0) {
-		t = NULL;
-		goto out_put;
-	}
-	rc = objfs_meta_dirent_get(t, parent, name, len, &src.d);
+	rc = read_dirent(s, parent, name, len, &src.d);
 	if (rc == 0) {
-		rc = objfs_meta_dirent_get(t, newparent, newname, nlen,
-				&dst.d);
+		rc = read_dirent(s, newparent, newname, nlen, &dst.d);
 		if (rc == -ENOENT) {
 			dst.d.ino = 0;
 			rc = 0;
 		}
 	}
-	objfs_meta_abort(t);
-	t = NULL;
 	if (rc < 0)
 		goto out_put;
 	rc = objfs_inode_get(s, src.d.ino, &src.ip);
@@ -644,18 +646,8 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 			rc = -EISDIR;
 			goto out_put;
 		}
-		if (dst_dir) {
-			rc = objfs_meta_begin(s->meta, 0, &t);
-			if (rc < 0) {
-				t = NULL;
-				goto out_put;
-			}
-			rc = objfs_meta_dir_empty(t, dst.d.ino);
-			objfs_meta_abort(t);
-			t = NULL;
-			if (rc < 0)
-				goto out_put;
-		}
+		if (dst_dir && (rc = dir_empty(s, dst.d.ino)) < 0)
+			goto out_put;
 	}
 	/* Never move a directory into itself or below itself. */
 	if (src_dir && parent != newparent) {
