@@ -102,28 +102,7 @@ for i in 1 2 3; do
 	writers+=($!)
 done
 ok "10 rounds of mmap writes, msync, fsync and fallocate under three writers" \
-	timeout 300 python3 - "$MNT" <<'PY'
-import ctypes, mmap, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong,
-                           ctypes.c_longlong]
-blk = os.urandom(1 << 20)
-for r in range(10):
-    p = os.path.join(sys.argv[1], "m%d" % r)
-    fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
-    os.ftruncate(fd, 32 << 20)
-    m = mmap.mmap(fd, 32 << 20)
-    for o in range(0, 32 << 20, 1 << 20):
-        m[o:o + (1 << 20)] = blk
-    m.flush()                                   # msync: OSError on failure
-    os.fsync(fd)
-    m.close()
-    if libc.fallocate(fd, 0, 32 << 20, 16 << 20) != 0:
-        sys.exit("fallocate %d: %s" % (r, os.strerror(ctypes.get_errno())))
-    assert os.pread(fd, 1 << 20, 5 << 20) == blk, "mapped bytes read back"
-    os.close(fd)
-    os.unlink(p)
-PY
+	timeout 300 python3 "$(dirname "$0")/map_rounds.py" "$MNT" 10 32
 wait "${writers[@]}"
 rm -f "$MNT"/v1 "$MNT"/v2 "$MNT"/v3
 
