@@ -34,6 +34,8 @@ struct objfs_fuse_opts {
 	int kernel_perms;		/* mount with default_permissions;
 					 * else only root can enter, and
 					 * ACCESS is answered here */
+	int uring;			/* FUSE over io_uring when the
+					 * kernel offers it */
 };
 
 /*

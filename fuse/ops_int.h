@@ -8,6 +8,8 @@
 #define OBJFS_OPS_INT_H
 
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include <fuse_lowlevel.h>
 
 #include "ops.h"
@@ -31,7 +33,19 @@ struct objfs_fuse {
 	/* The kernel takes ENOSYS to OPENDIR as "no opendir needed" and
 	 * sends no more OPENDIR and RELEASEDIR (set at INIT). */
 	int no_opendir;
+	/* FUSE over io_uring (uring.c): offered in INIT, and the rings,
+	 * once asked for in the INIT reply. */
+	_Atomic int uring_offered;
+	struct objfs_uring *uring;
 };
+
+/* uring.c */
+int objfs_uring_prepare(struct objfs_fuse *f);
+void objfs_uring_start(struct objfs_fuse *f);
+void objfs_uring_stop(struct objfs_fuse *f);
+/* The reply in @iov, if it answers the request this thread is serving
+ * from a ring: copied into its entry, and its length returned; else -1. */
+ssize_t objfs_uring_capture(const struct iovec *iov, int count);
 
 extern const struct fuse_lowlevel_ops objfs_ll_ops;
 

@@ -112,6 +112,7 @@ err_free:
 #define K_FUSE_INIT		26
 #define K_INIT_EXT		(1u << 30)	/* flags: flags2 is valid */
 #define K_ALLOW_MMAP_HI		(1u << 4)	/* flags2: 1ULL << 36 */
+#define K_OVER_IO_URING_HI	(1u << 9)	/* flags2: 1ULL << 41 */
 #define K_IN_HDR		40		/* struct fuse_in_header */
 #define K_OUT_HDR		16		/* struct fuse_out_header */
 
@@ -139,6 +140,8 @@ io_read(int fd, void *buf, size_t len, void *userdata)
 		memcpy(&f->init_unique, (char *)buf + 8, sizeof(uint64_t));
 		f->init_seen = 1;
 		f->mmap_ok = (flags & K_INIT_EXT) && (flags2 & K_ALLOW_MMAP_HI);
+		f->uring_offered = (flags & K_INIT_EXT) &&
+			(flags2 & K_OVER_IO_URING_HI);
 		objfs_log(OBJFS_LOG_DEBUG, "INIT offers flags %#x flags2 %#x",
 			flags, flags2);
 	}
@@ -149,34 +152,59 @@ static ssize_t
 io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct objfs_fuse *f = userdata;
+	int start_uring = 0;
+	ssize_t n;
 
+	n = objfs_uring_capture(iov, count);
+	if (n >= 0)
+		return n;
 	/* fuse_init_out: flags at 12, flags2 at 32 */
 	if (f->init_seen == 1 && count >= 2 && iov[0].iov_len == K_OUT_HDR &&
 	    memcmp((char *)iov[0].iov_base + 8, &f->init_unique, 8) == 0) {
+		int ok = get32(iov[0].iov_base, 4) == 0;
+		uint32_t add2 = 0;
+
 		f->init_seen = 2;
-		if (get32(iov[0].iov_base, 4) == 0 && iov[1].iov_len >= 16 &&
-		    f->init_add_flags) {
+		if (ok && iov[1].iov_len >= 16 && f->init_add_flags) {
 			uint32_t flags = get32(iov[1].iov_base, 12) |
 				f->init_add_flags;
 
 			memcpy((char *)iov[1].iov_base + 12, &flags, 4);
 		}
-		if (f->mmap_ok && get32(iov[0].iov_base, 4) == 0 &&
-		    iov[1].iov_len >= 36) {
+		if (!(ok && iov[1].iov_len >= 36))
+			f->mmap_ok = 0;
+		if (f->mmap_ok)
+			add2 |= K_ALLOW_MMAP_HI;
+		if (f->o.uring && !f->uring_offered)
+			objfs_log(OBJFS_LOG_INFO, "io_uring: the kernel does "
+				"not offer it (Linux 6.14+, and "
+				"/sys/module/fuse/parameters/enable_uring "
+				"set to Y): requests stay on /dev/fuse");
+		if (ok && iov[1].iov_len >= 36 && f->o.uring &&
+		    f->uring_offered && objfs_uring_prepare(f) == 0) {
+			add2 |= K_OVER_IO_URING_HI;
+			start_uring = 1;
+		}
+		if (add2) {
 			char *o = iov[1].iov_base;
 			uint32_t flags = get32(o, 12) | K_INIT_EXT;
-			uint32_t flags2 = get32(o, 32) | K_ALLOW_MMAP_HI;
+			uint32_t flags2 = get32(o, 32) | add2;
 
 			memcpy(o + 12, &flags, 4);
 			memcpy(o + 32, &flags2, 4);
 			objfs_log(OBJFS_LOG_DEBUG, "INIT reply flags %#x "
 				"flags2 %#x, len %zu", flags, flags2,
 				iov[1].iov_len);
-		} else {
-			f->mmap_ok = 0;
 		}
 	}
-	return writev(fd, iov, count);
+	n = writev(fd, iov, count);
+	if (start_uring) {
+		if (n >= 0)
+			objfs_uring_start(f);
+		else
+			objfs_uring_stop(f);
+	}
+	return n;
 }
 
 /* mountinfo writes space, tab, newline and backslash as \ooo. */
@@ -293,6 +321,9 @@ objfs_fuse_destroy(struct objfs_fuse *f)
 		fuse_remove_signal_handlers(f->se);
 		fuse_session_unmount(f->se);
 	}
+	/* After the unmount, which ends the queues' entries; before the
+	 * store goes, since the queue threads serve requests. */
+	objfs_uring_stop(f);
 	fuse_session_destroy(f->se);
 	free(f);
 }

@@ -48,6 +48,7 @@ struct opts {
 	unsigned spill_high;
 	unsigned spill_low;
 	unsigned max_threads;
+	int uring;			/* -o io_uring=auto */
 	int kernel_perms;		/* -o default_permissions */
 	int shared;			/* -o allow_other or allow_root */
 	char *passthrough;	/* options for libfuse and the kernel */
@@ -171,6 +172,10 @@ usage(FILE *f)
 "                           writes (write-only opens), all, or none\n"
 "    -o readahead=SIZE      the mount's read-ahead (default 1M; root only)\n"
 "    -o threads=N           at most N request threads (default 16)\n"
+"    -o io_uring=WHICH      take requests through FUSE over io_uring, one\n"
+"                           queue per CPU, when the kernel offers it\n"
+"                           (auto, default; Linux 6.14+ with the fuse\n"
+"                           module's enable_uring set) or never (off)\n"
 "\n"
 "FUSE options (passed on): allow_other, ro, noatime, nosuid, nodev, ...\n"
 "    -o allow_other         let other users in (the kernel checks modes)\n"
@@ -294,6 +299,13 @@ parse_one_option(struct opts *o, const char *opt)
 			refuse("readahead=%s: must be a multiple of 4K from 4K to 1G",
 				opt + 10);
 		o->readahead = v;
+	} else if (strncmp(opt, "io_uring=", 9) == 0) {
+		if (strcmp(opt + 9, "auto") == 0)
+			o->uring = 1;
+		else if (strcmp(opt + 9, "off") == 0)
+			o->uring = 0;
+		else
+			refuse("io_uring=%s: must be auto or off", opt + 9);
 	} else if (strncmp(opt, "threads=", 8) == 0) {
 		char *end;
 		long n = strtol(opt + 8, &end, 10);
@@ -495,6 +507,7 @@ main(int argc, char **argv)
 	struct objfs_store *store;
 	struct objfs_fuse *fuse;
 	struct opts o = { .max_threads = 16, .direct_io = OBJFS_DIO_AUTO,
+			  .uring = 1,
 			  .readahead = 1 << 20 };
 	struct objfs_fuse_opts fo;
 	const char *msg;
@@ -511,6 +524,7 @@ main(int argc, char **argv)
 	fo.debug = o.debug;
 	fo.direct_io = (enum objfs_direct_io)o.direct_io;
 	fo.readahead_kb = (unsigned)(o.readahead >> 10);
+	fo.uring = o.uring;
 	/* Without allow_other a mount by root lets in only processes whose
 	 * ids are all 0, which the kernel's checks would always pass: they
 	 * would only cost a GETATTR round trip per directory change. */

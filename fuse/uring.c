@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uring.c - FUSE over io_uring (kernel 6.14+), which libfuse 3.14 cannot
+ * drive: one queue per possible CPU, each served by a thread pinned to
+ * that CPU, so that a request is taken, served and answered on the CPU
+ * of the process that made it, without the cross-CPU wake-ups of
+ * /dev/fuse reads.
+ *
+ * The kernel's protocol (fs/fuse/dev_uring.c, <linux/fuse.h> 7.42): each
+ * ring entry is two buffers given once with FUSE_IO_URING_CMD_REGISTER, a
+ * header (the fuse_in_header, the opcode's own argument struct, and the
+ * payload size) and a payload of max_write bytes (the remaining
+ * arguments).  A completed command means a request is in the entry; the
+ * answer goes back in the same buffers (fuse_out_header in the header,
+ * the reply's arguments in the payload) with
+ * FUSE_IO_URING_CMD_COMMIT_AND_FETCH, which also asks for the next one.
+ * The kernel sends a request to the queue of the CPU its process runs
+ * on, and uses io_uring only once every queue has an entry.  FORGET,
+ * INTERRUPT and notifications still go through /dev/fuse, where
+ * libfuse's own loop keeps reading.
+ *
+ * Each request is rebuilt as /dev/fuse would have delivered it (header,
+ * opcode struct, payload, in one buffer: the entry's payload buffer has
+ * room in front for the first two) and handed to libfuse, whose reply
+ * comes back through session.c's writev hook: objfs_uring_capture()
+ * copies a reply whose unique is the current request's into the entry.
+ *
+ * Rings are created before the INIT reply asks for io_uring, so that a
+ * kernel or a sysctl that refuses io_uring leaves the mount on /dev/fuse
+ * instead of without any transport.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <linux/io_uring.h>
+#include <fuse_lowlevel.h>
+
+#include "../src/base/log.h"
+#include "ops_int.h"
+
+/* <linux/fuse.h> 7.42; Debian 12's headers (7.38) predate them. */
+#define K_URING_CMD_REGISTER		1u
+#define K_URING_CMD_COMMIT_AND_FETCH	2u
+
+struct k_uring_ent_in_out {
+	uint64_t flags;
+	uint64_t commit_id;
+	uint32_t payload_sz;
+	uint32_t padding;
+	uint64_t reserved;
+};
+
+struct k_uring_req_header {
+	char in_out[128];	/* fuse_in_header in, fuse_out_header out */
+	char op_in[128];	/* the opcode's argument struct */
+	struct k_uring_ent_in_out ent;
+};
+
+struct k_uring_cmd_req {
+	uint64_t flags;
+	uint64_t commit_id;
+	uint16_t qid;
+	uint8_t padding[6];
+};
+
+/* struct fuse_in_header and fuse_out_header */
+struct k_in_header {
+	uint32_t len;
+	uint32_t opcode;
+	uint64_t unique;
+	uint64_t nodeid;
+	uint32_t uid, gid, pid;
+	uint16_t total_extlen;
+	uint16_t padding;
+};
+
+struct k_out_header {
+	uint32_t len;
+	int32_t error;
+	uint64_t unique;
+};
+
+_Static_assert(sizeof(struct k_in_header) == 40, "ABI");
+_Static_assert(sizeof(struct k_out_header) == 16, "ABI");
+_Static_assert(sizeof(struct k_uring_ent_in_out) == 32, "ABI");
+_Static_assert(sizeof(struct k_uring_req_header) == 288, "ABI");
+_Static_assert(sizeof(struct k_uring_cmd_req) == 24, "ABI");
+
+#define IN_HDR		40	/* struct fuse_in_header */
+#define OUT_HDR		16	/* struct fuse_out_header */
+#define DEPTH		4	/* entries per queue */
+#define FRONT		4096	/* room before the payload: header, op */
+#define PAYLOAD		OBJFS_MAX_WRITE
+#define STOP_TAG	UINT64_MAX
+
+struct uring_ent {
+	struct k_uring_req_header hdr;
+	struct iovec iov[2];
+	char *buf;		/* FRONT + PAYLOAD bytes, mmap'ed */
+	uint64_t unique;	/* of the request being served */
+	int replied;
+	int live;		/* registered, not failed */
+};
+
+struct uring_queue {
+	struct objfs_uring *u;
+	unsigned qid;
+	int ring;
+	pthread_t thread;
+	int started;
+	/* the rings' mappings */
+	void *sq_map, *cq_map;
+	size_t sq_len, cq_len;
+	struct io_uring_sqe *sqes;	/* 128-byte entries (SQE128) */
+	size_t sqes_len;
+	_Atomic unsigned *sq_tail, *cq_head;
+	_Atomic unsigned *cq_tail;
+	unsigned sq_mask, cq_mask, sq_entries;
+	unsigned *sq_array;
+	struct io_uring_cqe *cqes;
+	unsigned pending;	/* SQEs written, not yet submitted */
+	struct uring_ent ent[DEPTH];
+};
+
+struct objfs_uring {
+	struct objfs_fuse *f;
+	int devfd;
+	int stopfd;		/* eventfd: polled by every ring */
+	unsigned nq;
+	_Atomic int stopping;
+	_Atomic unsigned long long served;	/* requests answered */
+	struct uring_queue *q;
+};
+
+static _Thread_local struct uring_ent *cur;
+
+static void reply_error(struct uring_ent *e, int err);
+static void fall_back(struct uring_queue *q);
+
+static int
+sys_setup(unsigned entries, struct io_uring_params *p)
+{
+	return (int)syscall(__NR_io_uring_setup, entries, p);
+}
+
+static int
+sys_enter(int fd, unsigned submit, unsigned wait, unsigned flags)
+{
+	return (int)syscall(__NR_io_uring_enter, fd, submit, wait, flags,
+			NULL, 0);
+}
+
+/* The number of possible CPUs: the kernel makes that many queues. */
+static unsigned
+possible_cpus(void)
+{
+	char line[256];
+	unsigned n = 0;
+	FILE *fp = fopen("/sys/devices/system/cpu/possible", "r");
+	char *p;
+
+	if (!fp)
+		return 0;
+	if (!fgets(line, sizeof(line), fp)) {
+		fclose(fp);
+		return 0;
+	}
+	fclose(fp);
+	/* "0-63" or "0,2-5": the highest CPU number plus one */
+	for (p = line; *p;) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (v + 1 > n)
+			n = (unsigned)v + 1;
+		p = end;
+		if (*p == '-' || *p == ',')
+			p++;
+		else
+			break;
+	}
+	return n;
+}
+
+static void
+queue_unmap(struct uring_queue *q)
+{
+	unsigned i;
+
+	for (i = 0; i < DEPTH; i++)
+		if (q->ent[i].buf)
+			munmap(q->ent[i].buf, FRONT + PAYLOAD);
+	if (q->sqes)
+		munmap(q->sqes, q->sqes_len);
+	if (q->cq_map && q->cq_map != q->sq_map)
+		munmap(q->cq_map, q->cq_len);
+	if (q->sq_map)
+		munmap(q->sq_map, q->sq_len);
+	if (q->ring >= 0)
+		close(q->ring);
+	q->ring = -1;
+}
+
+static int
+queue_setup(struct uring_queue *q)
+{
+	struct io_uring_params p;
+	unsigned i;
+	char *sq;
+
+	/* The queue's thread is the ring's only user: with DEFER_TASKRUN
+	 * the kernel queues the work of handing it a request for the
+	 * moment it waits for completions, instead of interrupting it.
+	 * Made here, disabled, and enabled by that thread, which the
+	 * kernel then takes for the ring's one submitter. */
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE |
+		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+		IORING_SETUP_R_DISABLED;
+	p.cq_entries = 2 * (DEPTH + 1);
+	q->ring = sys_setup(DEPTH + 1, &p);
+	if (q->ring < 0 && errno == EINVAL) {
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE |
+			IORING_SETUP_R_DISABLED;
+		p.cq_entries = 2 * (DEPTH + 1);
+		q->ring = sys_setup(DEPTH + 1, &p);
+	}
+	if (q->ring < 0)
+		return -errno;
+	if (!(p.features & IORING_FEAT_SINGLE_MMAP))
+		return -EOPNOTSUPP;
+	q->sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+	q->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	if (q->cq_len > q->sq_len)
+		q->sq_len = q->cq_len;
+	q->sq_map = mmap(NULL, q->sq_len, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_POPULATE, q->ring, IORING_OFF_SQ_RING);
+	if (q->sq_map == MAP_FAILED) {
+		q->sq_map = NULL;
+		return -errno;
+	}
+	q->cq_map = q->sq_map;
+	q->sqes_len = p.sq_entries * 2 * sizeof(struct io_uring_sqe);
+	q->sqes = mmap(NULL, q->sqes_len, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_POPULATE, q->ring, IORING_OFF_SQES);
+	if (q->sqes == MAP_FAILED) {
+		q->sqes = NULL;
+		return -errno;
+	}
+	sq = q->sq_map;
+	q->sq_tail = (_Atomic unsigned *)(sq + p.sq_off.tail);
+	q->sq_mask = *(unsigned *)(sq + p.sq_off.ring_mask);
+	q->sq_entries = p.sq_entries;
+	q->sq_array = (unsigned *)(sq + p.sq_off.array);
+	q->cq_head = (_Atomic unsigned *)(sq + p.cq_off.head);
+	q->cq_tail = (_Atomic unsigned *)(sq + p.cq_off.tail);
+	q->cq_mask = *(unsigned *)(sq + p.cq_off.ring_mask);
+	q->cqes = (struct io_uring_cqe *)(sq + p.cq_off.cqes);
+	for (i = 0; i < DEPTH; i++) {
+		struct uring_ent *e = &q->ent[i];
+
+		e->buf = mmap(NULL, FRONT + PAYLOAD, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (e->buf == MAP_FAILED) {
+			e->buf = NULL;
+			return -ENOMEM;
+		}
+		e->iov[0].iov_base = &e->hdr;
+		e->iov[0].iov_len = sizeof(e->hdr);
+		e->iov[1].iov_base = e->buf + FRONT;
+		e->iov[1].iov_len = PAYLOAD;
+	}
+	return 0;
+}
+
+/* The next SQE (128 bytes with SQE128), zeroed and queued. */
+static struct io_uring_sqe *
+queue_sqe(struct uring_queue *q)
+{
+	unsigned tail = atomic_load_explicit(q->sq_tail, memory_order_relaxed);
+	unsigned idx = (tail + q->pending) & q->sq_mask;
+	struct io_uring_sqe *sqe = (struct io_uring_sqe *)
+		((char *)q->sqes + (size_t)idx * 2 * sizeof(*sqe));
+
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	q->sq_array[idx] = idx;
+	q->pending++;
+	return sqe;
+}
+
+static void
+queue_cmd(struct uring_queue *q, unsigned i, unsigned op)
+{
+	struct io_uring_sqe *sqe = queue_sqe(q);
+	struct k_uring_cmd_req *cmd = (struct k_uring_cmd_req *)sqe->cmd;
+
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = q->u->devfd;
+	sqe->cmd_op = op;
+	sqe->addr = (uint64_t)(uintptr_t)q->ent[i].iov;
+	sqe->len = 2;
+	sqe->user_data = i;
+	cmd->qid = (uint16_t)q->qid;
+	cmd->commit_id = q->ent[i].hdr.ent.commit_id;
+}
+
+/* Submit what is queued and wait for at least one completion. */
+static int
+queue_enter(struct uring_queue *q)
+{
+	unsigned n = q->pending;
+	int rc;
+
+	atomic_store_explicit(q->sq_tail,
+		atomic_load_explicit(q->sq_tail, memory_order_relaxed) + n,
+		memory_order_release);
+	q->pending = 0;
+	do
+		rc = sys_enter(q->ring, n, 1, IORING_ENTER_GETEVENTS);
+	while (rc < 0 && errno == EINTR && (n = 0, 1));
+	return rc < 0 ? -errno : 0;
+}
+
+/* Serve the request in @e: rebuild it as /dev/fuse delivers it and let
+ * libfuse dispatch it; the reply lands in @e through the writev hook. */
+static void
+serve(struct uring_queue *q, struct uring_ent *e)
+{
+	struct k_in_header ih;
+	uint32_t psz = e->hdr.ent.payload_sz;
+	size_t op;
+	char *start;
+	struct fuse_buf fb;
+
+	memcpy(&ih, e->hdr.in_out, sizeof(ih));
+	e->unique = ih.unique;
+	e->replied = 0;
+	if (ih.len < IN_HDR + (uint64_t)psz || psz > PAYLOAD ||
+	    (op = ih.len - IN_HDR - psz) > sizeof(e->hdr.op_in)) {
+		objfs_log(OBJFS_LOG_ERR, "io_uring: request %llu (opcode %u) "
+			"of %u bytes does not fit its entry (payload %u)",
+			(unsigned long long)ih.unique, ih.opcode, ih.len, psz);
+		reply_error(e, EIO);
+		return;
+	}
+	start = e->buf + FRONT - op - IN_HDR;
+	memcpy(start, &ih, IN_HDR);
+	memcpy(start + IN_HDR, e->hdr.op_in, op);
+	memset(&fb, 0, sizeof(fb));
+	fb.mem = start;
+	fb.size = ih.len;
+	cur = e;
+	fuse_session_process_buf(q->u->f->se, &fb);
+	cur = NULL;
+	if (!e->replied) {
+		objfs_log(OBJFS_LOG_ERR, "io_uring: request %llu (opcode %u) "
+			"got no reply", (unsigned long long)ih.unique,
+			ih.opcode);
+		reply_error(e, EIO);
+	}
+}
+
+static void
+reply_error(struct uring_ent *e, int err)
+{
+	struct k_out_header oh = {
+		.len = OUT_HDR, .error = -err, .unique = e->unique,
+	};
+
+	memcpy(e->hdr.in_out, &oh, sizeof(oh));
+	e->hdr.ent.payload_sz = 0;
+	e->replied = 1;
+}
+
+ssize_t
+objfs_uring_capture(const struct iovec *iov, int count)
+{
+	struct uring_ent *e = cur;
+	struct k_out_header oh;
+	size_t total = 0, len = 0;
+	char *dst;
+	int i;
+
+	if (!e || e->replied || count < 1 || iov[0].iov_len < OUT_HDR)
+		return -1;
+	memcpy(&oh, iov[0].iov_base, sizeof(oh));
+	if (oh.unique != e->unique)
+		return -1;	/* a notification: /dev/fuse takes it */
+	for (i = 0; i < count; i++)
+		total += iov[i].iov_len;
+	if (total - OUT_HDR > PAYLOAD) {
+		objfs_log(OBJFS_LOG_ERR, "io_uring: a reply of %zu bytes "
+			"exceeds the entry's %u", total, PAYLOAD);
+		reply_error(e, EIO);
+		return (ssize_t)total;
+	}
+	memcpy(e->hdr.in_out, &oh, sizeof(oh));
+	dst = e->buf + FRONT;
+	for (i = 0; i < count; i++) {
+		const char *src = iov[i].iov_base;
+		size_t n = iov[i].iov_len;
+
+		if (i == 0) {
+			src += OUT_HDR;
+			n -= OUT_HDR;
+		}
+		memmove(dst + len, src, n);
+		len += n;
+	}
+	e->hdr.ent.payload_sz = (uint32_t)len;
+	e->replied = 1;
+	return (ssize_t)total;
+}
+
+static void
+arm_stop(struct uring_queue *q)
+{
+	struct io_uring_sqe *sqe = queue_sqe(q);
+
+	sqe->opcode = IORING_OP_POLL_ADD;
+	sqe->fd = q->u->stopfd;
+	sqe->poll32_events = POLLIN;
+	sqe->user_data = STOP_TAG;
+}
+
+static void *
+queue_thread(void *arg)
+{
+	struct uring_queue *q = arg;
+	struct objfs_uring *u = q->u;
+	cpu_set_t set;
+	unsigned i, live = 0, again = 0;
+	sigset_t all;
+	char name[16];
+
+	snprintf(name, sizeof(name), "objfs-q%u", q->qid);
+	pthread_setname_np(pthread_self(), name);
+	/* Signals are libfuse's loop's to take. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	CPU_ZERO(&set);
+	CPU_SET(q->qid, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		objfs_log(OBJFS_LOG_DEBUG, "io_uring queue %u: cannot pin "
+			"to its CPU: %s", q->qid, strerror(errno));
+	if (syscall(__NR_io_uring_register, q->ring,
+			IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0) {
+		objfs_log(OBJFS_LOG_ERR, "io_uring queue %u: cannot enable "
+			"its ring: %s", q->qid, strerror(errno));
+		fall_back(q);
+		return NULL;
+	}
+	arm_stop(q);
+	for (i = 0; i < DEPTH; i++)
+		queue_cmd(q, i, K_URING_CMD_REGISTER);
+	live = DEPTH;
+	while (live && !atomic_load(&u->stopping)) {
+		unsigned head, tail;
+		int rc = queue_enter(q);
+
+		if (rc < 0) {
+			objfs_log(OBJFS_LOG_ERR, "io_uring queue %u: %s",
+				q->qid, strerror(-rc));
+			break;
+		}
+		head = atomic_load_explicit(q->cq_head, memory_order_relaxed);
+		tail = atomic_load_explicit(q->cq_tail, memory_order_acquire);
+		for (; head != tail; head++) {
+			struct io_uring_cqe *cqe = &q->cqes[head & q->cq_mask];
+			uint64_t tag = cqe->user_data;
+			int res = cqe->res;
+			struct uring_ent *e;
+
+			if (tag == STOP_TAG)
+				continue;	/* the loop sees stopping */
+			if (tag >= DEPTH)
+				continue;
+			e = &q->ent[tag];
+			if (res == -EAGAIN && again++ < 1000) {
+				/* INIT is not processed yet */
+				usleep(1000);
+				queue_cmd(q, (unsigned)tag,
+					K_URING_CMD_REGISTER);
+				continue;
+			}
+			if (res < 0) {
+				/* ENOTCONN, ECANCELED: the mount is gone */
+				if (res != -ENOTCONN && res != -ECANCELED)
+					objfs_log(OBJFS_LOG_ERR, "io_uring "
+						"queue %u: %s", q->qid,
+						strerror(-res));
+				live--;
+				continue;
+			}
+			serve(q, e);
+			atomic_fetch_add_explicit(&u->served, 1,
+				memory_order_relaxed);
+			queue_cmd(q, (unsigned)tag,
+				K_URING_CMD_COMMIT_AND_FETCH);
+		}
+		atomic_store_explicit(q->cq_head, head, memory_order_release);
+	}
+	return NULL;
+}
+
+/* Called while the INIT reply is built: make every queue's ring, or
+ * none.  0 when io_uring can be asked for. */
+int
+objfs_uring_prepare(struct objfs_fuse *f)
+{
+	struct objfs_uring *u;
+	unsigned i, n = possible_cpus();
+	int rc = -ENOMEM;
+
+	if (n == 0 || n > 4096)
+		return -EOPNOTSUPP;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->f = f;
+	u->devfd = fuse_session_fd(f->se);
+	u->nq = n;
+	u->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	u->q = calloc(n, sizeof(*u->q));
+	if (u->stopfd < 0 || !u->q)
+		goto err;
+	for (i = 0; i < n; i++) {
+		u->q[i].u = u;
+		u->q[i].qid = i;
+		u->q[i].ring = -1;
+	}
+	for (i = 0; i < n; i++) {
+		rc = queue_setup(&u->q[i]);
+		if (rc < 0)
+			goto err;
+	}
+	f->uring = u;
+	return 0;
+
+err:
+	objfs_log(OBJFS_LOG_INFO, "io_uring: cannot set up %u queues (%s): "
+		"requests stay on /dev/fuse", n, strerror(-rc));
+	for (i = 0; u->q && i < n; i++)
+		queue_unmap(&u->q[i]);
+	free(u->q);
+	if (u->stopfd >= 0)
+		close(u->stopfd);
+	free(u);
+	return rc;
+}
+
+/* The kernel holds every request until each queue has an entry; a
+ * REGISTER it refuses makes it go back to /dev/fuse.  Sent on the ring of
+ * a queue whose thread did not start. */
+static void
+fall_back(struct uring_queue *q)
+{
+	struct io_uring_sqe *sqe = queue_sqe(q);
+	struct k_uring_cmd_req *cmd = (struct k_uring_cmd_req *)sqe->cmd;
+
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = q->u->devfd;
+	sqe->cmd_op = K_URING_CMD_REGISTER;
+	sqe->addr = (uint64_t)(uintptr_t)q->ent[0].iov;
+	sqe->len = 1;		/* the kernel wants 2: EINVAL */
+	cmd->qid = (uint16_t)q->qid;
+	if (queue_enter(q) < 0)
+		objfs_log(OBJFS_LOG_ERR, "io_uring: cannot fall back to "
+			"/dev/fuse; requests will wait");
+	else
+		objfs_log(OBJFS_LOG_INFO, "io_uring: requests stay on "
+			"/dev/fuse");
+}
+
+/* Called once the INIT reply (asking for io_uring) is written. */
+void
+objfs_uring_start(struct objfs_fuse *f)
+{
+	struct objfs_uring *u = f->uring;
+	unsigned i;
+
+	for (i = 0; i < u->nq; i++) {
+		int rc = pthread_create(&u->q[i].thread, NULL, queue_thread,
+				&u->q[i]);
+
+		if (rc != 0) {
+			objfs_log(OBJFS_LOG_ERR, "io_uring: cannot start queue "
+				"%u: %s", i, strerror(rc));
+			fall_back(&u->q[i]);
+			return;
+		}
+		u->q[i].started = 1;
+	}
+	objfs_log(OBJFS_LOG_INFO, "requests through io_uring: %u queues "
+		"of %u entries", u->nq, DEPTH);
+}
+
+void
+objfs_uring_stop(struct objfs_fuse *f)
+{
+	struct objfs_uring *u = f->uring;
+	uint64_t one = 1;
+	unsigned i;
+
+	if (!u)
+		return;
+	atomic_store(&u->stopping, 1);
+	if (write(u->stopfd, &one, sizeof(one)) < 0)
+		objfs_log(OBJFS_LOG_ERR, "io_uring: cannot stop the queues: "
+			"%s", strerror(errno));
+	for (i = 0; i < u->nq; i++)
+		if (u->q[i].started)
+			pthread_join(u->q[i].thread, NULL);
+	for (i = 0; i < u->nq; i++)
+		queue_unmap(&u->q[i]);
+	objfs_log(OBJFS_LOG_INFO, "io_uring: %llu requests served",
+		(unsigned long long)atomic_load(&u->served));
+	free(u->q);
+	close(u->stopfd);
+	free(u);
+	f->uring = NULL;
+}
