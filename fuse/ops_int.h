@@ -37,6 +37,12 @@ struct objfs_fuse {
 	 * once asked for in the INIT reply. */
 	_Atomic int uring_offered;
 	struct objfs_uring *uring;
+	/* Once the rings serve the requests, /dev/fuse carries only FORGET
+	 * and INTERRUPT: its readers then poll it instead of sleeping in
+	 * read(2), so that the kernel has no reader to wake on the other
+	 * CPU for each forget (io_read). */
+	_Atomic int reader_poll;
+	int nonblock;		/* O_NONBLOCK set on the fd */
 };
 
 /* uring.c */

@@ -500,6 +500,18 @@ queue_thread(void *arg)
 					K_URING_CMD_REGISTER);
 				continue;
 			}
+			if (res < 0 && !e->live && res != -ENOTCONN &&
+			    res != -ECANCELED) {
+				/* a REGISTER refused: the kernel falls back
+				 * to /dev/fuse, whose readers must block */
+				atomic_store(&u->f->reader_poll, 0);
+				objfs_log(OBJFS_LOG_ERR, "io_uring queue %u: "
+					"the kernel refused an entry (%s): "
+					"requests stay on /dev/fuse", q->qid,
+					strerror(-res));
+				live--;
+				continue;
+			}
 			if (res < 0) {
 				/* ENOTCONN, ECANCELED: the mount is gone */
 				if (res != -ENOTCONN && res != -ECANCELED)
@@ -509,6 +521,7 @@ queue_thread(void *arg)
 				live--;
 				continue;
 			}
+			e->live = 1;
 			serve(q, e);
 			atomic_fetch_add_explicit(&u->served, 1,
 				memory_order_relaxed);
@@ -608,6 +621,7 @@ objfs_uring_start(struct objfs_fuse *f)
 		}
 		u->q[i].started = 1;
 	}
+	atomic_store(&f->reader_poll, 1);
 	objfs_log(OBJFS_LOG_INFO, "requests through io_uring: %u queues "
 		"of %u entries", u->nq, DEPTH);
 }
