@@ -34,6 +34,9 @@ sizes = sorted({k[2] for k in M if k[1] == "write"})
 lines = []
 say = lines.append
 say("# objfs benchmark results\n")
+tf = os.path.join(out, "transport")
+if os.path.exists(tf):
+    say("objfs's transport: %s.\n" % open(tf).read().strip())
 say("Arena: %.2f GiB. Round trip = write N GiB (1 MiB writes), drop the page "
     "cache, read back and check every byte. Medians of the repetitions.\n"
     % (arena / GiB))

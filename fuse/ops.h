@@ -36,6 +36,7 @@ struct objfs_fuse_opts {
 					 * ACCESS is answered here */
 	int uring;			/* FUSE over io_uring when the
 					 * kernel offers it */
+	unsigned threads;		/* request threads, in all */
 };
 
 /*

@@ -102,7 +102,8 @@ _Static_assert(sizeof(struct k_uring_cmd_req) == 24, "ABI");
 
 #define IN_HDR		40	/* struct fuse_in_header */
 #define OUT_HDR		16	/* struct fuse_out_header */
-#define DEPTH		4	/* entries per queue */
+#define DEPTH		1	/* entries per ring (thread) */
+#define MAX_PER_QUEUE	16	/* threads per queue */
 #define FRONT		4096	/* room before the payload: header, op */
 #define PAYLOAD		OBJFS_MAX_WRITE
 #define STOP_TAG	UINT64_MAX
@@ -140,7 +141,9 @@ struct objfs_uring {
 	struct objfs_fuse *f;
 	int devfd;
 	int stopfd;		/* eventfd: polled by every ring */
-	unsigned nq;
+	unsigned nq;		/* the kernel's queues: possible CPUs */
+	unsigned per;		/* threads (rings) per queue */
+	unsigned nr;		/* nq * per */
 	_Atomic int stopping;
 	_Atomic unsigned long long served;	/* requests answered */
 	struct uring_queue *q;
@@ -448,9 +451,11 @@ queue_thread(void *arg)
 	cpu_set_t set;
 	unsigned i, live = 0, again = 0;
 	sigset_t all;
-	char name[16];
+	char name[32];
 
-	snprintf(name, sizeof(name), "objfs-q%u", q->qid);
+	snprintf(name, sizeof(name), "objfs-q%u.%u", q->qid,
+		(unsigned)(q - u->q) % u->per);
+	name[15] = '\0';	/* the kernel keeps 15 */
 	pthread_setname_np(pthread_self(), name);
 	/* Signals are libfuse's loop's to take. */
 	sigfillset(&all);
@@ -550,16 +555,22 @@ objfs_uring_prepare(struct objfs_fuse *f)
 	u->f = f;
 	u->devfd = fuse_session_fd(f->se);
 	u->nq = n;
+	u->per = f->o.threads / n;
+	if (u->per < 1)
+		u->per = 1;
+	if (u->per > MAX_PER_QUEUE)
+		u->per = MAX_PER_QUEUE;
+	u->nr = n * u->per;
 	u->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	u->q = calloc(n, sizeof(*u->q));
+	u->q = calloc(u->nr, sizeof(*u->q));
 	if (u->stopfd < 0 || !u->q)
 		goto err;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < u->nr; i++) {
 		u->q[i].u = u;
-		u->q[i].qid = i;
+		u->q[i].qid = i / u->per;
 		u->q[i].ring = -1;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < u->nr; i++) {
 		rc = queue_setup(&u->q[i]);
 		if (rc < 0)
 			goto err;
@@ -570,7 +581,7 @@ objfs_uring_prepare(struct objfs_fuse *f)
 err:
 	objfs_log(OBJFS_LOG_INFO, "io_uring: cannot set up %u queues (%s): "
 		"requests stay on /dev/fuse", n, strerror(-rc));
-	for (i = 0; u->q && i < n; i++)
+	for (i = 0; u->q && i < u->nr; i++)
 		queue_unmap(&u->q[i]);
 	free(u->q);
 	if (u->stopfd >= 0)
@@ -609,7 +620,7 @@ objfs_uring_start(struct objfs_fuse *f)
 	struct objfs_uring *u = f->uring;
 	unsigned i;
 
-	for (i = 0; i < u->nq; i++) {
+	for (i = 0; i < u->nr; i++) {
 		int rc = pthread_create(&u->q[i].thread, NULL, queue_thread,
 				&u->q[i]);
 
@@ -623,7 +634,7 @@ objfs_uring_start(struct objfs_fuse *f)
 	}
 	atomic_store(&f->reader_poll, 1);
 	objfs_log(OBJFS_LOG_INFO, "requests through io_uring: %u queues "
-		"of %u entries", u->nq, DEPTH);
+		"of %u threads", u->nq, u->per);
 }
 
 void
@@ -639,10 +650,10 @@ objfs_uring_stop(struct objfs_fuse *f)
 	if (write(u->stopfd, &one, sizeof(one)) < 0)
 		objfs_log(OBJFS_LOG_ERR, "io_uring: cannot stop the queues: "
 			"%s", strerror(errno));
-	for (i = 0; i < u->nq; i++)
+	for (i = 0; i < u->nr; i++)
 		if (u->q[i].started)
 			pthread_join(u->q[i].thread, NULL);
-	for (i = 0; i < u->nq; i++)
+	for (i = 0; i < u->nr; i++)
 		queue_unmap(&u->q[i]);
 	objfs_log(OBJFS_LOG_INFO, "io_uring: %llu requests served",
 		(unsigned long long)atomic_load(&u->served));

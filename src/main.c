@@ -525,6 +525,7 @@ main(int argc, char **argv)
 	fo.direct_io = (enum objfs_direct_io)o.direct_io;
 	fo.readahead_kb = (unsigned)(o.readahead >> 10);
 	fo.uring = o.uring;
+	fo.threads = o.max_threads;
 	/* Without allow_other a mount by root lets in only processes whose
 	 * ids are all 0, which the kernel's checks would always pass: they
 	 * would only cost a GETATTR round trip per directory change. */
