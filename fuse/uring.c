@@ -107,6 +107,8 @@ _Static_assert(sizeof(struct k_uring_cmd_req) == 24, "ABI");
 #define FRONT		4096	/* room before the payload: header, op */
 #define PAYLOAD		OBJFS_MAX_WRITE
 #define STOP_TAG	UINT64_MAX
+#define K_FSYNC		20	/* opcodes */
+#define K_FSYNCDIR	30
 
 struct uring_ent {
 	struct k_uring_req_header hdr;
@@ -134,6 +136,7 @@ struct uring_queue {
 	unsigned *sq_array;
 	struct io_uring_cqe *cqes;
 	unsigned pending;	/* SQEs written, not yet submitted */
+	cpu_set_t cpu;		/* the queue's CPU */
 	struct uring_ent ent[DEPTH];
 };
 
@@ -146,6 +149,7 @@ struct objfs_uring {
 	unsigned nr;		/* nq * per */
 	_Atomic int stopping;
 	_Atomic unsigned long long served;	/* requests answered */
+	cpu_set_t all;		/* the daemon's CPUs */
 	struct uring_queue *q;
 };
 
@@ -370,7 +374,15 @@ serve(struct uring_queue *q, struct uring_ent *e)
 	fb.mem = start;
 	fb.size = ih.len;
 	cur = e;
-	fuse_session_process_buf(q->u->f->se, &fb);
+	if (ih.opcode == K_FSYNC || ih.opcode == K_FSYNCDIR) {
+		/* Waits for the disk twice: let the wake-up after each
+		 * flush run this thread on whichever CPU is free. */
+		sched_setaffinity(0, sizeof(q->u->all), &q->u->all);
+		fuse_session_process_buf(q->u->f->se, &fb);
+		sched_setaffinity(0, sizeof(q->cpu), &q->cpu);
+	} else {
+		fuse_session_process_buf(q->u->f->se, &fb);
+	}
 	cur = NULL;
 	if (!e->replied) {
 		objfs_log(OBJFS_LOG_ERR, "io_uring: request %llu (opcode %u) "
@@ -462,6 +474,7 @@ queue_thread(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	CPU_ZERO(&set);
 	CPU_SET(q->qid, &set);
+	q->cpu = set;
 	if (sched_setaffinity(0, sizeof(set), &set) != 0)
 		objfs_log(OBJFS_LOG_DEBUG, "io_uring queue %u: cannot pin "
 			"to its CPU: %s", q->qid, strerror(errno));
@@ -554,6 +567,11 @@ objfs_uring_prepare(struct objfs_fuse *f)
 		return -ENOMEM;
 	u->f = f;
 	u->devfd = fuse_session_fd(f->se);
+	if (sched_getaffinity(0, sizeof(u->all), &u->all) != 0) {
+		CPU_ZERO(&u->all);
+		for (i = 0; i < n && i < CPU_SETSIZE; i++)
+			CPU_SET(i, &u->all);
+	}
 	u->nq = n;
 	u->per = f->o.threads / n;
 	if (u->per < 1)
