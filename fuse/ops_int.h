@@ -42,7 +42,6 @@ struct objfs_fuse {
 	 * read(2), so that the kernel has no reader to wake on the other
 	 * CPU for each forget (io_read). */
 	_Atomic int reader_poll;
-	int nonblock;		/* O_NONBLOCK set on the fd */
 };
 
 /* uring.c */
