@@ -32,6 +32,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -41,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -137,6 +139,13 @@ struct uring_queue {
 	struct io_uring_cqe *cqes;
 	unsigned pending;	/* SQEs written, not yet submitted */
 	cpu_set_t cpu;		/* the queue's CPU */
+	/* The thread's priority (see watch_thread) */
+	_Atomic pid_t tid;
+	int statfd;		/* its /proc schedstat, or -1 */
+	unsigned long long delay;	/* ns it has waited to run, so far */
+	_Atomic unsigned long done;	/* requests it answered */
+	unsigned long done_seen;
+	long long normal_until;	/* ms: SCHED_OTHER till then; 0: idle */
 	struct uring_ent ent[DEPTH];
 };
 
@@ -150,6 +159,10 @@ struct objfs_uring {
 	_Atomic int stopping;
 	_Atomic unsigned long long served;	/* requests answered */
 	cpu_set_t all;		/* the daemon's CPUs */
+	int idle;		/* the threads wait as SCHED_IDLE */
+	pthread_t watch;
+	int watch_started;
+	_Atomic unsigned boosts;	/* times a queue had to be raised */
 	struct uring_queue *q;
 };
 
@@ -222,6 +235,9 @@ queue_unmap(struct uring_queue *q)
 	if (q->ring >= 0)
 		close(q->ring);
 	q->ring = -1;
+	if (q->statfd >= 0)
+		close(q->statfd);
+	q->statfd = -1;
 }
 
 static int
@@ -485,6 +501,14 @@ queue_thread(void *arg)
 		fall_back(q);
 		return NULL;
 	}
+	if (u->idle) {
+		struct sched_param sp = { 0 };
+
+		if (sched_setscheduler(0, SCHED_IDLE, &sp) != 0)
+			objfs_log(OBJFS_LOG_DEBUG, "io_uring queue %u: "
+				"SCHED_IDLE: %s", q->qid, strerror(errno));
+	}
+	atomic_store(&q->tid, (pid_t)syscall(SYS_gettid));
 	arm_stop(q);
 	for (i = 0; i < DEPTH; i++)
 		queue_cmd(q, i, K_URING_CMD_REGISTER);
@@ -543,6 +567,8 @@ queue_thread(void *arg)
 			serve(q, e);
 			atomic_fetch_add_explicit(&u->served, 1,
 				memory_order_relaxed);
+			atomic_store_explicit(&q->done, q->done + 1,
+				memory_order_relaxed);
 			queue_cmd(q, (unsigned)tag,
 				K_URING_CMD_COMMIT_AND_FETCH);
 		}
@@ -587,6 +613,7 @@ objfs_uring_prepare(struct objfs_fuse *f)
 		u->q[i].u = u;
 		u->q[i].qid = i / u->per;
 		u->q[i].ring = -1;
+		u->q[i].statfd = -1;
 	}
 	for (i = 0; i < u->nr; i++) {
 		rc = queue_setup(&u->q[i]);
@@ -631,6 +658,158 @@ fall_back(struct uring_queue *q)
 			"/dev/fuse");
 }
 
+/*
+ * Why SCHED_IDLE.  A request's reply wakes its caller while the queue
+ * thread is still on the CPU (in io_uring_enter), so the scheduler, which
+ * takes a CPU running a normal task for busy, moves the caller to the
+ * other, idle CPU; its next request goes to that CPU's queue, and the
+ * caller and the daemon swap CPUs at every request.  A CPU whose only
+ * task is SCHED_IDLE counts as idle: the caller stays, and preempts the
+ * thread at once.  Measured, /usr/include: tar -x 0.54-0.90 -> 0.40-0.49 s,
+ * rm -rf 0.12-0.15 -> 0.09-0.10 s, the same as with tar pinned to a CPU.
+ *
+ * The risk is starvation: a SCHED_IDLE thread gets almost no CPU beside a
+ * busy normal task.  So this thread adds up, every 10 ms, the time each
+ * queue's threads waited to run (/proc schedstat) and the requests they
+ * answered, and makes the queue's threads SCHED_OTHER for a second when
+ * they waited more than 2 ms, and more than 0.5 ms per answer.
+ */
+#define WATCH_NS	(10 * 1000 * 1000)
+#define STARVED_NS	(2ull * 1000 * 1000)
+#define PER_REQUEST_NS	(500ull * 1000)
+#define NORMAL_MS	5000
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+read_delay(struct uring_queue *q, unsigned long long *delay)
+{
+	char buf[128];
+	unsigned long long run, wait;
+	ssize_t n;
+	pid_t tid = atomic_load(&q->tid);
+
+	if (!tid)
+		return -1;
+	if (q->statfd < 0) {
+		snprintf(buf, sizeof(buf), "/proc/self/task/%d/schedstat",
+			(int)tid);
+		q->statfd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (q->statfd < 0)
+			return -1;
+	}
+	n = pread(q->statfd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+		return -1;
+	*delay = wait;
+	return 0;
+}
+
+static void
+set_policy(struct objfs_uring *u, unsigned qid, int policy, long long until)
+{
+	struct sched_param sp = { 0 };
+
+	for (unsigned i = qid * u->per; i < (qid + 1) * u->per; i++) {
+		struct uring_queue *q = &u->q[i];
+		pid_t tid = atomic_load(&q->tid);
+
+		if (tid && sched_setscheduler(tid, policy, &sp) == 0)
+			q->normal_until = until;
+	}
+}
+
+static void *
+watch_thread(void *arg)
+{
+	struct objfs_uring *u = arg;
+	const struct timespec ts = { 0, WATCH_NS };
+	sigset_t all;
+
+	pthread_setname_np(pthread_self(), "objfs-qwatch");
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	while (!atomic_load(&u->stopping)) {
+		long long now;
+
+		nanosleep(&ts, NULL);
+		now = now_ms();
+		for (unsigned qid = 0; qid < u->nq; qid++) {
+			unsigned long long waited = 0, answered = 0;
+			struct uring_queue *first = &u->q[qid * u->per];
+			int known = 1;
+
+			for (unsigned i = qid * u->per; i < (qid + 1) * u->per;
+			     i++) {
+				struct uring_queue *q = &u->q[i];
+				unsigned long long d, was = q->delay;
+				unsigned long done = atomic_load_explicit(
+					&q->done, memory_order_relaxed);
+
+				answered += done - q->done_seen;
+				q->done_seen = done;
+				if (read_delay(q, &d) < 0) {
+					known = 0;
+					continue;
+				}
+				q->delay = d;
+				if (!was)
+					known = 0;
+				waited += d - was;
+			}
+			if (!known)
+				continue;
+			/* Waiting to run while answering requests quickly is
+			 * the client taking the CPU back, which is the point;
+			 * waiting long for each answer is starving. */
+			if (!first->normal_until && waited > STARVED_NS &&
+			    waited > PER_REQUEST_NS * answered) {
+				set_policy(u, qid, SCHED_OTHER, now + NORMAL_MS);
+				atomic_fetch_add(&u->boosts, 1);
+			} else if (first->normal_until &&
+				   now > first->normal_until) {
+				set_policy(u, qid, SCHED_IDLE, 0);
+			}
+		}
+	}
+	return NULL;
+}
+
+/* Can a thread that made itself SCHED_IDLE go back (CAP_SYS_NICE, or an
+ * RLIMIT_NICE that allows nice 0)?  Tried on a thread of its own. */
+static void *
+probe_idle(void *arg)
+{
+	struct sched_param sp = { 0 };
+	int *ok = arg;
+
+	*ok = sched_setscheduler(0, SCHED_IDLE, &sp) == 0 &&
+		sched_setscheduler(0, SCHED_OTHER, &sp) == 0;
+	return NULL;
+}
+
+static int
+idle_possible(void)
+{
+	pthread_t t;
+	int ok = 0;
+
+	if (pthread_create(&t, NULL, probe_idle, &ok) != 0)
+		return 0;
+	pthread_join(t, NULL);
+	return ok;
+}
+
 /* Called once the INIT reply (asking for io_uring) is written. */
 void
 objfs_uring_start(struct objfs_fuse *f)
@@ -638,6 +817,11 @@ objfs_uring_start(struct objfs_fuse *f)
 	struct objfs_uring *u = f->uring;
 	unsigned i;
 
+	u->idle = idle_possible();
+	if (u->idle && pthread_create(&u->watch, NULL, watch_thread, u) == 0)
+		u->watch_started = 1;
+	else
+		u->idle = 0;
 	for (i = 0; i < u->nr; i++) {
 		int rc = pthread_create(&u->q[i].thread, NULL, queue_thread,
 				&u->q[i]);
@@ -652,7 +836,8 @@ objfs_uring_start(struct objfs_fuse *f)
 	}
 	atomic_store(&f->reader_poll, 1);
 	objfs_log(OBJFS_LOG_INFO, "requests through io_uring: %u queues "
-		"of %u threads", u->nq, u->per);
+		"of %u threads%s", u->nq, u->per, u->idle ? ", waiting as "
+		"SCHED_IDLE" : "");
 }
 
 void
@@ -671,10 +856,14 @@ objfs_uring_stop(struct objfs_fuse *f)
 	for (i = 0; i < u->nr; i++)
 		if (u->q[i].started)
 			pthread_join(u->q[i].thread, NULL);
+	if (u->watch_started)
+		pthread_join(u->watch, NULL);
 	for (i = 0; i < u->nr; i++)
 		queue_unmap(&u->q[i]);
-	objfs_log(OBJFS_LOG_INFO, "io_uring: %llu requests served",
-		(unsigned long long)atomic_load(&u->served));
+	objfs_log(OBJFS_LOG_INFO, "io_uring: %llu requests served; a queue "
+		"raised from SCHED_IDLE %u times",
+		(unsigned long long)atomic_load(&u->served),
+		atomic_load(&u->boosts));
 	free(u->q);
 	close(u->stopfd);
 	free(u);

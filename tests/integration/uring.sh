@@ -122,8 +122,34 @@ parallel() {	# both queues at once, from processes on each CPU
 	done
 }
 ok "requests from every CPU at once" parallel
+
+# The queue threads wait as SCHED_IDLE (so that a client stays on its
+# CPU); beside busy normal tasks they would starve, unless the daemon
+# sees them wait and raises them.
+hogs() {
+	local pids=() c i rc=0
+	grep -q "waiting as SCHED_IDLE" "$LOG" || { echo "not SCHED_IDLE"; return 1; }
+	for c in $(seq 0 $(($(nproc) - 1))); do
+		taskset -c "$c" sh -c 'while :; do :; done' &
+		pids+=($!)
+		T_PIDS+=($!)
+	done
+	sleep 0.5
+	timeout 120 sh -c "for i in \$(seq 1 500); do echo \$i >'$MNT/hog-'\$i && cat '$MNT/hog-'\$i >/dev/null || exit 1; done" || rc=1
+	kill "${pids[@]}"
+	wait "${pids[@]}" 2>/dev/null
+	[ "$rc" = 0 ] && [ "$(cat "$MNT/hog-500")" = 500 ]
+}
+ok "beside a CPU hog on every CPU, 500 files written and read" hogs
 ok "unmount: the daemon exits 0" stop_objfs
 ok "it served the requests through its rings" served 20000
+raised() {
+	local n
+	n=$(sed -n 's/.*raised from SCHED_IDLE \([0-9]*\) times.*/\1/p' "$LOG" | tail -n 1)
+	echo "raised: ${n:-none}"
+	[ -n "$n" ] && [ "$n" -ge 1 ]
+}
+ok "... and raised its starved threads from SCHED_IDLE" raised
 
 again() {
 	start_objfs "$MNT" "$DATA" "arena=256M,io_uring=off" &&
