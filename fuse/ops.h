@@ -35,7 +35,8 @@ struct objfs_fuse_opts {
 					 * else only root can enter, and
 					 * ACCESS is answered here */
 	int uring;			/* FUSE over io_uring when the
-					 * kernel offers it */
+					 * kernel offers it; 2: its threads
+					 * wait as SCHED_IDLE */
 	unsigned threads;		/* request threads, in all */
 };
 

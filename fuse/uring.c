@@ -659,20 +659,24 @@ fall_back(struct uring_queue *q)
 }
 
 /*
- * Why SCHED_IDLE.  A request's reply wakes its caller while the queue
- * thread is still on the CPU (in io_uring_enter), so the scheduler, which
- * takes a CPU running a normal task for busy, moves the caller to the
- * other, idle CPU; its next request goes to that CPU's queue, and the
- * caller and the daemon swap CPUs at every request.  A CPU whose only
- * task is SCHED_IDLE counts as idle: the caller stays, and preempts the
- * thread at once.  Measured, /usr/include: tar -x 0.54-0.90 -> 0.40-0.49 s,
- * rm -rf 0.12-0.15 -> 0.09-0.10 s, the same as with tar pinned to a CPU.
+ * -o io_uring=idle: why SCHED_IDLE.  A request's reply wakes its caller
+ * while the queue thread is still on the CPU (in io_uring_enter), so the
+ * scheduler, which takes a CPU running a normal task for busy, moves the
+ * caller to the other, idle CPU; its next request goes to that CPU's
+ * queue, and the caller and the daemon swap CPUs at every request.  A
+ * CPU whose only task is SCHED_IDLE counts as idle: the caller stays, and
+ * preempts the thread at once.  Measured, /usr/include: tar -x 0.54-0.90
+ * -> 0.40-0.49 s, rm -rf 0.12-0.15 -> 0.09-0.10 s, as with tar pinned.
  *
  * The risk is starvation: a SCHED_IDLE thread gets almost no CPU beside a
  * busy normal task.  So this thread adds up, every 10 ms, the time each
  * queue's threads waited to run (/proc schedstat) and the requests they
- * answered, and makes the queue's threads SCHED_OTHER for a second when
- * they waited more than 2 ms, and more than 0.5 ms per answer.
+ * answered, and makes the queue's threads SCHED_OTHER for 5 s when they
+ * waited more than 2 ms, and more than 0.5 ms per answer.  It is not the
+ * default: requests the caller does not wait for (read-ahead, write-back)
+ * then wait behind the caller's own computing; in one benchmark run,
+ * writing 1 GiB through a mapping took 5.1 s once instead of 1.9, and
+ * reading it back 1.07-1.21 s in two of three repetitions (0.48-0.52).
  */
 #define WATCH_NS	(10 * 1000 * 1000)
 #define STARVED_NS	(2ull * 1000 * 1000)
@@ -817,7 +821,11 @@ objfs_uring_start(struct objfs_fuse *f)
 	struct objfs_uring *u = f->uring;
 	unsigned i;
 
-	u->idle = idle_possible();
+	u->idle = f->o.uring == 2 && idle_possible();
+	if (f->o.uring == 2 && !u->idle)
+		objfs_log(OBJFS_LOG_INFO, "io_uring=idle: a thread cannot go "
+			"back from SCHED_IDLE here (CAP_SYS_NICE or "
+			"RLIMIT_NICE): the queues' threads stay normal");
 	if (u->idle && pthread_create(&u->watch, NULL, watch_thread, u) == 0)
 		u->watch_started = 1;
 	else

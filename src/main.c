@@ -48,7 +48,7 @@ struct opts {
 	unsigned spill_high;
 	unsigned spill_low;
 	unsigned max_threads;
-	int uring;			/* -o io_uring=auto */
+	int uring;			/* -o io_uring: 0 off, 1 auto, 2 idle */
 	int kernel_perms;		/* -o default_permissions */
 	int shared;			/* -o allow_other or allow_root */
 	char *passthrough;	/* options for libfuse and the kernel */
@@ -175,7 +175,10 @@ usage(FILE *f)
 "    -o io_uring=WHICH      take requests through FUSE over io_uring, one\n"
 "                           queue per CPU, when the kernel offers it\n"
 "                           (auto, default; Linux 6.14+ with the fuse\n"
-"                           module's enable_uring set) or never (off)\n"
+"                           module's enable_uring set), the same with\n"
+"                           its threads waiting as SCHED_IDLE (idle:\n"
+"                           faster small-file work, slower background\n"
+"                           reads and write-back), or never (off)\n"
 "\n"
 "FUSE options (passed on): allow_other, ro, noatime, nosuid, nodev, ...\n"
 "    -o allow_other         let other users in (the kernel checks modes)\n"
@@ -302,10 +305,12 @@ parse_one_option(struct opts *o, const char *opt)
 	} else if (strncmp(opt, "io_uring=", 9) == 0) {
 		if (strcmp(opt + 9, "auto") == 0)
 			o->uring = 1;
+		else if (strcmp(opt + 9, "idle") == 0)
+			o->uring = 2;
 		else if (strcmp(opt + 9, "off") == 0)
 			o->uring = 0;
 		else
-			refuse("io_uring=%s: must be auto or off", opt + 9);
+			refuse("io_uring=%s: must be auto, idle or off", opt + 9);
 	} else if (strncmp(opt, "threads=", 8) == 0) {
 		char *end;
 		long n = strtol(opt + 8, &end, 10);

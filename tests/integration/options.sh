@@ -33,7 +33,7 @@ refused "chunk not a power of two" "power of two" -o chunk=3M,data="$DATA" "$MNT
 refused "chunk too small" "power of two" -o chunk=1K,data="$DATA" "$MNT"
 refused "direct_io with an unknown policy" "direct_io=sometimes: must be auto, writes, all or none" -o direct_io=sometimes,data="$DATA" "$MNT"
 refused "direct_io without a value" "direct_io needs a value" -o direct_io,data="$DATA" "$MNT"
-refused "io_uring with an unknown value" "io_uring=yes: must be auto or off" -o io_uring=yes,data="$DATA" "$MNT"
+refused "io_uring with an unknown value" "io_uring=yes: must be auto, idle or off" -o io_uring=yes,data="$DATA" "$MNT"
 refused "readahead not a multiple of 4K" "readahead=3K: must be a multiple of 4K" -o readahead=3K,data="$DATA" "$MNT"
 refused "readahead too large" "readahead=2G" -o readahead=2G,data="$DATA" "$MNT"
 refused "missing mountpoint" "No such file or directory" -o data="$DATA" "$T/nonexistent"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # FUSE over io_uring (-o io_uring=auto): every operation of posix_ops.py,
 # a tree, large files, mmap and xattrs through the rings; a clean stop on
-# unmount and on SIGTERM; a SIGKILLed daemon leaves a mount that can be
+# unmount and on SIGTERM; -o io_uring=idle beside CPU hogs; a SIGKILLed daemon leaves a mount that can be
 # taken down and data that the next mount has; and /dev/fuse when the
 # kernel does not offer io_uring.  The kernel offers it only while the
 # fuse module's enable_uring is Y: the test sets it for each mount (a
@@ -123,33 +123,8 @@ parallel() {	# both queues at once, from processes on each CPU
 }
 ok "requests from every CPU at once" parallel
 
-# The queue threads wait as SCHED_IDLE (so that a client stays on its
-# CPU); beside busy normal tasks they would starve, unless the daemon
-# sees them wait and raises them.
-hogs() {
-	local pids=() c i rc=0
-	grep -q "waiting as SCHED_IDLE" "$LOG" || { echo "not SCHED_IDLE"; return 1; }
-	for c in $(seq 0 $(($(nproc) - 1))); do
-		taskset -c "$c" sh -c 'while :; do :; done' &
-		pids+=($!)
-		T_PIDS+=($!)
-	done
-	sleep 0.5
-	timeout 120 sh -c "for i in \$(seq 1 500); do echo \$i >'$MNT/hog-'\$i && cat '$MNT/hog-'\$i >/dev/null || exit 1; done" || rc=1
-	kill "${pids[@]}"
-	wait "${pids[@]}" 2>/dev/null
-	[ "$rc" = 0 ] && [ "$(cat "$MNT/hog-500")" = 500 ]
-}
-ok "beside a CPU hog on every CPU, 500 files written and read" hogs
 ok "unmount: the daemon exits 0" stop_objfs
 ok "it served the requests through its rings" served 20000
-raised() {
-	local n
-	n=$(sed -n 's/.*raised from SCHED_IDLE \([0-9]*\) times.*/\1/p' "$LOG" | tail -n 1)
-	echo "raised: ${n:-none}"
-	[ -n "$n" ] && [ "$n" -ge 1 ]
-}
-ok "... and raised its starved threads from SCHED_IDLE" raised
 
 again() {
 	start_objfs "$MNT" "$DATA" "arena=256M,io_uring=off" &&
@@ -165,6 +140,35 @@ term() {
 	! mountpoint -q "$MNT" && wait "$OBJFS_PID"
 }
 ok "SIGTERM: unmounted, the daemon exits 0" term
+
+# -o io_uring=idle: the queue threads wait as SCHED_IDLE (so that a
+# client stays on its CPU); beside busy normal tasks they would starve,
+# unless the daemon sees them wait and raises them.
+hogs() {
+	local pids=() c rc=0
+	grep -q "waiting as SCHED_IDLE" "$LOG" || { echo "not SCHED_IDLE"; return 1; }
+	for c in $(seq 0 $(($(nproc) - 1))); do
+		taskset -c "$c" sh -c 'while :; do :; done' &
+		pids+=($!)
+		T_PIDS+=($!)
+	done
+	sleep 0.5
+	timeout 120 sh -c "for i in \$(seq 1 500); do echo \$i >'$MNT/hog-'\$i && cat '$MNT/hog-'\$i >/dev/null || exit 1; done" || rc=1
+	kill "${pids[@]}"
+	wait "${pids[@]}" 2>/dev/null
+	[ "$rc" = 0 ] && [ "$(cat "$MNT/hog-500")" = 500 ]
+}
+raised() {
+	local n
+	n=$(sed -n 's/.*raised from SCHED_IDLE \([0-9]*\) times.*/\1/p' "$LOG" | tail -n 1)
+	echo "raised: ${n:-none}"
+	[ -n "$n" ] && [ "$n" -ge 1 ]
+}
+ok "mount with io_uring=idle" mount_uring io_uring=idle
+ok "beside a CPU hog on every CPU, 500 files written and read" hogs
+ok "tar of a tree in and out" bash -c "rm -rf '$MNT/u' && mkdir '$MNT/u' && tar -C '$T' -cf - src | tar -C '$MNT/u' -xf - && diff -r '$T/src' '$MNT/u/src'"
+ok "unmount: the daemon exits 0" stop_objfs
+ok "... and it raised its starved threads from SCHED_IDLE" raised
 
 killed() {
 	mount_uring || return 1
