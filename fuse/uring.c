@@ -554,13 +554,24 @@ queue_thread(void *arg)
 				live--;
 				continue;
 			}
-			if (res < 0) {
-				/* ENOTCONN, ECANCELED: the mount is gone */
-				if (res != -ENOTCONN && res != -ECANCELED)
-					objfs_log(OBJFS_LOG_ERR, "io_uring "
-						"queue %u: %s", q->qid,
-						strerror(-res));
+			if (res == -ENOTCONN || res == -ECANCELED) {
+				/* the mount is gone */
 				live--;
+				continue;
+			}
+			if (res < 0) {
+				/* A COMMIT_AND_FETCH the kernel refused (the
+				 * request no longer known to it): the kernel's
+				 * entry is lost to it, but its buffers are
+				 * ours; register them as a new one, or the
+				 * queue would lose a thread. */
+				objfs_log(OBJFS_LOG_ERR, "io_uring queue %u: an "
+					"answer was refused (%s); the entry "
+					"registers again", q->qid,
+					strerror(-res));
+				e->live = 0;
+				queue_cmd(q, (unsigned)tag,
+					K_URING_CMD_REGISTER);
 				continue;
 			}
 			e->live = 1;
