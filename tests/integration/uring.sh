@@ -14,6 +14,10 @@ if [ ! -w "$P" ]; then
 	echo "1..0 # SKIP this kernel has no FUSE over io_uring ($P)"
 	exit 0
 fi
+if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" = 2 ]; then
+	echo "1..0 # SKIP io_uring is disabled here (kernel.io_uring_disabled = 2)"
+	exit 0
+fi
 OLD=$(cat "$P")
 restore() { echo "$OLD" >"$P"; }
 trap 'restore; t_cleanup' EXIT
