@@ -19,7 +19,12 @@ if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" = 2 ]; th
 	exit 0
 fi
 OLD=$(cat "$P")
-restore() { echo "$OLD" >"$P"; }
+DIS=/proc/sys/kernel/io_uring_disabled
+DIS_OLD=$(cat "$DIS" 2>/dev/null || echo)
+restore() {
+	echo "$OLD" >"$P"
+	[ -z "$DIS_OLD" ] || echo "$DIS_OLD" >"$DIS"
+}
 trap 'restore; t_cleanup' EXIT
 LOG=$T/objfs.mnt.log
 
@@ -202,4 +207,19 @@ fallback() {
 }
 : >"$LOG"
 ok "not offered: requests stay on /dev/fuse" fallback
+
+refused_rings() {	# offered, but io_uring_setup refused (sysctl)
+	[ -n "$DIS_OLD" ] || { echo "no $DIS"; return 0; }
+	echo Y >"$P"
+	echo 2 >"$DIS"
+	start_objfs "$MNT" "$DATA" "arena=256M,io_uring=auto"
+	local rc=$?
+	restore
+	[ $rc = 0 ] || return 1
+	grep -q "io_uring: cannot set up" "$LOG" &&
+	! grep -q "requests through io_uring" "$LOG" &&
+	[ "$(cat "$MNT/kept")" = kept ] && echo z >"$MNT/z" && stop_objfs
+}
+: >"$LOG"
+ok "rings refused (io_uring disabled): requests stay on /dev/fuse" refused_rings
 t_done
