@@ -685,9 +685,9 @@ fall_back(struct uring_queue *q)
  * answered, and makes the queue's threads SCHED_OTHER for 5 s when they
  * waited more than 2 ms, and more than 0.5 ms per answer.  It is not the
  * default: requests the caller does not wait for (read-ahead, write-back)
- * then wait behind the caller's own computing; in one benchmark run,
- * writing 1 GiB through a mapping took 5.1 s once instead of 1.9, and
- * reading it back 1.07-1.21 s in two of three repetitions (0.48-0.52).
+ * wait behind the caller's own computing, and whether the watch catches
+ * that is not shown; the benchmark's mapped reads were 0.52-1.21 s with
+ * it, 0.57-0.82 s without, the same day (doc/benchmarks.md).
  */
 #define WATCH_NS	(10 * 1000 * 1000)
 #define STARVED_NS	(2ull * 1000 * 1000)
