@@ -15,6 +15,9 @@
 #include "ops.h"
 
 #define OBJFS_MAX_WRITE		(1u << 20)
+/* The kernel's ABI (<linux/fuse.h>) */
+#define K_IN_HDR		40		/* struct fuse_in_header */
+#define K_OUT_HDR		16		/* struct fuse_out_header */
 
 struct objfs_fuse {
 	struct fuse_session *se;

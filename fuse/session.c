@@ -115,8 +115,6 @@ err_free:
 #define K_INIT_EXT		(1u << 30)	/* flags: flags2 is valid */
 #define K_ALLOW_MMAP_HI		(1u << 4)	/* flags2: 1ULL << 36 */
 #define K_OVER_IO_URING_HI	(1u << 9)	/* flags2: 1ULL << 41 */
-#define K_IN_HDR		40		/* struct fuse_in_header */
-#define K_OUT_HDR		16		/* struct fuse_out_header */
 
 static uint32_t
 get32(const void *p, size_t off)
@@ -152,8 +150,8 @@ set_nonblock(int fd, int on)
 static ssize_t
 read_polling(struct objfs_fuse *f, int fd, void *buf, size_t len)
 {
-	/* Each worker reads its own clone of the fd (clone_fd): the
-	 * O_NONBLOCK state is this thread's fd's. */
+	/* Kept per thread and per fd, so that it holds if the workers
+	 * each read a clone of the fd (clone_fd). */
 	static _Thread_local int nb_fd = -1;
 	const struct timespec ts = { 0, POLL_NS };
 	ssize_t n;

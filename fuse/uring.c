@@ -96,14 +96,12 @@ struct k_out_header {
 	uint64_t unique;
 };
 
-_Static_assert(sizeof(struct k_in_header) == 40, "ABI");
-_Static_assert(sizeof(struct k_out_header) == 16, "ABI");
+_Static_assert(sizeof(struct k_in_header) == K_IN_HDR, "ABI");
+_Static_assert(sizeof(struct k_out_header) == K_OUT_HDR, "ABI");
 _Static_assert(sizeof(struct k_uring_ent_in_out) == 32, "ABI");
 _Static_assert(sizeof(struct k_uring_req_header) == 288, "ABI");
 _Static_assert(sizeof(struct k_uring_cmd_req) == 24, "ABI");
 
-#define IN_HDR		40	/* struct fuse_in_header */
-#define OUT_HDR		16	/* struct fuse_out_header */
 #define DEPTH		1	/* entries per ring (thread) */
 #define MAX_PER_QUEUE	16	/* threads per queue */
 #define FRONT		4096	/* room before the payload: header, op */
@@ -127,14 +125,14 @@ struct uring_queue {
 	int ring;
 	pthread_t thread;
 	int started;
-	/* the rings' mappings */
-	void *sq_map, *cq_map;
-	size_t sq_len, cq_len;
+	/* the ring's mapping (one, IORING_FEAT_SINGLE_MMAP: both queues) */
+	void *sq_map;
+	size_t sq_len;
 	struct io_uring_sqe *sqes;	/* 128-byte entries (SQE128) */
 	size_t sqes_len;
 	_Atomic unsigned *sq_tail, *cq_head;
 	_Atomic unsigned *cq_tail;
-	unsigned sq_mask, cq_mask, sq_entries;
+	unsigned sq_mask, cq_mask;
 	unsigned *sq_array;
 	struct io_uring_cqe *cqes;
 	unsigned pending;	/* SQEs written, not yet submitted */
@@ -157,7 +155,6 @@ struct objfs_uring {
 	unsigned per;		/* threads (rings) per queue */
 	unsigned nr;		/* nq * per */
 	_Atomic int stopping;
-	_Atomic unsigned long long served;	/* requests answered */
 	cpu_set_t all;		/* the daemon's CPUs */
 	int idle;		/* the threads wait as SCHED_IDLE */
 	pthread_t watch;
@@ -228,8 +225,6 @@ queue_unmap(struct uring_queue *q)
 			munmap(q->ent[i].buf, FRONT + PAYLOAD);
 	if (q->sqes)
 		munmap(q->sqes, q->sqes_len);
-	if (q->cq_map && q->cq_map != q->sq_map)
-		munmap(q->cq_map, q->cq_len);
 	if (q->sq_map)
 		munmap(q->sq_map, q->sq_len);
 	if (q->ring >= 0)
@@ -270,16 +265,16 @@ queue_setup(struct uring_queue *q)
 	if (!(p.features & IORING_FEAT_SINGLE_MMAP))
 		return -EOPNOTSUPP;
 	q->sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-	q->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-	if (q->cq_len > q->sq_len)
-		q->sq_len = q->cq_len;
+	if (p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe) >
+	    q->sq_len)
+		q->sq_len = p.cq_off.cqes +
+			p.cq_entries * sizeof(struct io_uring_cqe);
 	q->sq_map = mmap(NULL, q->sq_len, PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_POPULATE, q->ring, IORING_OFF_SQ_RING);
 	if (q->sq_map == MAP_FAILED) {
 		q->sq_map = NULL;
 		return -errno;
 	}
-	q->cq_map = q->sq_map;
 	q->sqes_len = p.sq_entries * 2 * sizeof(struct io_uring_sqe);
 	q->sqes = mmap(NULL, q->sqes_len, PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_POPULATE, q->ring, IORING_OFF_SQES);
@@ -290,7 +285,6 @@ queue_setup(struct uring_queue *q)
 	sq = q->sq_map;
 	q->sq_tail = (_Atomic unsigned *)(sq + p.sq_off.tail);
 	q->sq_mask = *(unsigned *)(sq + p.sq_off.ring_mask);
-	q->sq_entries = p.sq_entries;
 	q->sq_array = (unsigned *)(sq + p.sq_off.array);
 	q->cq_head = (_Atomic unsigned *)(sq + p.cq_off.head);
 	q->cq_tail = (_Atomic unsigned *)(sq + p.cq_off.tail);
@@ -375,17 +369,17 @@ serve(struct uring_queue *q, struct uring_ent *e)
 	memcpy(&ih, e->hdr.in_out, sizeof(ih));
 	e->unique = ih.unique;
 	e->replied = 0;
-	if (ih.len < IN_HDR + (uint64_t)psz || psz > PAYLOAD ||
-	    (op = ih.len - IN_HDR - psz) > sizeof(e->hdr.op_in)) {
+	if (ih.len < K_IN_HDR + (uint64_t)psz || psz > PAYLOAD ||
+	    (op = ih.len - K_IN_HDR - psz) > sizeof(e->hdr.op_in)) {
 		objfs_log(OBJFS_LOG_ERR, "io_uring: request %llu (opcode %u) "
 			"of %u bytes does not fit its entry (payload %u)",
 			(unsigned long long)ih.unique, ih.opcode, ih.len, psz);
 		reply_error(e, EIO);
 		return;
 	}
-	start = e->buf + FRONT - op - IN_HDR;
-	memcpy(start, &ih, IN_HDR);
-	memcpy(start + IN_HDR, e->hdr.op_in, op);
+	start = e->buf + FRONT - op - K_IN_HDR;
+	memcpy(start, &ih, K_IN_HDR);
+	memcpy(start + K_IN_HDR, e->hdr.op_in, op);
 	memset(&fb, 0, sizeof(fb));
 	fb.mem = start;
 	fb.size = ih.len;
@@ -412,7 +406,7 @@ static void
 reply_error(struct uring_ent *e, int err)
 {
 	struct k_out_header oh = {
-		.len = OUT_HDR, .error = -err, .unique = e->unique,
+		.len = K_OUT_HDR, .error = -err, .unique = e->unique,
 	};
 
 	memcpy(e->hdr.in_out, &oh, sizeof(oh));
@@ -429,14 +423,14 @@ objfs_uring_capture(const struct iovec *iov, int count)
 	char *dst;
 	int i;
 
-	if (!e || e->replied || count < 1 || iov[0].iov_len < OUT_HDR)
+	if (!e || e->replied || count < 1 || iov[0].iov_len < K_OUT_HDR)
 		return -1;
 	memcpy(&oh, iov[0].iov_base, sizeof(oh));
 	if (oh.unique != e->unique)
 		return -1;	/* a notification: /dev/fuse takes it */
 	for (i = 0; i < count; i++)
 		total += iov[i].iov_len;
-	if (total - OUT_HDR > PAYLOAD) {
+	if (total - K_OUT_HDR > PAYLOAD) {
 		objfs_log(OBJFS_LOG_ERR, "io_uring: a reply of %zu bytes "
 			"exceeds the entry's %u", total, PAYLOAD);
 		reply_error(e, EIO);
@@ -449,8 +443,8 @@ objfs_uring_capture(const struct iovec *iov, int count)
 		size_t n = iov[i].iov_len;
 
 		if (i == 0) {
-			src += OUT_HDR;
-			n -= OUT_HDR;
+			src += K_OUT_HDR;
+			n -= K_OUT_HDR;
 		}
 		memmove(dst + len, src, n);
 		len += n;
@@ -542,8 +536,12 @@ queue_thread(void *arg)
 					K_URING_CMD_REGISTER);
 				continue;
 			}
-			if (res < 0 && !e->live && res != -ENOTCONN &&
-			    res != -ECANCELED) {
+			if (res == -ENOTCONN || res == -ECANCELED) {
+				/* the mount is gone */
+				live--;
+				continue;
+			}
+			if (res < 0 && !e->live) {
 				/* a REGISTER refused: the kernel falls back
 				 * to /dev/fuse, whose readers must block */
 				atomic_store(&u->f->reader_poll, 0);
@@ -551,11 +549,6 @@ queue_thread(void *arg)
 					"the kernel refused an entry (%s): "
 					"requests stay on /dev/fuse", q->qid,
 					strerror(-res));
-				live--;
-				continue;
-			}
-			if (res == -ENOTCONN || res == -ECANCELED) {
-				/* the mount is gone */
 				live--;
 				continue;
 			}
@@ -576,9 +569,10 @@ queue_thread(void *arg)
 			}
 			e->live = 1;
 			serve(q, e);
-			atomic_fetch_add_explicit(&u->served, 1,
-				memory_order_relaxed);
-			atomic_store_explicit(&q->done, q->done + 1,
+			/* its own counter, summed at the end: no line
+			 * shared by both CPUs on the way */
+			atomic_store_explicit(&q->done, atomic_load_explicit(
+				&q->done, memory_order_relaxed) + 1,
 				memory_order_relaxed);
 			queue_cmd(q, (unsigned)tag,
 				K_URING_CMD_COMMIT_AND_FETCH);
@@ -863,6 +857,7 @@ void
 objfs_uring_stop(struct objfs_fuse *f)
 {
 	struct objfs_uring *u = f->uring;
+	unsigned long long served = 0;
 	uint64_t one = 1;
 	unsigned i;
 
@@ -879,9 +874,11 @@ objfs_uring_stop(struct objfs_fuse *f)
 		pthread_join(u->watch, NULL);
 	for (i = 0; i < u->nr; i++)
 		queue_unmap(&u->q[i]);
+	for (i = 0; i < u->nr; i++)
+		served += atomic_load(&u->q[i].done);
 	objfs_log(OBJFS_LOG_INFO, "io_uring: %llu requests served; a queue "
 		"raised from SCHED_IDLE %u times",
-		(unsigned long long)atomic_load(&u->served),
+		served,
 		atomic_load(&u->boosts));
 	free(u->q);
 	close(u->stopfd);
