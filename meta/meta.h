@@ -65,11 +65,15 @@ struct objfs_dirent {
 	char name[OBJFS_NAME_MAX + 1];
 };
 
-/* Where the disk copy of one chunk is, and what it holds. */
+/* Where the disk copy of one chunk is, and what it holds (csum.h). */
 struct objfs_chunk_rec {
-	uint64_t csum;		/* xxh3 of its @len bytes */
+	uint64_t csum;		/* checksum of its @len bytes */
 	uint64_t slot;		/* at byte slot * chunk size of the file */
 	uint32_t len;
+	uint32_t shift;		/* sub-blocks of 1 << shift bytes; 0: none
+				 * (a record from before schema 3) */
+	const unsigned char *tab;	/* their sums, objfs_nsums() of them
+				 * (shift != 0); valid during the call */
 };
 
 /*
@@ -184,6 +188,10 @@ int objfs_meta_symlink_get(struct objfs_meta_txn *t, uint64_t ino,
 int objfs_meta_chunk_put(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
 		const struct objfs_chunk_rec *r);
 int objfs_meta_chunk_del(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx);
+/* The record of chunk @idx, its table of sums copied into @tab (room for
+ * OBJFS_SUMS_MAX); -ENOENT when there is none, -EIO when it is damaged. */
+int objfs_meta_chunk_get(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
+		struct objfs_chunk_rec *r, unsigned char *tab);
 /* Delete every record of @ino with index >= @first. */
 int objfs_meta_chunk_del_from(struct objfs_meta_txn *t, uint64_t ino,
 		uint64_t first);

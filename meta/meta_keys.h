@@ -37,7 +37,7 @@
 #ifndef OBJFS_META_KEYS_H
 #define OBJFS_META_KEYS_H
 
-#define OBJFS_META_SCHEMA	2u
+#define OBJFS_META_SCHEMA	3u
 
 #define OBJFS_DB_SUPER		"super"
 #define OBJFS_DB_INODE		"inode"

@@ -29,6 +29,7 @@
 #define JOURNAL_SIZE	(8u << 20)
 #define JOURNAL_MIN	(1u << 20)
 #define CHUNK_VAL	20		/* csum 8, len 4, slot 8 */
+#define CHUNK_VAL_MAX	(CHUNK_VAL + 1 + 4 * 128)	/* shift 1, sums */
 
 
 

@@ -371,14 +371,70 @@ int
 objfs_meta_chunk_put(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
 		const struct objfs_chunk_rec *r)
 {
-	unsigned char kb[16], vb[CHUNK_VAL];
+	unsigned char kb[16], vb[CHUNK_VAL_MAX];
+	size_t vlen = CHUNK_VAL;
 
 	put_be64(kb, ino);
 	put_be64(kb + 8, idx);
 	objfs_csum_to_canonical(r->csum, vb);
 	memcpy(vb + 8, &r->len, 4);
 	memcpy(vb + 12, &r->slot, 8);
-	return meta_put(t, DB_CHUNK, kb, 16, vb, CHUNK_VAL, 0);
+	if (r->shift) {
+		uint32_t n = objfs_nsums(r->len, r->shift);
+
+		if (n > OBJFS_SUMS_MAX || r->shift > 31)
+			return -EINVAL;
+		vb[CHUNK_VAL] = (unsigned char)r->shift;
+		memcpy(vb + CHUNK_VAL + 1, r->tab, 4 * (size_t)n);
+		vlen += 1 + 4 * (size_t)n;
+	}
+	return meta_put(t, DB_CHUNK, kb, 16, vb, vlen, 0);
+}
+
+_Static_assert(CHUNK_VAL_MAX == CHUNK_VAL + 1 + 4 * OBJFS_SUMS_MAX,
+		"a chunk value holds the largest table of sums");
+
+/* Decode a chunk value of @vlen bytes (trailer off) into @r, its table
+ * pointing into @v; 0 when it is not one objfs writes. */
+static int
+chunk_decode(const unsigned char *v, size_t vlen, struct objfs_chunk_rec *r)
+{
+	if (vlen < CHUNK_VAL)
+		return 0;
+	r->csum = objfs_csum_from_canonical(v);
+	memcpy(&r->len, v + 8, 4);
+	memcpy(&r->slot, v + 12, 8);
+	r->shift = 0;
+	r->tab = NULL;
+	if (vlen == CHUNK_VAL)
+		return 1;
+	r->shift = v[CHUNK_VAL];
+	r->tab = v + CHUNK_VAL + 1;
+	return r->shift >= OBJFS_SUMS_MIN_SHIFT && r->shift <= 31 &&
+		objfs_nsums(r->len, r->shift) <= OBJFS_SUMS_MAX &&
+		vlen == CHUNK_VAL + 1 + 4 * (size_t)objfs_nsums(r->len, r->shift);
+}
+
+int
+objfs_meta_chunk_get(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
+		struct objfs_chunk_rec *r, unsigned char *tab)
+{
+	unsigned char kb[16];
+	MDB_val v;
+	int rc;
+
+	put_be64(kb, ino);
+	put_be64(kb + 8, idx);
+	rc = meta_get(t, DB_CHUNK, kb, 16, &v);
+	if (rc < 0)
+		return rc;
+	if (!chunk_decode(v.mv_data, v.mv_size, r))
+		return meta_damaged(DB_CHUNK, kb, 16);
+	if (r->shift) {
+		memcpy(tab, r->tab, 4 * (size_t)objfs_nsums(r->len, r->shift));
+		r->tab = tab;
+	}
+	return 0;
 }
 
 int
@@ -421,10 +477,7 @@ chunk_list_one(void *arg, MDB_val *k, MDB_val *v, int ok)
 		ino = get_be64(k->mv_data);
 		idx = get_be64((unsigned char *)k->mv_data + 8);
 	}
-	if (ok && k->mv_size == 16 && v->mv_size == CHUNK_VAL) {
-		r.csum = objfs_csum_from_canonical(v->mv_data);
-		memcpy(&r.len, (char *)v->mv_data + 8, 4);
-		memcpy(&r.slot, (char *)v->mv_data + 12, 8);
+	if (ok && k->mv_size == 16 && chunk_decode(v->mv_data, v->mv_size, &r)) {
 		rp = &r;
 	} else {
 		(void)meta_damaged(DB_CHUNK, k->mv_data, k->mv_size);

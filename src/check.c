@@ -291,8 +291,11 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 			" is used by another chunk too", ino, idx, r->slot);
 	if (k->fd < 0)
 		return 0;
+	if (r->shift && objfs_sums_csum(r->tab, r->len, r->shift) != r->csum)
+		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": its sub-block "
+			"sums do not match its checksum", ino, idx);
 	rc = objfs_spill_read(k->fd, ino, idx, r->slot, c->chunk, k->buf,
-			r->len, r->csum);
+			r->len, r->shift, r->csum);
 	if (rc == 0) {
 		k->verified++;
 		k->bytes += r->len;
@@ -426,7 +429,10 @@ ck_read_super(struct ck *c, const char *data_dir, int dirfd)
 			"chunk size)");
 		return;
 	}
-	if (schema != OBJFS_META_SCHEMA)
+	if (schema == 2)
+		note(c, "schema 2: the next mount marks it 3 (its chunk "
+			"records stay as they are)");
+	else if (schema != OBJFS_META_SCHEMA)
 		problem(c, "schema %" PRIu64 ", this objfs writes %u", schema,
 			OBJFS_META_SCHEMA);
 	if (chunk < 4096 || chunk > (1u << 30) || (chunk & (chunk - 1))) {

@@ -34,7 +34,9 @@
 
 #define OBJFS_CHUNK_DIRTY	0x1u	/* arena copy differs from the disk */
 #define OBJFS_CHUNK_ONDISK	0x2u	/* a disk copy and its record exist */
-#define OBJFS_CHUNK_RECDIRTY	0x4u	/* record in memory not in the index */
+#define OBJFS_CHUNK_SUMS	0x4u	/* the disk copy's record has sub-block
+					 * sums (csum.h): parts of it can be
+					 * read and checked alone */
 
 enum objfs_chunk_state {
 	OBJFS_CHUNK_HOLE,

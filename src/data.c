@@ -81,7 +81,11 @@ chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 	}
 	if (rc < 0)
 		return rc;
-	c->flags = OBJFS_CHUNK_ONDISK;
+	if (r->shift && r->shift != l->s->sub_shift) {
+		l->bad = 1;		/* not a size this store writes */
+		return 0;
+	}
+	c->flags = OBJFS_CHUNK_ONDISK | (r->shift ? OBJFS_CHUNK_SUMS : 0);
 	c->csum = r->csum;
 	c->slot = r->slot;
 	c->disk_len = r->len;
@@ -223,7 +227,7 @@ data_read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		return -EIO;
 	}
 	rc = objfs_spill_read(fd, ip->ino, idx, c->slot, s->chunk_size, buf,
-			c->disk_len, c->csum);
+			c->disk_len, data_sub_shift(s, c), c->csum);
 	if (rc == -EBADMSG) {
 		atomic_fetch_add(&s->csum_failures, 1);
 		rc = -EIO;
@@ -488,13 +492,15 @@ data_commit_or_abort(struct objfs_meta_txn *t, int rc, uint64_t *seq)
  * bytes stay where they are (truncation shortens the record). */
 static int
 shorter_csum(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		const struct objfs_chunk *c, uint32_t len, uint64_t *csum)
+		const struct objfs_chunk *c, uint32_t len, unsigned char *tab,
+		uint64_t *csum)
 {
 	unsigned char *b;
 	int rc;
 
 	if (c->cap && !(c->flags & OBJFS_CHUNK_DIRTY)) {
-		*csum = objfs_csum64(objfs_arena_ptr(s->arena, c->off), len);
+		*csum = objfs_chunk_csum(objfs_arena_ptr(s->arena, c->off), len,
+				s->sub_shift, tab);
 		return 0;
 	}
 	b = data_bounce_alloc(c->disk_len);
@@ -502,7 +508,7 @@ shorter_csum(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		return -ENOMEM;
 	rc = data_read_disk_copy(s, ip, idx, c, b);
 	if (rc == 0)
-		*csum = objfs_csum64(b, len);
+		*csum = objfs_chunk_csum(b, len, s->sub_shift, tab);
 	free(b);
 	return rc;
 }
@@ -516,6 +522,7 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	struct objfs_chunk *c = NULL;
 	struct objfs_meta_txn *t;
 	uint64_t nrec = ip->attr.nrec, cut = 0, csum = 0, seq, i;
+	unsigned char tab[4 * OBJFS_SUMS_MAX];
 	struct objfs_chunk *e;
 	int rc, shorten = 0;
 
@@ -532,7 +539,7 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		shorten = c && (c->flags & OBJFS_CHUNK_ONDISK) &&
 			c->disk_len > tail;
 		if (shorten && (rc = shorter_csum(s, ip, keep - 1, c, tail,
-				&csum)) < 0)
+				tab, &csum)) < 0)
 			return rc;
 	}
 	a->size = size;
@@ -545,7 +552,8 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	if (cut)
 		rc = objfs_meta_chunk_del_from(t, ip->ino, keep);
 	if (rc == 0 && shorten) {
-		struct objfs_chunk_rec r = { csum, c->slot, tail };
+		struct objfs_chunk_rec r = { csum, c->slot, tail,
+			s->sub_shift, tab };
 
 		rc = objfs_meta_chunk_put(t, ip->ino, keep - 1, &r);
 	}
@@ -558,6 +566,7 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		if (e->flags & OBJFS_CHUNK_ONDISK)
 			data_defer_slot(s, ip->ino, e->slot, seq);
 	if (shorten) {
+		c->flags |= OBJFS_CHUNK_SUMS;
 		c->csum = csum;
 		c->disk_len = tail;
 		c->rec_seq = seq;

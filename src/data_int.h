@@ -15,6 +15,13 @@ min64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* The sub-block size (log2) of the disk copy of @c; 0: checked whole. */
+static inline unsigned
+data_sub_shift(const struct objfs_store *s, const struct objfs_chunk *c)
+{
+	return (c->flags & OBJFS_CHUNK_SUMS) ? s->sub_shift : 0;
+}
+
 /* data.c */
 /* The backing file's fd (made, with @create, when missing; *@created
  * says so), or a negative errno. */

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/csum.h"
 #include "base/log.h"
 #include "base/sync.h"
 #include "status.h"
@@ -209,7 +210,23 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 	}
 	if (rc < 0)
 		goto err_abort;
-	if (schema != OBJFS_META_SCHEMA) {
+	if (schema == 2) {
+		/* Schema 2 has the same records without sub-block sums: they
+		 * are read whole, and every chunk written from now on gets
+		 * sums.  Marked 3, so that an objfs that would take the new
+		 * records for damaged ones refuses the index instead. */
+		objfs_meta_abort(t);
+		rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
+		if (rc < 0)
+			return rc;
+		rc = objfs_meta_super_put(t, OBJFS_SUPER_SCHEMA,
+				OBJFS_META_SCHEMA);
+		if (rc < 0)
+			goto err_abort;
+		objfs_log(OBJFS_LOG_INFO, "index: schema 2 taken up as 3 "
+			"(chunks written from now on carry sub-block "
+			"checksums)");
+	} else if (schema != OBJFS_META_SCHEMA) {
 		*msg = "the index was written by an incompatible objfs version";
 		rc = -EPROTO;
 		goto err_abort;
@@ -697,6 +714,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	for (s->chunk_shift = 0; (1u << s->chunk_shift) < s->chunk_size;
 	     s->chunk_shift++)
 		;
+	s->sub_shift = objfs_sub_shift(s->chunk_size);
 	/* The largest file is a number of chunks: what the chunk map and
 	 * the index's chunk keys hold. */
 	_Static_assert(OBJFS_MAX_CHUNKS_SHIFT <= OBJFS_CHUNKMAP_BITS,

@@ -214,6 +214,77 @@ objfs_iov_release(struct objfs_iov *v)
 }
 
 /*
+ * A reader that jumps about (this chunk is neither the one it read last
+ * nor the next) and wants a small part of the copy: read only the
+ * sub-blocks that hold bytes [co, co+n), each checked against its sum in
+ * the chunk's record, into a buffer of @v's own.  1 when it did; 0 when
+ * the whole copy is to be read instead (records from before schema 3
+ * have no sums; a part as large as half the copy is read whole, into a
+ * slot, for the requests that follow); or -errno.
+ */
+static int
+read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, struct objfs_rahead *ra,
+		struct objfs_iov *v, uint32_t co, uint32_t n)
+{
+	unsigned char tab[4 * OBJFS_SUMS_MAX], *b;
+	struct objfs_chunk_rec r;
+	struct objfs_meta_txn *t;
+	uint32_t hi, base, end, shift = s->sub_shift;
+	void **nb;
+	int rc, fd;
+
+	if (!(c->flags & OBJFS_CHUNK_SUMS) || idx == ra->last ||
+	    idx == ra->last + 1)
+		return 0;
+	if (co >= c->disk_len) {	/* past the copy: zeros */
+		data_iov_add_chunk(v, NULL, 0, co, n);
+		return 1;
+	}
+	hi = co + n < c->disk_len ? co + n : c->disk_len;
+	base = co >> shift << shift;
+	end = (uint32_t)min64(((uint64_t)((hi - 1) >> shift) + 1) << shift,
+			c->disk_len);
+	if (end - base > c->disk_len / 2)
+		return 0;
+	/* The sums are in the record, not in memory: one index read. */
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_chunk_get(t, ip->ino, idx, &r, tab);
+	objfs_meta_abort(t);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (rc == -ENOENT || r.slot != c->slot || r.len != c->disk_len ||
+	    r.csum != c->csum || r.shift != shift ||
+	    objfs_sums_csum(tab, r.len, shift) != c->csum)
+		return 0;	/* not this copy's record: read it whole */
+	fd = data_backing_fd(s, ip, 0, NULL);
+	if (fd < 0)
+		return 0;	/* reported by the whole read */
+	nb = realloc(v->bounce, (v->nbounce + 1) * sizeof(*nb));
+	if (!nb)
+		return -ENOMEM;
+	v->bounce = nb;
+	b = data_bounce_alloc(end - base);
+	if (!b)
+		return -ENOMEM;
+	v->bounce[v->nbounce++] = b;
+	rc = objfs_spill_read_part(fd, ip->ino, idx, c->slot, s->chunk_size, b,
+			co, hi, c->disk_len, shift, tab);
+	if (rc == -EBADMSG) {
+		atomic_fetch_add(&s->csum_failures, 1);
+		rc = -EIO;
+	}
+	if (rc < 0)
+		return rc;
+	atomic_fetch_add(&s->part_reads, 1);
+	ra->last = idx;
+	data_iov_add_chunk(v, b, c->disk_len - base, co - base, n);
+	return 1;
+}
+
+/*
  * Serve bytes [co, co+n) of spilled chunk @idx from its verified disk
  * copy, into @v.  Slots of chunks from @first on are already in @v, so
  * they are not reused.  -EAGAIN when it waited for a load (the inode lock
@@ -232,6 +303,8 @@ data_read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (!ra)
 		return -ENOMEM;
 	sl = ra_find(ra, idx, c);
+	if (!sl && (rc = read_part(s, ip, idx, c, ra, v, co, n)) != 0)
+		return rc < 0 ? rc : 0;
 	if (!sl) {
 		sl = ra_victim(ra, first, idx, 1);
 		if (!sl)	/* one read spans more chunks than slots */
@@ -273,6 +346,7 @@ read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
 	struct objfs_chunk *c;
 	uint64_t idx, csum, dslot;
 	uint32_t len;
+	unsigned shift;
 	int fd, rc = -ESTALE;
 
 	objfs_inode_assert_locked(ip);
@@ -295,10 +369,11 @@ read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
 		 * waits for it); the disk copy's slot is not given back
 		 * while a record points at it.  Read without the lock, so
 		 * the reader copies the chunk before this one meanwhile. */
+		shift = data_sub_shift(s, c);
 		ra->reading++;
 		objfs_inode_unlock(ip);
 		rc = objfs_spill_read(fd, ip->ino, idx, dslot, s->chunk_size,
-				sl->buf, len, csum);
+				sl->buf, len, shift, csum);
 		objfs_inode_lock(ip);
 		ra->reading--;
 	}

@@ -98,7 +98,7 @@ copy_chunk(void *arg, uint64_t idx, const struct objfs_chunk_rec *rec)
 	}
 	k->found++;
 	if (objfs_spill_read(k->in, 0, idx, rec->slot, c, k->buf, rec->len,
-			rec->csum) < 0) {
+			rec->shift, rec->csum) < 0) {
 		fprintf(r->report, "chunk %" PRIu64 " (slot %" PRIu64 ") does not "
 			"verify: left as zeros\n", idx, rec->slot);
 		k->bad++;

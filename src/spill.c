@@ -220,16 +220,17 @@ objfs_backing_free(struct objfs_backing *b, uint64_t *total, uint64_t *avail)
 
 int
 objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size, const void *buf,
-		uint32_t len, uint64_t *csum_out)
+		uint32_t len, unsigned shift, unsigned char *tab,
+		uint64_t *csum_out)
 {
 	return objfs_spill_write_tail(fd, slot, chunk_size, buf, 0, len,
-			csum_out);
+			shift, tab, csum_out);
 }
 
 int
 objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
-		const void *buf, uint32_t from, uint32_t len,
-		uint64_t *csum_out)
+		const void *buf, uint32_t from, uint32_t len, unsigned shift,
+		unsigned char *tab, uint64_t *csum_out)
 {
 	off_t pos = (off_t)(slot * chunk_size);
 	const char *p = buf;
@@ -247,21 +248,22 @@ objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
 			return -EIO;	/* a zero-length write sets no errno */
 		done += (uint32_t)n;
 	}
-	*csum_out = objfs_csum64(buf, len);
+	*csum_out = objfs_chunk_csum(buf, len, shift, tab);
 	return 0;
 }
 
-int
-objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
-		uint32_t chunk_size, void *buf, uint32_t len, uint64_t csum)
+/* Read bytes [@from, @to) of slot @slot into @p (the file may end inside
+ * the last aligned block, but not before @to). */
+static int
+read_range(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+		uint32_t chunk_size, char *p, uint32_t from, uint32_t to)
 {
-	off_t pos = (off_t)(slot * chunk_size);
-	char *p = buf;
-	uint32_t done = 0, span = objfs_spill_span(len);
+	off_t pos = (off_t)(slot * chunk_size) + from;
+	uint32_t done = 0, want = to - from,
+		 span = objfs_spill_span(to) - from;
 	ssize_t n;
 
-	/* Read the whole aligned span; the file may end inside it. */
-	while (done < len) {
+	while (done < want) {
 		n = pread(fd, p + done, span - done, pos + done);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -275,17 +277,64 @@ objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 			objfs_log(OBJFS_LOG_ERR,
 				"inode %" PRIu64 " chunk %" PRIu64
 				": backing file is short (%u of %u bytes)",
-				ino, idx, done, len);
+				ino, idx, from + done, to);
 			return -EIO;
 		}
 		done += (uint32_t)n;
 	}
-	if (objfs_csum64(buf, len) != csum) {
-		objfs_log(OBJFS_LOG_ERR,
-			"inode %" PRIu64 " chunk %" PRIu64
-			": checksum mismatch in backing file, refusing to return it",
-			ino, idx);
-		return -EBADMSG;
+	return 0;
+}
+
+static int
+mismatch(uint64_t ino, uint64_t idx)
+{
+	objfs_log(OBJFS_LOG_ERR,
+		"inode %" PRIu64 " chunk %" PRIu64
+		": checksum mismatch in backing file, refusing to return it",
+		ino, idx);
+	return -EBADMSG;
+}
+
+int
+objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+		uint32_t chunk_size, void *buf, uint32_t len, unsigned shift,
+		uint64_t csum)
+{
+	unsigned char tab[4 * OBJFS_SUMS_MAX];
+	int rc = read_range(fd, ino, idx, slot, chunk_size, buf, 0, len);
+
+	if (rc < 0)
+		return rc;
+	if (objfs_chunk_csum(buf, len, shift, tab) != csum)
+		return mismatch(ino, idx);
+	return 0;
+}
+
+int
+objfs_spill_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+		uint32_t chunk_size, void *buf, uint32_t lo, uint32_t hi,
+		uint32_t len, unsigned shift, const unsigned char *tab)
+{
+	uint32_t sub = 1u << shift, first = lo >> shift,
+		 last = (hi - 1) >> shift, end;
+	unsigned char *p = buf;
+	int rc;
+
+	end = (uint32_t)((uint64_t)(last + 1) << shift) < len ?
+		(last + 1) << shift : len;
+	rc = read_range(fd, ino, idx, slot, chunk_size, buf, first << shift,
+			end);
+	if (rc < 0)
+		return rc;
+	for (uint32_t i = first; i <= last; i++) {
+		uint32_t l = end - (i << shift) < sub ? end - (i << shift) : sub;
+		const unsigned char *t = tab + 4 * (size_t)i;
+		uint32_t want = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 |
+			(uint32_t)t[2] << 8 | t[3];
+
+		if (objfs_sub_sum(p + ((size_t)(i - first) << shift), l, i) !=
+				want)
+			return mismatch(ino, idx);
 	}
 	return 0;
 }

@@ -62,28 +62,43 @@ int objfs_backing_free(struct objfs_backing *b, uint64_t *total,
 /*
  * Write @len bytes from @buf into slot @slot of @fd (a whole span of
  * aligned blocks), and compute the checksum of the @len bytes into
- * @csum_out.  Returns 0, -ENOSPC, -EIO (short write) or another -errno; on
+ * @csum_out, in sub-blocks of 1 << @shift bytes, their sums into @tab
+ * (csum.h).  Returns 0, -ENOSPC, -EIO (short write) or another -errno; on
  * failure the slot's bytes are undefined (no record may point at them).
  * Not durable until fdatasync.
  */
 int objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size,
-		const void *buf, uint32_t len, uint64_t *csum_out);
+		const void *buf, uint32_t len, unsigned shift,
+		unsigned char *tab, uint64_t *csum_out);
 
 /* The same for bytes [@from, @len) of the chunk only (@from aligned to
  * OBJFS_SPILL_ALIGN), into the same place of slot @slot; the checksum is
  * of all @len bytes of @buf. */
 int objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
-		const void *buf, uint32_t from, uint32_t len,
-		uint64_t *csum_out);
+		const void *buf, uint32_t from, uint32_t len, unsigned shift,
+		unsigned char *tab, uint64_t *csum_out);
 
 /*
  * Read the @len-byte disk copy of chunk @idx from slot @slot into @buf and
- * check it against @csum.  A short or unreadable file is -EIO and a
- * checksum mismatch is -EBADMSG, each logged with @ino and @idx; @buf is
- * then undefined.
+ * check it against @csum (made with sub-blocks of 1 << @shift bytes, or
+ * none when 0).  A short or unreadable file is -EIO and a checksum
+ * mismatch is -EBADMSG, each logged with @ino and @idx; @buf is then
+ * undefined.
  */
 int objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
-		uint32_t chunk_size, void *buf, uint32_t len, uint64_t csum);
+		uint32_t chunk_size, void *buf, uint32_t len, unsigned shift,
+		uint64_t csum);
+
+/*
+ * Read only the sub-blocks of that copy that hold bytes [@lo, @hi) (@hi
+ * <= @len; @shift != 0), checking each against its sum in @tab, into
+ * @buf, which receives the copy's bytes from (@lo rounded down to a
+ * sub-block) on and holds objfs_spill_span() of them.  Errors as
+ * objfs_spill_read().
+ */
+int objfs_spill_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+		uint32_t chunk_size, void *buf, uint32_t lo, uint32_t hi,
+		uint32_t len, unsigned shift, const unsigned char *tab);
 
 /* Give the disk blocks of slot @slot back (punch a hole). */
 int objfs_spill_punch(int fd, uint64_t slot, uint32_t chunk_size);

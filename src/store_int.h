@@ -161,6 +161,7 @@ struct objfs_store {
 	int lockfd;
 	uint32_t chunk_size;
 	unsigned chunk_shift;
+	unsigned sub_shift;		/* sub-block sums (csum.h) */
 	uint64_t max_size;		/* largest file: writes past it EFBIG */
 	uint64_t restore_limit;		/* arena use above which reads are
 					 * served from disk, not restored */
@@ -182,7 +183,7 @@ struct objfs_store {
 
 	_Atomic uint64_t written_out_chunks, written_out_bytes;
 	_Atomic uint64_t restored_chunks, restored_bytes;
-	_Atomic uint64_t direct_reads, csum_failures;
+	_Atomic uint64_t direct_reads, part_reads, csum_failures;
 	_Atomic uint64_t evictions;
 
 	/* Space given back when durable (space.c), a leaf lock. */

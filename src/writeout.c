@@ -26,6 +26,7 @@ struct written {
 	uint64_t idx, slot, csum;
 	uint32_t len;
 	int tail;		/* into its own slot, after its copy */
+	unsigned char tab[4 * OBJFS_SUMS_MAX];	/* its sub-block sums */
 };
 
 /*
@@ -86,7 +87,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			rc = objfs_spill_write_tail(fd, x->slot, s->chunk_size,
 					objfs_arena_ptr(s->arena, c->off),
 					c->disk_len & ~(OBJFS_SPILL_ALIGN - 1),
-					x->len, &x->csum);
+					x->len, s->sub_shift, x->tab, &x->csum);
 			if (rc < 0)
 				break;
 			n++;
@@ -98,7 +99,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			break;
 		rc = objfs_spill_write(fd, x->slot, s->chunk_size,
 				objfs_arena_ptr(s->arena, c->off), x->len,
-				&x->csum);
+				s->sub_shift, x->tab, &x->csum);
 		if (rc < 0) {
 			objfs_slots_put(&ip->slots, x->slot);
 			break;
@@ -145,7 +146,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 	if (r == 0) {
 		for (size_t k = 0; r == 0 && k < n; k++) {
 			struct objfs_chunk_rec rec = { w[k].csum, w[k].slot,
-				w[k].len };
+				w[k].len, s->sub_shift, w[k].tab };
 
 			r = objfs_meta_chunk_put(t, ip->ino, w[k].idx, &rec);
 		}
@@ -165,7 +166,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		if ((c->flags & OBJFS_CHUNK_ONDISK) && !w[k].tail)
 			data_defer_slot(s, ip->ino, c->slot, seq);
 		objfs_chunkmap_set_dirty(&ip->chunks, w[k].idx, c, 0);
-		c->flags |= OBJFS_CHUNK_ONDISK;
+		c->flags |= OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS;
 		c->dirty_lo = UINT32_MAX;
 		c->slot = w[k].slot;
 		c->csum = w[k].csum;

@@ -38,3 +38,48 @@ objfs_csum_from_canonical(const unsigned char in[8])
 	memcpy(c.digest, in, 8);
 	return XXH64_hashFromCanonical(&c);
 }
+
+unsigned
+objfs_sub_shift(uint32_t chunk_size)
+{
+	unsigned shift = OBJFS_SUMS_MIN_SHIFT;
+
+	while ((1u << shift) * OBJFS_SUMS_MAX < chunk_size)
+		shift++;
+	return shift;
+}
+
+uint32_t
+objfs_sub_sum(const void *buf, uint32_t len, uint32_t i)
+{
+	return (uint32_t)XXH3_64bits_withSeed(buf, len, i);
+}
+
+uint64_t
+objfs_sums_csum(const unsigned char *tab, uint32_t len, unsigned shift)
+{
+	return XXH3_64bits_withSeed(tab, 4 * (size_t)objfs_nsums(len, shift),
+			(uint64_t)len << 8 | shift);
+}
+
+uint64_t
+objfs_chunk_csum(const void *buf, uint32_t len, unsigned shift,
+		unsigned char *tab)
+{
+	const unsigned char *p = buf;
+	uint32_t sub = 1u << (shift ? shift : 31), n;
+
+	if (shift == 0)
+		return XXH3_64bits(buf, len);
+	n = objfs_nsums(len, shift);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t l = len - i * sub < sub ? len - i * sub : sub;
+		uint32_t h = objfs_sub_sum(p + (size_t)i * sub, l, i);
+
+		tab[4 * i] = (unsigned char)(h >> 24);
+		tab[4 * i + 1] = (unsigned char)(h >> 16);
+		tab[4 * i + 2] = (unsigned char)(h >> 8);
+		tab[4 * i + 3] = (unsigned char)h;
+	}
+	return objfs_sums_csum(tab, len, shift);
+}

@@ -2,8 +2,15 @@
 /*
  * csum.h - chunk checksums.
  *
- * Every chunk written to the backing directory carries the xxh3-64 of its
- * bytes.  In LMDB the checksum is stored in canonical (big-endian) form, so
+ * Every chunk written to the backing directory carries a checksum of its
+ * bytes.  Chunks written since schema 3 are checked in sub-blocks (4 KiB,
+ * or a 128th of the chunk when that is larger): a 32-bit sum per
+ * sub-block (the low half of its xxh3-64, seeded with its number), kept
+ * big-endian in the chunk's record, so that part of a chunk can be read
+ * from disk and verified alone; the chunk's checksum is the xxh3-64 of
+ * that table, seeded with the length and the sub-block size.  Records of
+ * older indexes (shift 0) carry the xxh3-64 of the bytes and are read
+ * whole.  In LMDB checksums are stored in canonical (big-endian) form, so
  * an index is portable between hosts of either byte order.
  */
 #ifndef OBJFS_CSUM_H
@@ -16,6 +23,33 @@
 uint64_t objfs_csum64(const void *buf, size_t len);
 /* The same with a seed, to chain several pieces into one checksum. */
 uint64_t objfs_csum64_seed(const void *buf, size_t len, uint64_t seed);
+
+/* Sub-block sums per chunk at most, and the log2 of the sub-block size
+ * for chunks of @chunk_size bytes. */
+#define OBJFS_SUMS_MAX		128u
+#define OBJFS_SUMS_MIN_SHIFT	12u
+unsigned objfs_sub_shift(uint32_t chunk_size);
+
+/* Sums for @len bytes in sub-blocks of 1 << @shift. */
+static inline uint32_t
+objfs_nsums(uint32_t len, unsigned shift)
+{
+	return (uint32_t)(((uint64_t)len + (1u << shift) - 1) >> shift);
+}
+
+/*
+ * The checksum of a chunk copy of @len bytes.  @shift 0: the xxh3-64 of
+ * the bytes (records before schema 3).  Otherwise the sums of its
+ * sub-blocks go into @tab (4 bytes each, big-endian; objfs_nsums() of
+ * them), and the checksum is objfs_sums_csum() of that table.
+ */
+uint64_t objfs_chunk_csum(const void *buf, uint32_t len, unsigned shift,
+		unsigned char *tab);
+/* The chunk checksum that table @tab of a @len-byte copy stands for. */
+uint64_t objfs_sums_csum(const unsigned char *tab, uint32_t len,
+		unsigned shift);
+/* The sum of sub-block @i, whose @len bytes are at @buf. */
+uint32_t objfs_sub_sum(const void *buf, uint32_t len, uint32_t i);
 
 /* Canonical big-endian byte form of a checksum, and back. */
 void objfs_csum_to_canonical(uint64_t h, unsigned char out[8]);

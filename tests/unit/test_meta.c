@@ -26,6 +26,7 @@
 #include <lmdb.h>
 
 #include "meta/meta.h"
+#include "src/base/csum.h"
 
 struct fx {
 	char dir[64];
@@ -195,9 +196,56 @@ count_chunk(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 static void
 put_chunk(struct objfs_meta_txn *t, uint64_t ino, uint64_t i)
 {
-	struct objfs_chunk_rec r = { i * 1000, i + 100, (uint32_t)i + 1 };
+	struct objfs_chunk_rec r = { i * 1000, i + 100, (uint32_t)i + 1, 0,
+		NULL };
 
 	assert_int_equal(objfs_meta_chunk_put(t, ino, i, &r), 0);
+}
+
+static int
+sums_listed(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
+{
+	const unsigned char *want = arg;
+
+	assert_non_null(r);
+	if (idx == 0) {			/* a record without sums */
+		assert_int_equal(r->shift, 0);
+		assert_null(r->tab);
+	} else {
+		assert_int_equal(r->shift, 12);
+		assert_int_equal(r->len, 3 * 4096 + 1);
+		assert_memory_equal(r->tab, want, 16);
+	}
+	return 0;
+}
+
+/* Records with a table of sub-block sums (schema 3) come back whole,
+ * beside records without one; a table too long for the record is
+ * refused. */
+static void
+test_chunk_record_sums(void **state)
+{
+	struct fx *f = *state;
+	unsigned char tab[16], got[4 * OBJFS_SUMS_MAX];
+	struct objfs_chunk_rec r = { 77, 5, 3 * 4096 + 1, 12, tab }, g;
+
+	for (int i = 0; i < 16; i++)
+		tab[i] = (unsigned char)(0xa0 + i);
+	put_chunk(f->t, 9, 0);
+	assert_int_equal(objfs_meta_chunk_put(f->t, 9, 1, &r), 0);
+	assert_int_equal(objfs_meta_chunk_get(f->t, 9, 1, &g, got), 0);
+	assert_int_equal(g.csum, 77);
+	assert_int_equal(g.slot, 5);
+	assert_int_equal(g.len, 3 * 4096 + 1);
+	assert_int_equal(g.shift, 12);
+	assert_ptr_equal(g.tab, got);
+	assert_memory_equal(got, tab, 16);
+	assert_int_equal(objfs_meta_chunk_get(f->t, 9, 0, &g, got), 0);
+	assert_int_equal(g.shift, 0);
+	assert_int_equal(objfs_meta_chunk_get(f->t, 9, 2, &g, got), -ENOENT);
+	assert_int_equal(objfs_meta_chunk_list(f->t, 9, sums_listed, tab), 0);
+	r.len = (OBJFS_SUMS_MAX + 1) * 4096;	/* 129 sums */
+	assert_int_equal(objfs_meta_chunk_put(f->t, 9, 3, &r), -EINVAL);
 }
 
 static void
@@ -913,6 +961,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_dirents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listing_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_xattrs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chunk_record_sums,
+				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chunks_and_inode_delete,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_and_reopen, setup,

@@ -32,6 +32,8 @@
 #include <cmocka.h>
 
 #include "meta/meta.h"
+#include "meta/meta_keys.h"
+#include "src/base/csum.h"
 #include "src/status.h"
 #include "src/store.h"
 
@@ -1331,6 +1333,160 @@ test_direct_reads_under_pressure(void **state)
 	free(fill);
 }
 
+/*
+ * A reader that jumps about in a spilled file reads only the 4 KiB
+ * sub-blocks it asks for (64 KiB chunks), each checked against its sum:
+ * every byte comes back right, including ranges across sub-blocks and the
+ * short last chunk; damage to one sub-block fails the reads that touch it
+ * (EIO, counted), not those of the rest of the chunk, and a whole read of
+ * that chunk fails too.
+ */
+static void
+test_part_reads_under_pressure(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 2 * 1024 * 1024 + 5000, n;
+	unsigned char *buf = pattern(len, 31), *fill = pattern(6u << 20, 32);
+	static const uint64_t at[] = {
+		5 * CHUNK + 3 * 4096 + 10, 20 * CHUNK + 4096 - 50,
+		9 * CHUNK, 31 * CHUNK + 60000, 32 * CHUNK + 4090,
+		13 * CHUNK + 8191,
+	};
+	unsigned char got[200], *whole = malloc(CHUNK);
+	struct objfs_store_stats st0, st;
+	char path[128];
+	uint64_t ino = make_file(f, "rand", buf, len, 0);
+	int fd;
+
+	reopen(f);			/* now only on disk */
+	make_file(f, "fill", fill, 6u << 20, 0);	/* above the low mark */
+	objfs_store_get_stats(f->s, &st0);
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		size_t want = at[i] + 200 <= len ? 200 : len - at[i];
+
+		assert_int_equal(objfs_store_read(f->s, ino, at[i], got, 200,
+					&n), 0);
+		assert_int_equal(n, want);
+		assert_memory_equal(got, buf + at[i], want);
+	}
+	objfs_store_get_stats(f->s, &st);
+	/* All but the one in the short last chunk (5,000 bytes), of which
+	 * the part is more than half: that one is read whole. */
+	assert_int_equal(st.part_reads - st0.part_reads,
+			sizeof(at) / sizeof(at[0]) - 1);
+	assert_true(st.arena_used <= st.arena_capacity);
+
+	/* One byte of sub-block 2 of chunk 7 goes bad on disk. */
+	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf[7 * CHUNK + 2 * 4096 + 5] == 'x' ?
+				"y" : "x", 1, 7 * CHUNK + 2 * 4096 + 5), 1);
+	close(fd);
+	assert_int_equal(objfs_store_read(f->s, ino, 7 * CHUNK + 100, got, 100,
+				&n), 0);
+	assert_memory_equal(got, buf + 7 * CHUNK + 100, 100);
+	assert_int_equal(objfs_store_read(f->s, ino, 3 * CHUNK, got, 100, &n),
+			0);
+	assert_int_equal(objfs_store_read(f->s, ino, 7 * CHUNK + 2 * 4096,
+				got, 100, &n), -EIO);
+	assert_int_equal(objfs_store_read(f->s, ino, 7 * CHUNK + 3 * 4096 - 50,
+				got, 100, &n), -EIO);
+	assert_int_equal(objfs_store_read(f->s, ino, 7 * CHUNK + 4 * 4096,
+				got, 100, &n), 0);
+	assert_memory_equal(got, buf + 7 * CHUNK + 4 * 4096, 100);
+	assert_int_equal(objfs_store_read(f->s, ino, 7 * CHUNK, whole, CHUNK,
+				&n), -EIO);
+	objfs_store_get_stats(f->s, &st);
+	assert_true(st.csum_failures - st0.csum_failures >= 3);
+	free(whole);
+	free(buf);
+	free(fill);
+}
+
+/*
+ * An index of schema 2 has chunk records without sub-block sums.  It is
+ * taken up as schema 3: those chunks are read whole and checked with
+ * their old checksum, by a sequential reader and by one that jumps
+ * about; a chunk written again gets sums; check finds nothing wrong.
+ */
+static void
+test_schema2_records(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 6 * CHUNK, n;
+	unsigned char *buf = pattern(len, 33), *fill = pattern(6u << 20, 34);
+	unsigned char got[100];
+	struct objfs_chunk_rec r;
+	struct objfs_meta_txn *t;
+	struct objfs_store_stats st0, st;
+	struct objfs_meta *m;
+	uint64_t ino, schema;
+	char path[128];
+
+	ino = make_file(f, "old", buf, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+	/* Make it what objfs wrote before: whole-chunk xxh3, no table. */
+	snprintf(path, sizeof(path), "%s/index", f->dir);
+	assert_int_equal(objfs_meta_open(path, 0, &m, NULL), 0);
+	assert_int_equal(objfs_meta_begin(m, OBJFS_META_WRITE, &t), 0);
+	for (uint64_t i = 0; i < 6; i++) {
+		unsigned char tab[4 * OBJFS_SUMS_MAX];
+
+		assert_int_equal(objfs_meta_chunk_get(t, ino, i, &r, tab), 0);
+		assert_int_equal(r.shift, 12);
+		r.csum = objfs_csum64(buf + i * CHUNK, CHUNK);
+		r.shift = 0;
+		r.tab = NULL;
+		assert_int_equal(objfs_meta_chunk_put(t, ino, i, &r), 0);
+	}
+	assert_int_equal(objfs_meta_super_put(t, OBJFS_SUPER_SCHEMA, 2), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	assert_int_equal(objfs_meta_close(m), 0);
+
+	reopen(f);
+	make_file(f, "fill", fill, 6u << 20, 0);	/* above the low mark */
+	objfs_store_get_stats(f->s, &st0);
+	assert_int_equal(objfs_store_read(f->s, ino, 4 * CHUNK + 5000, got,
+				100, &n), 0);
+	assert_memory_equal(got, buf + 4 * CHUNK + 5000, 100);
+	assert_int_equal(objfs_store_read(f->s, ino, 1 * CHUNK + 9000, got,
+				100, &n), 0);
+	assert_memory_equal(got, buf + 1 * CHUNK + 9000, 100);
+	objfs_store_get_stats(f->s, &st);
+	assert_int_equal(st.part_reads, st0.part_reads);	/* read whole */
+	assert_content(f, ino, buf, len, 0);
+	/* Chunk 2 written again: its new record has a table. */
+	buf[2 * CHUNK + 7] ^= 1;
+	assert_int_equal(objfs_store_write(f->s, ino, 2 * CHUNK + 7,
+				buf + 2 * CHUNK + 7, 1, &wr, &(int){0}, &n), 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+	assert_int_equal(objfs_meta_open(path, 0, &m, NULL), 0);
+	assert_int_equal(objfs_meta_begin(m, 0, &t), 0);
+	assert_int_equal(objfs_meta_super_get(t, OBJFS_SUPER_SCHEMA, &schema),
+			0);
+	assert_int_equal(schema, 3);
+	{
+		unsigned char tab[4 * OBJFS_SUMS_MAX];
+
+		assert_int_equal(objfs_meta_chunk_get(t, ino, 2, &r, tab), 0);
+		assert_int_equal(r.shift, 12);
+		assert_int_equal(objfs_meta_chunk_get(t, ino, 3, &r, tab), 0);
+		assert_int_equal(r.shift, 0);
+	}
+	objfs_meta_abort(t);
+	assert_int_equal(objfs_meta_close(m), 0);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+	free(fill);
+}
+
 /* Read-ahead reads a spilled chunk into its buffer without the inode's
  * lock.  An unlink of the closed file meanwhile takes the inode out of
  * the index and lets its data go: the buffers and the backing file's
@@ -1524,6 +1680,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_clean_chunks_evicted_first,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spill_errors_lose_nothing,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_part_reads_under_pressure,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_schema2_records,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_reads_under_pressure,
 				setup, teardown),
