@@ -600,20 +600,23 @@ int
 objfs_store_statfs(struct objfs_store *s, struct objfs_statfs *st)
 {
 	struct objfs_arena_stats as;
-	uint64_t total, avail;
+	uint64_t total, nfree, avail;
 	int rc;
 
-	/* Capacity is the backing filesystem's: everything ends up there.
-	 * Bytes still only in the arena will need room there too. */
-	rc = objfs_backing_free(s->backing, &total, &avail);
+	/* Capacity and use are the backing filesystem's: everything ends up
+	 * there, so df's "used" (size - free) is the disk's.  What is left
+	 * for writers leaves room for the bytes in the arena, which may
+	 * need it.  (Free was computed as available before, which made df
+	 * count the root reserve, and the arena, as used.) */
+	rc = objfs_backing_free(s->backing, &total, &nfree, &avail);
 	if (rc < 0)
 		return rc;
 	objfs_arena_get_stats(s->arena, &as);
 	avail = avail > as.used ? avail - as.used : 0;
 	st->bsize = 4096;
 	st->blocks = total / st->bsize;
-	st->bfree = avail / st->bsize;
-	st->bavail = st->bfree;
+	st->bfree = nfree / st->bsize;
+	st->bavail = avail / st->bsize;
 	st->files = MAX_INODES;
 	st->ffree = MAX_INODES - atomic_load(&s->ninodes);
 	st->namemax = OBJFS_NAME_MAX;
@@ -684,5 +687,5 @@ objfs_store_get_figures(struct objfs_store *s, struct objfs_status_figures *f)
 	objfs_meta_abort(t);
 	if (rc < 0)
 		return rc;
-	return objfs_backing_free(s->backing, &f->fs_bytes, &f->fs_avail);
+	return objfs_backing_free(s->backing, &f->fs_bytes, NULL, &f->fs_avail);
 }

@@ -207,13 +207,16 @@ objfs_backing_sync_dir(struct objfs_backing *b)
 }
 
 int
-objfs_backing_free(struct objfs_backing *b, uint64_t *total, uint64_t *avail)
+objfs_backing_free(struct objfs_backing *b, uint64_t *total, uint64_t *free,
+		uint64_t *avail)
 {
 	struct statvfs sv;
 
 	if (fstatvfs(b->dirfd, &sv) < 0)
 		return -errno;
 	*total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	if (free)
+		*free = (uint64_t)sv.f_bfree * sv.f_frsize;
 	*avail = (uint64_t)sv.f_bavail * sv.f_frsize;
 	return 0;
 }

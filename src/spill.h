@@ -55,9 +55,10 @@ int objfs_backing_sync_dir(struct objfs_backing *b);
  * with ftruncate on an unnamed file. */
 int objfs_backing_max_size(struct objfs_backing *b, uint64_t want,
 		uint64_t *out);
-/* Bytes free for unprivileged writers on the backing filesystem. */
+/* The backing filesystem's size, its free bytes (root's reserve
+ * included) and those free for unprivileged writers; @free may be NULL. */
 int objfs_backing_free(struct objfs_backing *b, uint64_t *total,
-		uint64_t *avail);
+		uint64_t *free, uint64_t *avail);
 
 /*
  * Write @len bytes from @buf into slot @slot of @fd (a whole span of

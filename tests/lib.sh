@@ -54,9 +54,13 @@ t_init() {
 	trap 'exit 130' INT TERM
 }
 
+# The plan ends the output.  The exit status stays 0 when every check ran,
+# passed or not: each "not ok" is already a FAIL, and a non-zero status
+# would make the TAP driver count the same failure again as an ERROR.  A
+# script that dies before its plan still exits non-zero: that is an ERROR.
 t_done() {
 	echo "1..$T_NUM"
-	[ "$T_FAILED" = 0 ]
+	return 0
 }
 
 ok() {	# ok DESCRIPTION COMMAND...

@@ -12,6 +12,7 @@ import threading
 
 M = sys.argv[1]
 RESULT = sys.argv[2]
+DATA = sys.argv[3]          # the data directory, on the backing filesystem
 CHUNK = 1 << 20
 libc = ctypes.CDLL(None, use_errno=True)
 count = 0
@@ -299,14 +300,54 @@ check("listing while changing: no entry that stayed was lost",
       stayed <= set(seen), "(%d missing)" % len(stayed - set(seen)))
 
 # ---- statfs ----------------------------------------------------------------------
+# The disk is shared: other writers move its figures at any time, so each
+# of objfs's figures is compared with the backing filesystem's read just
+# before and just after it, never with a figure from an earlier moment.
+def status_of(key):
+    with open(p(".objfs-status")) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def statfs_bracketed():
+    # objfs's statvfs, the backing filesystem's and the arena's use just
+    # before and just after it (the spiller may move bytes meanwhile)
+    a0 = status_of("arena_used_bytes")
+    b0 = os.statvfs(DATA)
+    o = os.statvfs(M)
+    b1 = os.statvfs(DATA)
+    a1 = status_of("arena_used_bytes")
+    return o, b0, b1, a0, a1
+
+
+def between(v, a, b, slack=1 << 20):
+    return min(a, b) - slack <= v <= max(a, b) + slack
+
+
 sv = os.statvfs(M)
 check("statfs reports capacity", sv.f_blocks * sv.f_frsize > 100 << 20)
-free_before = sv.f_bavail * sv.f_frsize
-write_file(p("space"), b"s" * (16 << 20))
-free_after = os.statvfs(M).f_bavail * sv.f_frsize
-check("statfs free space falls as data is written",
-      free_before - free_after >= 15 << 20, "(%d -> %d)" % (free_before, free_after))
 check("statfs name length", sv.f_namemax == 255)
+write_file(p("space"), b"s" * (16 << 20))
+held = sum(int(os.getxattr(p("space"), "user.objfs." + k))
+           for k in ("resident", "spilled"))
+check("the 16 MiB written are held in the arena or on disk",
+      held >= 16 << 20, "(%d)" % held)
+o, b0, b1, a0, a1 = statfs_bracketed()
+fr = o.f_frsize
+check("statfs size is the backing filesystem's",
+      o.f_blocks * fr == b0.f_blocks * b0.f_frsize)
+check("statfs used (size - free) is the backing filesystem's",
+      between((o.f_blocks - o.f_bfree) * fr,
+              (b0.f_blocks - b0.f_bfree) * b0.f_frsize,
+              (b1.f_blocks - b1.f_bfree) * b1.f_frsize),
+      "(%d)" % ((o.f_blocks - o.f_bfree) * fr))
+lo = min(b0.f_bavail, b1.f_bavail) * b0.f_frsize - max(a0, a1)
+hi = max(b0.f_bavail, b1.f_bavail) * b0.f_frsize - min(a0, a1)
+check("statfs available leaves room for the bytes in the arena",
+      lo - (1 << 20) <= o.f_bavail * fr <= hi + (1 << 20),
+      "(objfs %d; disk less arena %d..%d)" % (o.f_bavail * fr, lo, hi))
 
 # ---- extended attributes -----------------------------------------------------------
 os.setxattr(p("f"), "user.k", b"v1")

@@ -47,7 +47,7 @@ served() {	# served MIN: the daemon's count at exit is at least MIN
 
 ok "mount with io_uring offered" mount_uring
 ok "the daemon takes requests through its rings" rings_in_use
-python3 "$(dirname "$0")/posix_ops.py" "$MNT" "$T/py.result"
+python3 "$(dirname "$0")/posix_ops.py" "$MNT" "$T/py.result" "$DATA"
 read -r n f <"$T/py.result" || { n=0; f=1; echo "not ok - posix_ops.py did not finish"; }
 T_NUM=$((T_NUM + n + (n == 0)))
 T_FAILED=$((T_FAILED + f))
