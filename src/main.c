@@ -155,8 +155,8 @@ usage(FILE *f)
 "\n"
 "objfs options:\n"
 "    -o arena=SIZE          arena capacity (K, M, G, T suffixes; default:\n"
-"                           half the available memory, at most the size\n"
-"                           of /dev/shm)\n"
+"                           half the memory (MemTotal), at most the size\n"
+"                           of /dev/shm and what is available)\n"
 "    -o data=DIR            data directory: index and backing files\n"
 "                           (default: $XDG_DATA_HOME/objfs, or\n"
 "                           ~/.local/share/objfs)\n"
@@ -247,6 +247,32 @@ pass_on(struct opts *o, const char *opt)
 	o->passthrough = p;
 }
 
+/* The generic mount options that objfs hands to libfuse and the kernel
+ * as they are; anything else that is not objfs's own is refused here, in
+ * objfs's words, before anything is opened. */
+static int
+is_mount_option(const char *opt)
+{
+	static const char *const flags[] = {
+		"ro", "rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec",
+		"sync", "async", "dirsync", "atime", "noatime", "diratime",
+		"nodiratime", "relatime", "norelatime", "strictatime",
+		"nostrictatime", "lazytime", "nolazytime", "auto_unmount",
+	};
+	static const char *const valued[] = {
+		"max_read=", "context=", "fscontext=", "defcontext=",
+		"rootcontext=",
+	};
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (strcmp(opt, flags[i]) == 0)
+			return 1;
+	for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++)
+		if (strncmp(opt, valued[i], strlen(valued[i])) == 0)
+			return 1;
+	return 0;
+}
+
 static void
 parse_one_option(struct opts *o, const char *opt)
 {
@@ -332,10 +358,17 @@ parse_one_option(struct opts *o, const char *opt)
 		   strncmp(opt, "subtype=", 8) == 0 ||
 		   strcmp(opt, "_netdev") == 0 || strcmp(opt, "nofail") == 0 ||
 		   strcmp(opt, "auto") == 0 || strcmp(opt, "noauto") == 0 ||
-		   strcmp(opt, "user") == 0 || strcmp(opt, "users") == 0) {
+		   strcmp(opt, "user") == 0 || strcmp(opt, "users") == 0 ||
+		   strcmp(opt, "defaults") == 0 ||
+		   strncmp(opt, "x-", 2) == 0 ||
+		   strncmp(opt, "comment=", 8) == 0) {
 		/* Always on, set by objfs, or meant for mount(8) alone. */
-	} else if (*opt) {
+	} else if (is_mount_option(opt)) {
 		pass_on(o, opt);
+	} else if (*opt) {
+		refuse("unknown option -o %s (objfs's own are listed by "
+			"objfs --help; generic mount options such as ro, "
+			"noatime or nosuid are passed on)", opt);
 	}
 }
 
@@ -436,10 +469,21 @@ choose_arena(struct opts *o)
 		}
 		return;
 	}
-	o->arena = avail / 2;
+	/* Half the machine's memory, at most /dev/shm's size: the same at
+	 * every mount (MemAvailable moved it by a GiB between two mounts).
+	 * Only when even that much is not available is it less, and the
+	 * log says so. */
+	o->arena = meminfo_kb("MemTotal") * 1024 / 2;
 	if (statvfs("/dev/shm", &sv) == 0 && sv.f_blocks &&
 	    (uint64_t)sv.f_blocks * sv.f_frsize < o->arena)
 		o->arena = (uint64_t)sv.f_blocks * sv.f_frsize;
+	if (avail && o->arena > avail) {
+		objfs_format_size(o->arena, a, sizeof(a));
+		objfs_format_size(avail, b, sizeof(b));
+		objfs_log(OBJFS_LOG_WARNING, "the default arena (%s) is more "
+			"than the memory available now (%s): using %s", a, b, b);
+		o->arena = avail;
+	}
 	o->arena -= o->arena % chunk;
 	if (o->arena < MIN_ARENA || o->arena < 2 * chunk)
 		refuse("not enough free memory for an arena (%" PRIu64
@@ -560,6 +604,8 @@ main(int argc, char **argv)
 		objfs_fuse_destroy(fuse);
 		if (rc == -EBUSY && holder > 0)
 			refuse("%s: %s (pid %ld)", o.data_dir, msg, holder);
+		if (rc == -EINVAL && msg)	/* the message says it all */
+			refuse("%s: %s", o.data_dir, msg);
 		refuse("%s: %s: %s", o.data_dir, msg ? msg : "cannot open",
 			strerror(-rc));
 	}

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -254,7 +255,13 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 	if (rc < 0)
 		return rc;
 	if (want_chunk && want_chunk != chunk) {
-		*msg = "chunk size differs from the one this data directory was created with";
+		static _Thread_local char why[160];
+
+		snprintf(why, sizeof(why), "chunk size %" PRIu64 " KiB differs "
+			"from the %" PRIu64 " KiB this data directory was "
+			"created with (leave chunk= out to use it)",
+			(uint64_t)want_chunk >> 10, chunk >> 10);
+		*msg = why;
 		return -EINVAL;
 	}
 	s->chunk_size = (uint32_t)chunk;
@@ -629,6 +636,36 @@ open_index(struct objfs_store *s, const char *path, int *created,
 	return rc;
 }
 
+/* A filesystem of the kernel's own (proc, sysfs, ...) cannot hold a data
+ * directory: say so, rather than how its first file failed. */
+static const char *
+pseudo_fs(int dirfd)
+{
+	static const struct { unsigned long magic; const char *what; } fs[] = {
+		{ 0x9fa0, "/proc" }, { 0x62656572, "sysfs" },
+		{ 0x27e0eb, "cgroup" }, { 0x63677270, "cgroup2" },
+		{ 0x64626720, "debugfs" }, { 0x74726163, "tracefs" },
+		{ 0x73636673, "securityfs" }, { 0x1cd1, "devpts" },
+		{ 0xcafe4a11, "bpffs" }, { 0x6165676c, "pstore" },
+		{ 0x62656570, "configfs" }, { 0x65735543, "fusectl" },
+		{ 0xde5e81e4, "efivarfs" },
+	};
+	static _Thread_local char why[160];
+	struct statfs sf;
+
+	if (fstatfs(dirfd, &sf) < 0)
+		return NULL;	/* the next steps say what is wrong */
+	for (size_t i = 0; i < sizeof(fs) / sizeof(fs[0]); i++)
+		if ((unsigned long)sf.f_type == fs[i].magic) {
+			snprintf(why, sizeof(why), "on %s, a filesystem of the "
+				"kernel's own: the data directory must be on a "
+				"disk filesystem (ext4, xfs, btrfs, ...)",
+				fs[i].what);
+			return why;
+		}
+	return NULL;
+}
+
 int
 objfs_store_open(const struct objfs_store_config *cfg,
 		struct objfs_store **out, const char **msg, long *holder)
@@ -657,6 +694,10 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	if (dirfd < 0) {
 		*msg = "cannot open the data directory";
 		return -errno;
+	}
+	if ((*msg = pseudo_fs(dirfd)) != NULL) {
+		rc = -EINVAL;
+		goto err_dirfd;
 	}
 	if (faccessat(dirfd, ".", W_OK, AT_EACCESS) < 0) {
 		rc = -errno;
