@@ -74,6 +74,10 @@ struct objfs_chunk_rec {
 				 * (a record from before schema 3) */
 	const unsigned char *tab;	/* their sums, objfs_nsums() of them
 				 * (shift != 0); valid during the call */
+	int has_alt;		/* some sub-blocks may be in slot @alt */
+	uint64_t alt;		/* the chunk's second slot (has_alt) */
+	uint64_t map[2];	/* bit i: sub-block i is at its place in
+				 * slot @alt, not in slot @slot */
 };
 
 /*

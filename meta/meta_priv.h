@@ -29,7 +29,9 @@
 #define JOURNAL_SIZE	(8u << 20)
 #define JOURNAL_MIN	(1u << 20)
 #define CHUNK_VAL	20		/* csum 8, len 4, slot 8 */
-#define CHUNK_VAL_MAX	(CHUNK_VAL + 1 + 4 * 128)	/* shift 1, sums */
+#define CHUNK_ALT	24		/* alt slot 8, map 16 */
+#define CHUNK_VAL_MAX	(CHUNK_VAL + 1 + 4 * 128 + CHUNK_ALT)
+					/* shift 1, sums, alt */
 
 
 

@@ -387,11 +387,19 @@ objfs_meta_chunk_put(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
 		vb[CHUNK_VAL] = (unsigned char)r->shift;
 		memcpy(vb + CHUNK_VAL + 1, r->tab, 4 * (size_t)n);
 		vlen += 1 + 4 * (size_t)n;
+		if (r->has_alt) {
+			put_be64(vb + vlen, r->alt);
+			put_be64(vb + vlen + 8, r->map[0]);
+			put_be64(vb + vlen + 16, r->map[1]);
+			vlen += CHUNK_ALT;
+		}
+	} else if (r->has_alt) {
+		return -EINVAL;		/* a second slot needs sub-blocks */
 	}
 	return meta_put(t, DB_CHUNK, kb, 16, vb, vlen, 0);
 }
 
-_Static_assert(CHUNK_VAL_MAX == CHUNK_VAL + 1 + 4 * OBJFS_SUMS_MAX,
+_Static_assert(CHUNK_VAL_MAX == CHUNK_VAL + 1 + 4 * OBJFS_SUMS_MAX + CHUNK_ALT,
 		"a chunk value holds the largest table of sums");
 
 /* Decode a chunk value of @vlen bytes (trailer off) into @r, its table
@@ -399,20 +407,36 @@ _Static_assert(CHUNK_VAL_MAX == CHUNK_VAL + 1 + 4 * OBJFS_SUMS_MAX,
 static int
 chunk_decode(const unsigned char *v, size_t vlen, struct objfs_chunk_rec *r)
 {
+	size_t base;
+
 	if (vlen < CHUNK_VAL)
 		return 0;
 	r->csum = objfs_csum_from_canonical(v);
 	memcpy(&r->len, v + 8, 4);
 	memcpy(&r->slot, v + 12, 8);
+
 	r->shift = 0;
 	r->tab = NULL;
+	r->has_alt = 0;
+	r->alt = 0;
+	r->map[0] = r->map[1] = 0;
 	if (vlen == CHUNK_VAL)
 		return 1;
 	r->shift = v[CHUNK_VAL];
 	r->tab = v + CHUNK_VAL + 1;
-	return r->shift >= OBJFS_SUMS_MIN_SHIFT && r->shift <= 31 &&
-		objfs_nsums(r->len, r->shift) <= OBJFS_SUMS_MAX &&
-		vlen == CHUNK_VAL + 1 + 4 * (size_t)objfs_nsums(r->len, r->shift);
+	if (r->shift < OBJFS_SUMS_MIN_SHIFT || r->shift > 31 ||
+	    objfs_nsums(r->len, r->shift) > OBJFS_SUMS_MAX)
+		return 0;
+	base = CHUNK_VAL + 1 + 4 * (size_t)objfs_nsums(r->len, r->shift);
+	if (vlen == base)
+		return 1;
+	if (vlen != base + CHUNK_ALT)
+		return 0;
+	r->has_alt = 1;
+	r->alt = get_be64(v + base);
+	r->map[0] = get_be64(v + base + 8);
+	r->map[1] = get_be64(v + base + 16);
+	return 1;
 }
 
 int

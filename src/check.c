@@ -289,13 +289,22 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 	if (rc == -EEXIST)
 		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": slot %" PRIu64
 			" is used by another chunk too", ino, idx, r->slot);
+	if (r->has_alt && objfs_slots_take(&k->slots, r->alt) == -EEXIST)
+		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": its second "
+			"slot %" PRIu64 " is used by another chunk too", ino,
+			idx, r->alt);
 	if (k->fd < 0)
 		return 0;
 	if (r->shift && objfs_sums_csum(r->tab, r->len, r->shift) != r->csum)
 		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": its sub-block "
 			"sums do not match its checksum", ino, idx);
-	rc = objfs_spill_read(k->fd, ino, idx, r->slot, c->chunk, k->buf,
-			r->len, r->shift, r->csum);
+	{
+		struct objfs_alt alt = { r->alt, { r->map[0], r->map[1] } };
+
+		rc = objfs_spill_read(k->fd, ino, idx, r->slot,
+				r->has_alt ? &alt : NULL, c->chunk, k->buf,
+				r->len, r->shift, r->csum);
+	}
 	if (rc == 0) {
 		k->verified++;
 		k->bytes += r->len;

@@ -37,6 +37,8 @@
 #define OBJFS_CHUNK_SUMS	0x4u	/* the disk copy's record has sub-block
 					 * sums (csum.h): parts of it can be
 					 * read and checked alone */
+#define OBJFS_CHUNK_ALT		0x8u	/* ... and a second slot, @alt, that
+					 * holds some of them (spill.h) */
 
 enum objfs_chunk_state {
 	OBJFS_CHUNK_HOLE,
@@ -58,6 +60,11 @@ struct objfs_chunk {
 				 * until it is durable, an older, longer
 				 * record of the same slot may be the one a
 				 * crash brings back */
+	uint64_t alt;		/* the second slot (OBJFS_CHUNK_ALT); which
+				 * sub-blocks are there is in the record */
+	uint64_t dsub[2];	/* sub-blocks changed since the block last
+				 * equalled the disk copy (all ones: not
+				 * known) */
 };
 
 /*

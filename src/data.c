@@ -85,7 +85,19 @@ chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 		l->bad = 1;		/* not a size this store writes */
 		return 0;
 	}
-	c->flags = OBJFS_CHUNK_ONDISK | (r->shift ? OBJFS_CHUNK_SUMS : 0);
+	if (r->has_alt) {
+		rc = r->alt < 4 * max ? objfs_slots_take(&ip->slots, r->alt) :
+			-EEXIST;
+		if (rc == -EEXIST) {	/* its second slot is another's */
+			l->bad = 1;
+			return 0;
+		}
+		if (rc < 0)
+			return rc;
+		c->alt = r->alt;
+	}
+	c->flags = OBJFS_CHUNK_ONDISK | (r->shift ? OBJFS_CHUNK_SUMS : 0) |
+		(r->has_alt ? OBJFS_CHUNK_ALT : 0);
 	c->csum = r->csum;
 	c->slot = r->slot;
 	c->disk_len = r->len;
@@ -213,12 +225,49 @@ data_bounce_alloc(uint32_t len)
 			objfs_spill_span(len ? len : 1)) ? NULL : p;
 }
 
+int
+data_chunk_rec(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, struct objfs_chunk_rec *r,
+		unsigned char *tab, struct objfs_alt *alt)
+{
+	struct objfs_meta_txn *t;
+	int rc = objfs_meta_begin(s->meta, 0, &t);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_chunk_get(t, ip->ino, idx, r, tab);
+	objfs_meta_abort(t);
+	if (rc == 0 && (r->slot != c->slot || r->len != c->disk_len ||
+	    r->csum != c->csum || r->shift != data_sub_shift(s, c) ||
+	    !r->has_alt != !(c->flags & OBJFS_CHUNK_ALT) ||
+	    (r->has_alt && r->alt != c->alt) ||
+	    (r->shift && objfs_sums_csum(r->tab, r->len, r->shift) != c->csum)))
+		rc = -ESTALE;
+	if (rc < 0 && rc != -ESTALE)
+		return rc;
+	if (rc == -ESTALE || rc == -ENOENT) {
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 " chunk %" PRIu64
+			": its record does not match the chunk in memory",
+			ip->ino, idx);
+		return -EIO;
+	}
+	if (alt) {
+		alt->slot = r->alt;
+		alt->map[0] = r->map[0];
+		alt->map[1] = r->map[1];
+	}
+	return 0;
+}
+
 /* Read the disk copy of @c into @buf (disk_len bytes), verifying it. */
 int
 data_read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		const struct objfs_chunk *c, void *buf)
 {
 	int fd = data_backing_fd(s, ip, 0, NULL);
+	unsigned char tab[4 * OBJFS_SUMS_MAX];
+	struct objfs_chunk_rec r;
+	struct objfs_alt alt;
 	int rc;
 
 	if (fd < 0) {
@@ -226,8 +275,14 @@ data_read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 			ip->ino, strerror(-fd));
 		return -EIO;
 	}
-	rc = objfs_spill_read(fd, ip->ino, idx, c->slot, s->chunk_size, buf,
-			c->disk_len, data_sub_shift(s, c), c->csum);
+	/* Which sub-blocks are in the second slot is in the record. */
+	if ((c->flags & OBJFS_CHUNK_ALT) &&
+	    (rc = data_chunk_rec(s, ip, idx, c, &r, tab, &alt)) < 0)
+		return rc;
+	rc = objfs_spill_read(fd, ip->ino, idx, c->slot,
+			(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL,
+			s->chunk_size, buf, c->disk_len, data_sub_shift(s, c),
+			c->csum);
 	if (rc == -EBADMSG) {
 		atomic_fetch_add(&s->csum_failures, 1);
 		rc = -EIO;
@@ -266,6 +321,7 @@ data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	c->cap = cap;
 	objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 0);
 	c->dirty_lo = UINT32_MAX;
+	c->dsub[0] = c->dsub[1] = 0;
 	atomic_fetch_add(&s->restored_chunks, 1);
 	atomic_fetch_add(&s->restored_bytes, c->disk_len);
 	return 0;
@@ -469,6 +525,7 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 1);
 		if (co < c->dirty_lo)
 			c->dirty_lo = co;
+		data_mark_subs(s, c, co, n);
 		objfs_arena_touch(s->arena, c->off, 1);
 		done += n;
 	}
@@ -522,7 +579,9 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	struct objfs_chunk *c = NULL;
 	struct objfs_meta_txn *t;
 	uint64_t nrec = ip->attr.nrec, cut = 0, csum = 0, seq, i;
-	unsigned char tab[4 * OBJFS_SUMS_MAX];
+	unsigned char tab[4 * OBJFS_SUMS_MAX], otab[4 * OBJFS_SUMS_MAX];
+	struct objfs_alt alt = { 0, { 0, 0 } };
+	struct objfs_chunk_rec orec;
 	struct objfs_chunk *e;
 	int rc, shorten = 0;
 
@@ -541,6 +600,21 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		if (shorten && (rc = shorter_csum(s, ip, keep - 1, c, tail,
 				tab, &csum)) < 0)
 			return rc;
+		/* Its sub-blocks stay where they are, in either slot. */
+		if (shorten && (c->flags & OBJFS_CHUNK_ALT)) {
+			uint32_t n = objfs_nsums(tail, s->sub_shift);
+
+			rc = data_chunk_rec(s, ip, keep - 1, c, &orec, otab,
+					&alt);
+			if (rc < 0)
+				return rc;
+			if (n < 128) {
+				alt.map[n >> 6] &= (n & 63) ?
+					(1ull << (n & 63)) - 1 : 0;
+				if (n < 64)
+					alt.map[1] = 0;
+			}
+		}
 	}
 	a->size = size;
 	a->nrec = nrec - cut;
@@ -553,7 +627,8 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		rc = objfs_meta_chunk_del_from(t, ip->ino, keep);
 	if (rc == 0 && shorten) {
 		struct objfs_chunk_rec r = { csum, c->slot, tail,
-			s->sub_shift, tab };
+			s->sub_shift, tab, !!(c->flags & OBJFS_CHUNK_ALT),
+			alt.slot, { alt.map[0], alt.map[1] } };
 
 		rc = objfs_meta_chunk_put(t, ip->ino, keep - 1, &r);
 	}
@@ -562,9 +637,12 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	rc = data_commit_or_abort(t, rc, &seq);
 	if (rc < 0)
 		return rc;
-	OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e)
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e) {
 		if (e->flags & OBJFS_CHUNK_ONDISK)
 			data_defer_slot(s, ip->ino, e->slot, seq);
+		if (e->flags & OBJFS_CHUNK_ALT)
+			data_defer_slot(s, ip->ino, e->alt, seq);
+	}
 	if (shorten) {
 		c->flags |= OBJFS_CHUNK_SUMS;
 		c->csum = csum;
@@ -646,6 +724,8 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (lo == 0 && hi == s->chunk_size) {
 			if (c->flags & OBJFS_CHUNK_ONDISK)
 				data_defer_slot(s, ip->ino, c->slot, seq);
+			if (c->flags & OBJFS_CHUNK_ALT)
+				data_defer_slot(s, ip->ino, c->alt, seq);
 			objfs_chunkmap_drop(&ip->chunks, idx, c, s->arena);
 			c->flags = 0;
 		} else if (lo < c->cap) {
@@ -653,6 +733,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 					+ lo, 0, min64(hi, c->cap) - lo);
 			objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 1);
 			c->dirty_lo = 0;	/* conservative */
+			c->dsub[0] = c->dsub[1] = UINT64_MAX;
 			objfs_arena_touch(s->arena, c->off, 1);
 		}
 	}

@@ -22,7 +22,27 @@ data_sub_shift(const struct objfs_store *s, const struct objfs_chunk *c)
 	return (c->flags & OBJFS_CHUNK_SUMS) ? s->sub_shift : 0;
 }
 
+/* Sub-blocks [co, co+n) of @c changed (the write-out may then write only
+ * those, spill.h). */
+static inline void
+data_mark_subs(const struct objfs_store *s, struct objfs_chunk *c,
+		uint32_t co, uint32_t n)
+{
+	uint32_t i = co >> s->sub_shift, j = (co + n - 1) >> s->sub_shift;
+
+	for (; n && i <= j && i < 128; i++)
+		c->dsub[i >> 6] |= 1ull << (i & 63);
+}
+
 /* data.c */
+/* The record of chunk @idx (@c), its sums into @tab (OBJFS_SUMS_MAX
+ * room) and, when it has a second slot, where that is into @alt (may be
+ * NULL).  -EIO, logged, when it is not the record of the copy @c
+ * names. */
+int data_chunk_rec(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx, const struct objfs_chunk *c,
+		struct objfs_chunk_rec *r, unsigned char *tab,
+		struct objfs_alt *alt);
 /* The backing file's fd (made, with @create, when missing; *@created
  * says so), or a negative errno. */
 int data_backing_fd(struct objfs_store *s, struct objfs_inode *ip,

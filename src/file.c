@@ -647,6 +647,7 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	st->restored_bytes = s->restored_bytes;
 	st->direct_reads = s->direct_reads;
 	st->part_reads = s->part_reads;
+	st->sub_writeouts = s->sub_writeouts;
 	st->csum_failures = s->csum_failures;
 	st->evictions = s->evictions;
 	objfs_spiller_get_stats(s->spiller, &ss);

@@ -229,7 +229,7 @@ read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 {
 	unsigned char tab[4 * OBJFS_SUMS_MAX], *b;
 	struct objfs_chunk_rec r;
-	struct objfs_meta_txn *t;
+	struct objfs_alt alt;
 	uint32_t hi, base, end, shift = s->sub_shift;
 	void **nb;
 	int rc, fd;
@@ -247,18 +247,11 @@ read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 			c->disk_len);
 	if (end - base > c->disk_len / 2)
 		return 0;
-	/* The sums are in the record, not in memory: one index read. */
-	rc = objfs_meta_begin(s->meta, 0, &t);
+	/* The sums, and where the sub-blocks are, are in the record, not
+	 * in memory: one index read. */
+	rc = data_chunk_rec(s, ip, idx, c, &r, tab, &alt);
 	if (rc < 0)
 		return rc;
-	rc = objfs_meta_chunk_get(t, ip->ino, idx, &r, tab);
-	objfs_meta_abort(t);
-	if (rc < 0 && rc != -ENOENT)
-		return rc;
-	if (rc == -ENOENT || r.slot != c->slot || r.len != c->disk_len ||
-	    r.csum != c->csum || r.shift != shift ||
-	    objfs_sums_csum(tab, r.len, shift) != c->csum)
-		return 0;	/* not this copy's record: read it whole */
 	fd = data_backing_fd(s, ip, 0, NULL);
 	if (fd < 0)
 		return 0;	/* reported by the whole read */
@@ -270,8 +263,9 @@ read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (!b)
 		return -ENOMEM;
 	v->bounce[v->nbounce++] = b;
-	rc = objfs_spill_read_part(fd, ip->ino, idx, c->slot, s->chunk_size, b,
-			co, hi, c->disk_len, shift, tab);
+	rc = objfs_spill_read_part(fd, ip->ino, idx, c->slot,
+			(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL, s->chunk_size,
+			b, co, hi, c->disk_len, shift, tab);
 	if (rc == -EBADMSG) {
 		atomic_fetch_add(&s->csum_failures, 1);
 		rc = -EIO;
@@ -347,7 +341,10 @@ read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
 	uint64_t idx, csum, dslot;
 	uint32_t len;
 	unsigned shift;
-	int fd, rc = -ESTALE;
+	unsigned char tab[4 * OBJFS_SUMS_MAX];
+	struct objfs_chunk_rec r;
+	struct objfs_alt alt;
+	int fd, rc = -ESTALE, has_alt = 0;
 
 	objfs_inode_assert_locked(ip);
 	if (!ra || slot < 0 || (unsigned)slot >= ra->n)
@@ -370,12 +367,19 @@ read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
 		 * while a record points at it.  Read without the lock, so
 		 * the reader copies the chunk before this one meanwhile. */
 		shift = data_sub_shift(s, c);
-		ra->reading++;
-		objfs_inode_unlock(ip);
-		rc = objfs_spill_read(fd, ip->ino, idx, dslot, s->chunk_size,
-				sl->buf, len, shift, csum);
-		objfs_inode_lock(ip);
-		ra->reading--;
+		/* Where its sub-blocks are, taken while the lock still
+		 * keeps the record as the chunk map says. */
+		has_alt = !!(c->flags & OBJFS_CHUNK_ALT);
+		rc = has_alt ? data_chunk_rec(s, ip, idx, c, &r, tab, &alt) : 0;
+		if (rc == 0) {
+			ra->reading++;
+			objfs_inode_unlock(ip);
+			rc = objfs_spill_read(fd, ip->ino, idx, dslot,
+					has_alt ? &alt : NULL, s->chunk_size,
+					sl->buf, len, shift, csum);
+			objfs_inode_lock(ip);
+			ra->reading--;
+		}
 	}
 	/* A failure (a chunk rewritten meanwhile, or a bad copy) leaves the
 	 * slot empty: the reader then reads it itself, and reports. */

@@ -91,13 +91,19 @@ copy_chunk(void *arg, uint64_t idx, const struct objfs_chunk_rec *rec)
 	struct copy *k = arg;
 	struct rv *r = k->r;
 	uint32_t c = r->c.chunk;
+	struct objfs_alt alt;
 
 	if (!rec || rec->len > c || k->in < 0) {
 		k->bad++;
 		return 0;
 	}
 	k->found++;
-	if (objfs_spill_read(k->in, 0, idx, rec->slot, c, k->buf, rec->len,
+	alt.slot = rec->alt;
+	alt.map[0] = rec->map[0];
+	alt.map[1] = rec->map[1];
+
+	if (objfs_spill_read(k->in, 0, idx, rec->slot,
+			rec->has_alt ? &alt : NULL, c, k->buf, rec->len,
 			rec->shift, rec->csum) < 0) {
 		fprintf(r->report, "chunk %" PRIu64 " (slot %" PRIu64 ") does not "
 			"verify: left as zeros\n", idx, rec->slot);

@@ -219,8 +219,12 @@ trim_take(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 {
 	struct trim_ctx *t = arg;
 
-	return r ? objfs_slots_take(&t->slots, r->slot) == -ENOMEM ?
-		-ENOMEM : 0 : 0;
+	if (!r)
+		return 0;
+	if (objfs_slots_take(&t->slots, r->slot) == -ENOMEM ||
+	    (r->has_alt && objfs_slots_take(&t->slots, r->alt) == -ENOMEM))
+		return -ENOMEM;
+	return 0;
 }
 
 /* Punch the slots of @ino's backing file that no record points at. */

@@ -221,6 +221,9 @@ objfs_backing_free(struct objfs_backing *b, uint64_t *total, uint64_t *free,
 	return 0;
 }
 
+static int write_range(int fd, uint64_t slot, uint32_t chunk_size,
+		const char *buf, uint32_t from, uint32_t to);
+
 int
 objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size, const void *buf,
 		uint32_t len, unsigned shift, unsigned char *tab,
@@ -235,22 +238,10 @@ objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t from, uint32_t len, unsigned shift,
 		unsigned char *tab, uint64_t *csum_out)
 {
-	off_t pos = (off_t)(slot * chunk_size);
-	const char *p = buf;
-	uint32_t done = from, span = objfs_spill_span(len);
-	ssize_t n;
+	int rc = write_range(fd, slot, chunk_size, buf, from, len);
 
-	while (done < span) {
-		n = pwrite(fd, p + done, span - done, pos + done);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;	/* a zero-length write sets no errno */
-		done += (uint32_t)n;
-	}
+	if (rc < 0)
+		return rc;
 	*csum_out = objfs_chunk_csum(buf, len, shift, tab);
 	return 0;
 }
@@ -298,14 +289,47 @@ mismatch(uint64_t ino, uint64_t idx)
 	return -EBADMSG;
 }
 
+/* Read sub-blocks @first..@last of a copy whose bytes end at @end into
+ * @p (which starts at sub-block @first): one read per run of them that
+ * sit in the same slot. */
+static int
+read_subs(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+		const struct objfs_alt *alt, uint32_t chunk_size, char *p,
+		uint32_t first, uint32_t last, uint32_t end, unsigned shift)
+{
+	uint32_t i = first, j;
+	int rc;
+
+	while (i <= last) {
+		int in_alt = objfs_alt_has(alt, i);
+		uint32_t from = i << shift, to;
+
+		for (j = i + 1; j <= last && objfs_alt_has(alt, j) == in_alt; j++)
+			;
+		to = (uint32_t)((uint64_t)j << shift) < end ? j << shift : end;
+		rc = read_range(fd, ino, idx, in_alt ? alt->slot : slot,
+				chunk_size, p + ((size_t)(i - first) << shift),
+				from, to);
+		if (rc < 0)
+			return rc;
+		i = j;
+	}
+	return 0;
+}
+
 int
 objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
-		uint32_t chunk_size, void *buf, uint32_t len, unsigned shift,
-		uint64_t csum)
+		const struct objfs_alt *alt, uint32_t chunk_size, void *buf,
+		uint32_t len, unsigned shift, uint64_t csum)
 {
 	unsigned char tab[4 * OBJFS_SUMS_MAX];
-	int rc = read_range(fd, ino, idx, slot, chunk_size, buf, 0, len);
+	int rc;
 
+	if (shift == 0 || len == 0)
+		rc = read_range(fd, ino, idx, slot, chunk_size, buf, 0, len);
+	else
+		rc = read_subs(fd, ino, idx, slot, alt, chunk_size, buf, 0,
+				objfs_nsums(len, shift) - 1, len, shift);
 	if (rc < 0)
 		return rc;
 	if (objfs_chunk_csum(buf, len, shift, tab) != csum)
@@ -315,8 +339,9 @@ objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 
 int
 objfs_spill_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
-		uint32_t chunk_size, void *buf, uint32_t lo, uint32_t hi,
-		uint32_t len, unsigned shift, const unsigned char *tab)
+		const struct objfs_alt *alt, uint32_t chunk_size, void *buf,
+		uint32_t lo, uint32_t hi, uint32_t len, unsigned shift,
+		const unsigned char *tab)
 {
 	uint32_t sub = 1u << shift, first = lo >> shift,
 		 last = (hi - 1) >> shift, end;
@@ -325,8 +350,8 @@ objfs_spill_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 
 	end = (uint32_t)((uint64_t)(last + 1) << shift) < len ?
 		(last + 1) << shift : len;
-	rc = read_range(fd, ino, idx, slot, chunk_size, buf, first << shift,
-			end);
+	rc = read_subs(fd, ino, idx, slot, alt, chunk_size, buf, first, last,
+			end, shift);
 	if (rc < 0)
 		return rc;
 	for (uint32_t i = first; i <= last; i++) {
@@ -339,6 +364,64 @@ objfs_spill_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 				want)
 			return mismatch(ino, idx);
 	}
+	return 0;
+}
+
+/* Write bytes [@from, @to) of @buf (a chunk) at their place in slot @slot;
+ * the last block is written whole (the bytes past @to are the block's). */
+static int
+write_range(int fd, uint64_t slot, uint32_t chunk_size, const char *buf,
+		uint32_t from, uint32_t to)
+{
+	off_t pos = (off_t)(slot * chunk_size);
+	uint32_t done = from, span = objfs_spill_span(to);
+	ssize_t n;
+
+	while (done < span) {
+		n = pwrite(fd, buf + done, span - done, pos + done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;	/* a zero-length write sets no errno */
+		done += (uint32_t)n;
+	}
+	return 0;
+}
+
+int
+objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
+		uint32_t chunk_size, const void *buf, uint32_t len,
+		unsigned shift, const uint64_t dirty[2], unsigned char *tab,
+		uint64_t *csum_out)
+{
+	uint32_t n = objfs_nsums(len, shift);
+	struct objfs_alt d = { 0, { dirty[0], dirty[1] } };
+	int rc;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t from = i << shift, to;
+
+		if (!objfs_alt_has(&d, i))
+			continue;
+		to = (uint32_t)((uint64_t)(i + 1) << shift) < len ?
+			(i + 1) << shift : len;
+		/* The place its current version is not at. */
+		rc = write_range(fd, objfs_alt_has(alt, i) ? slot : alt->slot,
+				chunk_size, buf, from, to);
+		if (rc < 0)
+			return rc;
+	}
+	alt->map[0] ^= dirty[0];
+	alt->map[1] ^= dirty[1];
+	if (n < 128) {			/* no bits past the copy */
+		alt->map[n >> 6] &= n & 63 ? (1ull << (n & 63)) - 1 : 0;
+		if (n < 64)
+			alt->map[1] = 0;
+	}
+	*csum_out = objfs_chunk_csum(buf, len, shift, tab);
 	return 0;
 }
 

@@ -80,15 +80,48 @@ int objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
 		unsigned char *tab, uint64_t *csum_out);
 
 /*
- * Read the @len-byte disk copy of chunk @idx from slot @slot into @buf and
- * check it against @csum (made with sub-blocks of 1 << @shift bytes, or
- * none when 0).  A short or unreadable file is -EIO and a checksum
- * mismatch is -EBADMSG, each logged with @ino and @idx; @buf is then
- * undefined.
+ * A chunk's second slot.  A copy with sub-block sums may have some of its
+ * sub-blocks at their place in a second slot instead of the first: bit i
+ * of @map says sub-block i is in slot @slot.  A write-out that changes a
+ * few sub-blocks puts their new versions at the other place (the one no
+ * record points at) and flips their bits, instead of writing the whole
+ * chunk to a new slot.
+ */
+struct objfs_alt {
+	uint64_t slot;
+	uint64_t map[2];
+};
+
+static inline int
+objfs_alt_has(const struct objfs_alt *a, uint32_t i)
+{
+	return a && (a->map[i >> 6] >> (i & 63) & 1);
+}
+
+/*
+ * Write the sub-blocks (of 1 << @shift bytes) of the @len-byte chunk in
+ * @buf whose bits are set in @dirty, each at the place that does not hold
+ * its current version (slot @slot or @alt->slot, by @alt->map), and flip
+ * their bits in @alt->map; then compute the checksum of all @len bytes
+ * and their sums, into @csum_out and @tab.  Errors as objfs_spill_write;
+ * on failure the map is as it was.
+ */
+int objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
+		uint32_t chunk_size, const void *buf, uint32_t len,
+		unsigned shift, const uint64_t dirty[2], unsigned char *tab,
+		uint64_t *csum_out);
+
+/*
+ * Read the @len-byte disk copy of chunk @idx from slot @slot (and, for
+ * the sub-blocks @alt names, from its second slot; @alt may be NULL) into
+ * @buf and check it against @csum (made with sub-blocks of 1 << @shift
+ * bytes, or none when 0).  A short or unreadable file is -EIO and a
+ * checksum mismatch is -EBADMSG, each logged with @ino and @idx; @buf is
+ * then undefined.
  */
 int objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
-		uint32_t chunk_size, void *buf, uint32_t len, unsigned shift,
-		uint64_t csum);
+		const struct objfs_alt *alt, uint32_t chunk_size, void *buf,
+		uint32_t len, unsigned shift, uint64_t csum);
 
 /*
  * Read only the sub-blocks of that copy that hold bytes [@lo, @hi) (@hi
@@ -98,8 +131,9 @@ int objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
  * objfs_spill_read().
  */
 int objfs_spill_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
-		uint32_t chunk_size, void *buf, uint32_t lo, uint32_t hi,
-		uint32_t len, unsigned shift, const unsigned char *tab);
+		const struct objfs_alt *alt, uint32_t chunk_size, void *buf,
+		uint32_t lo, uint32_t hi, uint32_t len, unsigned shift,
+		const unsigned char *tab);
 
 /* Give the disk blocks of slot @slot back (punch a hole). */
 int objfs_spill_punch(int fd, uint64_t slot, uint32_t chunk_size);

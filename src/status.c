@@ -49,6 +49,7 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		"restored_bytes: %" PRIu64 "\n"
 		"direct_read_chunks: %" PRIu64 "\n"
 		"part_reads: %" PRIu64 "\n"
+		"subblock_writeouts: %" PRIu64 "\n"
 		"evicted_bytes: %" PRIu64 "\n"
 		"writer_waits: %" PRIu64 "\n"
 		"checksum_failures: %" PRIu64 "\n"
@@ -58,7 +59,7 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		f->disk_bytes, f->disk_chunks, f->fs_bytes, f->fs_avail,
 		st->written_out_chunks, st->written_out_bytes,
 		st->restored_chunks, st->restored_bytes, st->direct_reads,
-		st->part_reads,
+		st->part_reads, st->sub_writeouts,
 		st->dropped_bytes, st->write_waits, st->csum_failures,
 		st->inodes_cached);
 	if (n < 0)

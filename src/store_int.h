@@ -184,6 +184,7 @@ struct objfs_store {
 	_Atomic uint64_t written_out_chunks, written_out_bytes;
 	_Atomic uint64_t restored_chunks, restored_bytes;
 	_Atomic uint64_t direct_reads, part_reads, csum_failures;
+	_Atomic uint64_t sub_writeouts;	/* chunks written as a few sub-blocks */
 	_Atomic uint64_t evictions;
 
 	/* Space given back when durable (space.c), a leaf lock. */

@@ -26,8 +26,80 @@ struct written {
 	uint64_t idx, slot, csum;
 	uint32_t len;
 	int tail;		/* into its own slot, after its copy */
+	int subs;		/* only its changed sub-blocks, at their other
+				 * place (slot or alt.slot) */
+	int new_alt;		/* ... into a second slot taken for it */
+	unsigned nsubs;		/* ... how many */
+	struct objfs_alt alt;	/* (subs) the second slot, and the map */
 	unsigned char tab[4 * OBJFS_SUMS_MAX];	/* its sub-block sums */
 };
+
+/* Changed sub-blocks at most, of a chunk's, for a write-out of those
+ * alone: beyond this, writing the whole chunk to a new slot costs little
+ * more and leaves one slot. */
+#define SUBS_MAX_PART	4	/* a quarter of the sub-blocks */
+
+static unsigned
+popcount2(const uint64_t m[2])
+{
+	return (unsigned)(__builtin_popcountll(m[0]) +
+			__builtin_popcountll(m[1]));
+}
+
+/*
+ * Write only the changed sub-blocks of chunk @i (@c) into @x, at the
+ * places of the chunk's two slots their current versions are not at.
+ * Only when the chunk's record is durable: then no older record can come
+ * back in a crash, and the other places hold bytes no record needs.  1
+ * when done, 0 when the whole chunk is to be written instead, or -errno.
+ */
+static int
+write_subs(struct objfs_store *s, struct objfs_inode *ip, int fd, uint64_t i,
+		struct objfs_chunk *c, struct written *x, uint64_t nchunks,
+		uint64_t durable)
+{
+	uint32_t n = objfs_nsums(x->len, s->sub_shift);
+	unsigned char otab[4 * OBJFS_SUMS_MAX];
+	struct objfs_chunk_rec r;
+	unsigned k = popcount2(c->dsub);
+	int rc;
+
+	if ((c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) !=
+			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) ||
+	    x->len != c->disk_len || c->rec_seq > durable || k == 0 ||
+	    k > n / SUBS_MAX_PART)
+		return 0;
+	x->new_alt = !(c->flags & OBJFS_CHUNK_ALT);
+	if (x->new_alt) {
+		x->alt.map[0] = x->alt.map[1] = 0;
+		rc = objfs_slots_alloc(&ip->slots, nchunks, nchunks,
+				&x->alt.slot);
+	} else {
+		rc = data_chunk_rec(s, ip, i, c, &r, otab, &x->alt);
+	}
+	if (rc < 0)
+		return rc;
+	x->slot = c->slot;
+	rc = objfs_spill_write_subs(fd, x->slot, &x->alt, s->chunk_size,
+			objfs_arena_ptr(s->arena, c->off), x->len, s->sub_shift,
+			c->dsub, x->tab, &x->csum);
+	if (rc < 0 && x->new_alt)
+		objfs_slots_put(&ip->slots, x->alt.slot);
+	x->nsubs = k;
+	return rc < 0 ? rc : 1;
+}
+
+/* A write-out that is not to be recorded: the slot it took goes back. */
+static void
+put_back(struct objfs_inode *ip, const struct written *x)
+{
+	if (x->subs) {
+		if (x->new_alt)
+			objfs_slots_put(&ip->slots, x->alt.slot);
+	} else if (!x->tail) {
+		objfs_slots_put(&ip->slots, x->slot);
+	}
+}
 
 /*
  * Write out the chunks @sel[0..nsel) (ascending indexes) that are still
@@ -72,7 +144,21 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			continue;
 		x->idx = i;
 		x->len = (uint32_t)min64(c->cap, data_extent_in_file(s, ip, i));
+		x->subs = x->new_alt = 0;
+		rc = write_subs(s, ip, fd, i, c, x, nchunks, durable);
+		if (rc < 0)
+			break;
+		if (rc > 0) {
+			x->subs = 1;
+			x->tail = 0;
+			rc = 0;
+			n++;
+			continue;
+		}
+		/* (Not with a second slot: the bytes before the copy's end
+		 * are not all in the first.) */
 		x->tail = (c->flags & OBJFS_CHUNK_ONDISK) &&
+			!(c->flags & OBJFS_CHUNK_ALT) &&
 			c->dirty_lo >= c->disk_len && x->len > c->disk_len &&
 			c->rec_seq <= durable;
 		if (x->tail) {
@@ -110,7 +196,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 	 * file, cut the padding, so that an object written out once is a
 	 * file holding exactly its bytes. */
 	for (size_t k = 0; k < n; k++)
-		if (w[k].slot + 1 == objfs_slots_end(&ip->slots) &&
+		if (!w[k].subs && w[k].slot + 1 == objfs_slots_end(&ip->slots) &&
 		    ftruncate(fd, (off_t)((w[k].slot << s->chunk_shift) +
 				w[k].len)) < 0 && rc == 0)
 			rc = -errno;
@@ -125,8 +211,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		r = 0;
 	if (r < 0) {
 		for (size_t k = 0; k < n; k++)
-			if (!w[k].tail)
-				objfs_slots_put(&ip->slots, w[k].slot);
+			put_back(ip, &w[k]);
 		n = 0;
 		rc = rc ? rc : r;
 	}
@@ -146,7 +231,9 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 	if (r == 0) {
 		for (size_t k = 0; r == 0 && k < n; k++) {
 			struct objfs_chunk_rec rec = { w[k].csum, w[k].slot,
-				w[k].len, s->sub_shift, w[k].tab };
+				w[k].len, s->sub_shift, w[k].tab, w[k].subs,
+				w[k].alt.slot, { w[k].alt.map[0],
+				w[k].alt.map[1] } };
 
 			r = objfs_meta_chunk_put(t, ip->ino, w[k].idx, &rec);
 		}
@@ -156,17 +243,29 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 	}
 	if (r < 0) {
 		for (size_t k = 0; k < n; k++)
-			if (!w[k].tail)
-				objfs_slots_put(&ip->slots, w[k].slot);
+			put_back(ip, &w[k]);
 		rc = rc ? rc : r;
 		goto out_clear;
 	}
 	for (size_t k = 0; k < n; k++) {
 		c = objfs_chunkmap_get(&ip->chunks, w[k].idx);
-		if ((c->flags & OBJFS_CHUNK_ONDISK) && !w[k].tail)
+		/* A whole write took a new slot: the old one, and a second
+		 * one, go once this commit is durable.  A write of changed
+		 * sub-blocks keeps both slots (the places it did not write
+		 * still hold versions the record points at). */
+		if ((c->flags & OBJFS_CHUNK_ONDISK) && !w[k].tail &&
+		    !w[k].subs)
 			data_defer_slot(s, ip->ino, c->slot, seq);
+		if ((c->flags & OBJFS_CHUNK_ALT) && !w[k].subs)
+			data_defer_slot(s, ip->ino, c->alt, seq);
 		objfs_chunkmap_set_dirty(&ip->chunks, w[k].idx, c, 0);
 		c->flags |= OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS;
+		c->flags &= ~OBJFS_CHUNK_ALT;
+		if (w[k].subs) {
+			c->flags |= OBJFS_CHUNK_ALT;
+			c->alt = w[k].alt.slot;
+		}
+		c->dsub[0] = c->dsub[1] = 0;
 		c->dirty_lo = UINT32_MAX;
 		c->slot = w[k].slot;
 		c->csum = w[k].csum;
@@ -174,7 +273,10 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		c->rec_seq = seq;
 		objfs_arena_mark_clean(s->arena, c->off);
 		atomic_fetch_add(&s->written_out_chunks, 1);
-		atomic_fetch_add(&s->written_out_bytes, w[k].len);
+		if (w[k].subs)
+			atomic_fetch_add(&s->sub_writeouts, 1);
+		atomic_fetch_add(&s->written_out_bytes, w[k].subs ?
+				(uint64_t)w[k].nsubs << s->sub_shift : w[k].len);
 	}
 	ip->attr.nrec = a.nrec;
 	if (rc == 0)

@@ -197,7 +197,7 @@ static void
 put_chunk(struct objfs_meta_txn *t, uint64_t ino, uint64_t i)
 {
 	struct objfs_chunk_rec r = { i * 1000, i + 100, (uint32_t)i + 1, 0,
-		NULL };
+		NULL, 0, 0, { 0, 0 } };
 
 	assert_int_equal(objfs_meta_chunk_put(t, ino, i, &r), 0);
 }
@@ -227,7 +227,8 @@ test_chunk_record_sums(void **state)
 {
 	struct fx *f = *state;
 	unsigned char tab[16], got[4 * OBJFS_SUMS_MAX];
-	struct objfs_chunk_rec r = { 77, 5, 3 * 4096 + 1, 12, tab }, g;
+	struct objfs_chunk_rec r = { 77, 5, 3 * 4096 + 1, 12, tab, 0, 0,
+		{ 0, 0 } }, g;
 
 	for (int i = 0; i < 16; i++)
 		tab[i] = (unsigned char)(0xa0 + i);
@@ -244,6 +245,25 @@ test_chunk_record_sums(void **state)
 	assert_int_equal(g.shift, 0);
 	assert_int_equal(objfs_meta_chunk_get(f->t, 9, 2, &g, got), -ENOENT);
 	assert_int_equal(objfs_meta_chunk_list(f->t, 9, sums_listed, tab), 0);
+	/* A second slot and the map of the sub-blocks in it. */
+	r.has_alt = 1;
+	r.alt = 42;
+	r.map[0] = 0x5;
+	r.map[1] = 0;
+	assert_int_equal(objfs_meta_chunk_put(f->t, 9, 4, &r), 0);
+	assert_int_equal(objfs_meta_chunk_get(f->t, 9, 4, &g, got), 0);
+	assert_int_equal(g.has_alt, 1);
+	assert_int_equal(g.alt, 42);
+	assert_int_equal(g.map[0], 0x5);
+	assert_int_equal(g.map[1], 0);
+	assert_memory_equal(got, tab, 16);
+	assert_int_equal(objfs_meta_chunk_get(f->t, 9, 1, &g, got), 0);
+	assert_int_equal(g.has_alt, 0);
+	/* ... which only a record with sub-blocks can have. */
+	r.shift = 0;
+	assert_int_equal(objfs_meta_chunk_put(f->t, 9, 5, &r), -EINVAL);
+	r.shift = 12;
+	r.has_alt = 0;
 	r.len = (OBJFS_SUMS_MAX + 1) * 4096;	/* 129 sums */
 	assert_int_equal(objfs_meta_chunk_put(f->t, 9, 3, &r), -EINVAL);
 }

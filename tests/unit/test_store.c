@@ -1405,6 +1405,124 @@ test_part_reads_under_pressure(void **state)
 	free(fill);
 }
 
+/* Disk blocks the backing file of @ino takes, in bytes. */
+static uint64_t
+backing_blocks(struct fx *f, uint64_t ino)
+{
+	char path[128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino);
+	assert_int_equal(stat(path, &st), 0);
+	return (uint64_t)st.st_blocks * 512;
+}
+
+/* Write @n bytes of @buf at @off of @ino (and into @buf's model). */
+static void
+overwrite(struct fx *f, uint64_t ino, unsigned char *model, uint64_t off,
+		size_t n, unsigned seed)
+{
+	unsigned char *p = pattern(n, seed);
+	size_t done;
+
+	memcpy(model + off, p, n);
+	assert_int_equal(objfs_store_write(f->s, ino, off, p, n, &wr, &(int){0},
+				&done), 0);
+	assert_int_equal(done, n);
+	free(p);
+}
+
+/*
+ * A chunk whose record is durable and of which a few sub-blocks changed
+ * is written out as those sub-blocks alone (64 KiB chunks: 4 KiB
+ * sub-blocks, at most 4 of 16), each at the place in the chunk's two
+ * slots that its current version is not at; a later change of the same
+ * sub-block goes back to the first slot.  Every byte reads back right
+ * from the arena, from disk whole, and from disk in parts, after remounts;
+ * more changed sub-blocks, a truncation into such a chunk and growing it
+ * again lose nothing either.
+ */
+static void
+test_rewrite_subs(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 4 * CHUNK;
+	unsigned char *buf = pattern(len, 35), *fill = pattern(6u << 20, 36);
+	unsigned char got[100];
+	struct objfs_store_stats st0, st;
+	uint64_t ino = make_file(f, "subs", buf, len, 0), blocks0;
+	size_t n;
+
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	blocks0 = backing_blocks(f, ino);
+	objfs_store_get_stats(f->s, &st0);
+	overwrite(f, ino, buf, 1 * CHUNK + 2 * 4096 + 7, 3, 37);
+	overwrite(f, ino, buf, 1 * CHUNK + 9 * 4096 + 4090, 10, 38);
+	overwrite(f, ino, buf, 2 * CHUNK, 4096, 39);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	objfs_store_get_stats(f->s, &st);
+	/* Sub-blocks 2, 9 and 10 of chunk 1 and 0 of chunk 2: 16 KiB, not
+	 * two chunks of 64 KiB. */
+	assert_int_equal(st.written_out_bytes - st0.written_out_bytes,
+			4 * 4096);
+	assert_true(backing_blocks(f, ino) - blocks0 <= 4 * 4096 + 4096);
+	assert_content(f, ino, buf, len, 0);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+
+	/* The same sub-block again: back at its place in the first slot. */
+	overwrite(f, ino, buf, 1 * CHUNK + 2 * 4096, 4096, 40);
+	overwrite(f, ino, buf, 3 * CHUNK + 15 * 4096 + 100, 50, 41);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+
+	/* Read in parts from disk, under pressure: sub-blocks in either
+	 * slot come back right. */
+	reopen(f);
+	make_file(f, "fill", fill, 6u << 20, 0);
+	objfs_store_get_stats(f->s, &st0);
+	assert_int_equal(objfs_store_read(f->s, ino, 1 * CHUNK + 9 * 4096 + 4050,
+				got, 100, &n), 0);
+	assert_memory_equal(got, buf + 1 * CHUNK + 9 * 4096 + 4050, 100);
+	assert_int_equal(objfs_store_read(f->s, ino, 2 * CHUNK + 4000, got, 100,
+				&n), 0);
+	assert_memory_equal(got, buf + 2 * CHUNK + 4000, 100);
+	assert_int_equal(objfs_store_read(f->s, ino, 1 * CHUNK + 2 * 4096 + 5,
+				got, 100, &n), 0);
+	assert_memory_equal(got, buf + 1 * CHUNK + 2 * 4096 + 5, 100);
+	objfs_store_get_stats(f->s, &st);
+	assert_true(st.part_reads - st0.part_reads >= 2);
+	assert_content(f, ino, buf, len, 0);
+
+	/* Five sub-blocks of one chunk: written whole, to a new slot. */
+	objfs_store_get_stats(f->s, &st0);
+	for (int i = 0; i < 5; i++)
+		overwrite(f, ino, buf, 1 * CHUNK + (uint64_t)(3 * i) * 4096, 8,
+				(unsigned)(42 + i));
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	objfs_store_get_stats(f->s, &st);
+	assert_true(st.written_out_bytes - st0.written_out_bytes >= CHUNK);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+
+	/* Cut into chunk 2, whose sub-block 0 is in its second slot, then
+	 * grown again: the bytes past the cut read as zeros. */
+	assert_int_equal(objfs_store_setattr(f->s, ino, &(struct objfs_setattr){
+				.valid = OBJFS_SET_SIZE, .size = 2 * CHUNK + 6000 },
+				&(struct objfs_attr){0}), 0);
+	memset(buf + 2 * CHUNK + 6000, 0, len - (2 * CHUNK + 6000));
+	reopen(f);
+	assert_content(f, ino, buf, 2 * CHUNK + 6000, 0);
+	overwrite(f, ino, buf, 3 * CHUNK + 5, 10, 48);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);
+	assert_content(f, ino, buf, 3 * CHUNK + 15, 0);
+	free(buf);
+	free(fill);
+}
+
 /*
  * An index of schema 2 has chunk records without sub-block sums.  It is
  * taken up as schema 3: those chunks are read whole and checked with
@@ -1682,6 +1800,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_spill_errors_lose_nothing,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_part_reads_under_pressure,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rewrite_subs,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema2_records,
 				setup, teardown),
