@@ -76,6 +76,7 @@ struct objfs_arena {
 	uint64_t *own_ino;		/* protected by lock */
 	uint64_t *own_idx;		/* protected by lock */
 	_Atomic uint8_t *own_flags;	/* atomic */
+	_Atomic uint64_t dirty;		/* bytes of blocks flagged DIRTY */
 	uint32_t hand;			/* protected by lock: clock position */
 };
 
@@ -288,7 +289,11 @@ objfs_arena_free(struct objfs_arena *a, uint64_t off, uint32_t cap)
 	(void)cap;
 	a->used -= (uint64_t)OBJFS_ARENA_MIN_BLOCK << k;
 	a->own_ino[i] = 0;
-	atomic_store_explicit(&a->own_flags[i], 0, memory_order_relaxed);
+	if (atomic_exchange_explicit(&a->own_flags[i], 0, memory_order_relaxed) &
+			OBJFS_ARENA_DIRTY)
+		atomic_fetch_sub_explicit(&a->dirty,
+				(uint64_t)OBJFS_ARENA_MIN_BLOCK << k,
+				memory_order_relaxed);
 	while (k < a->max_order) {
 		uint32_t b = i ^ (1u << k);
 
@@ -377,14 +382,27 @@ objfs_arena_touch(struct objfs_arena *a, uint64_t off, int dirty)
 {
 	uint32_t i = (uint32_t)(off / OBJFS_ARENA_MIN_BLOCK);
 	uint8_t want = (uint8_t)(OBJFS_ARENA_REF |
-			(dirty ? OBJFS_ARENA_DIRTY : 0));
+			(dirty ? OBJFS_ARENA_DIRTY : 0)), old;
 
 	/* Skip the atomic read-modify-write when nothing would change: the
 	 * hot path touches the same block many times in a row. */
 	if ((atomic_load_explicit(&a->own_flags[i], memory_order_relaxed) &
-	     want) != want)
-		atomic_fetch_or_explicit(&a->own_flags[i], want,
+	     want) != want) {
+		old = atomic_fetch_or_explicit(&a->own_flags[i], want,
 				memory_order_relaxed);
+		/* The block's order does not change while its owner, who
+		 * holds it, touches it. */
+		if (dirty && !(old & OBJFS_ARENA_DIRTY))
+			atomic_fetch_add_explicit(&a->dirty,
+					(uint64_t)OBJFS_ARENA_MIN_BLOCK <<
+					a->state[i], memory_order_relaxed);
+	}
+}
+
+uint64_t
+objfs_arena_dirty(struct objfs_arena *a)
+{
+	return atomic_load_explicit(&a->dirty, memory_order_relaxed);
 }
 
 void
@@ -392,8 +410,12 @@ objfs_arena_mark_clean(struct objfs_arena *a, uint64_t off)
 {
 	uint32_t i = (uint32_t)(off / OBJFS_ARENA_MIN_BLOCK);
 
-	atomic_fetch_and_explicit(&a->own_flags[i], (uint8_t)~OBJFS_ARENA_DIRTY,
-			memory_order_relaxed);
+	if (atomic_fetch_and_explicit(&a->own_flags[i],
+			(uint8_t)~OBJFS_ARENA_DIRTY, memory_order_relaxed) &
+			OBJFS_ARENA_DIRTY)
+		atomic_fetch_sub_explicit(&a->dirty,
+				(uint64_t)OBJFS_ARENA_MIN_BLOCK << a->state[i],
+				memory_order_relaxed);
 }
 
 int

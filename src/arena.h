@@ -61,6 +61,9 @@ uint32_t objfs_arena_block_size(const struct objfs_arena *a, size_t size);
 
 void objfs_arena_get_stats(struct objfs_arena *a,
 		struct objfs_arena_stats *st);
+/* Bytes of blocks flagged dirty (objfs_arena_touch with @dirty, until
+ * objfs_arena_mark_clean or the block's free): not yet on disk. */
+uint64_t objfs_arena_dirty(struct objfs_arena *a);
 /* Bytes allocated, without taking the lock (may be a moment old). */
 uint64_t objfs_arena_used(struct objfs_arena *a);
 

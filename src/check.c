@@ -384,7 +384,7 @@ ck_open_dir(const char *data_dir, struct dir *d, FILE *out)
 		fprintf(out, "%s: %s\n", data_dir, strerror(-rc));
 		return rc;
 	}
-	rc = objfs_store_lock_dir(d->dirfd, &d->lockfd, &holder);
+	rc = objfs_store_lock_dir(d->dirfd, &d->lockfd, &holder, NULL, 0);
 	if (rc < 0) {
 		if (rc == -EBUSY)
 			fprintf(out, "%s: served by a running objfs (pid %ld); "

@@ -245,7 +245,7 @@ read_status(struct objfs_store *s, uint64_t off, void *buf, size_t len,
 		size_t *n_out)
 {
 	struct objfs_status_figures f;
-	char text[4096];
+	char text[4096 + PATH_MAX];
 	size_t n;
 	int rc = objfs_store_get_figures(s, &f);
 
@@ -506,8 +506,17 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 	struct objfs_inode *ip;
 	int rc;
 
-	if (objfs_is_status_ino(ino))
-		return 0;
+	if (objfs_is_status_ino(ino)) {
+		/* fsync of the status file writes out everything and makes
+		 * it durable (objfsctl sync), with the same retries on a
+		 * full disk as below. */
+		for (int tries = 0; ; tries++) {
+			rc = objfs_store_sync_all(s);
+			if (rc != -ENOSPC || tries == 3 ||
+			    !objfs_data_reclaim(s))
+				return rc;
+		}
+	}
 	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
@@ -638,6 +647,7 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	 * nothing else there), so the arena's count is the resident bytes:
 	 * no walk over the inodes and their chunks. */
 	st->resident_bytes = as.used;
+	st->dirty_bytes = objfs_arena_dirty(s->arena);
 	objfs_store_lock(s);
 	st->inodes_cached = s->count;
 	objfs_store_unlock(s);
@@ -680,6 +690,8 @@ objfs_store_get_figures(struct objfs_store *s, struct objfs_status_figures *f)
 
 	memset(f, 0, sizeof(*f));
 	objfs_store_get_stats(s, &f->st);
+	f->pid = (long)getpid();
+	f->data_dir = s->data_dir;
 	/* Figures that cannot be had make the read fail, never zeros. */
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)

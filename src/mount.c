@@ -41,6 +41,7 @@
 #include "base/csum.h"
 #include "base/log.h"
 #include "base/sync.h"
+#include "units.h"
 #include "status.h"
 #include "store_int.h"
 #include "../meta/meta_keys.h"
@@ -65,9 +66,10 @@ open_dir_at(int dirfd, const char *name, int *out)
 }
 
 int
-objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder)
+objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder, char *state,
+		size_t state_size)
 {
-	char buf[32];
+	char buf[256];
 	ssize_t n;
 	int fd, rc;
 
@@ -81,6 +83,9 @@ objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder)
 		if (holder && n > 0) {
 			buf[n] = '\0';
 			*holder = strtol(buf, NULL, 10);
+			if (state && strchr(buf, '\n'))
+				snprintf(state, state_size, "%s",
+						strchr(buf, '\n') + 1);
 		}
 		close(fd);
 		return rc;
@@ -89,14 +94,26 @@ objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder)
 	return 0;
 }
 
+/* The lock file holds the serving daemon's pid and, from unmount on,
+ * what it is doing: "unmounting: N bytes to write out", then
+ * "unmounted: all data written" or "unmounted: writing out failed: ...",
+ * which a mount refused meanwhile and objfsctl umount read. */
+static void
+note_lock(struct objfs_store *s, const char *state)
+{
+	char buf[256];
+	int n = snprintf(buf, sizeof(buf), "%ld\n%s%s", (long)getpid(),
+			state ? state : "", state ? "\n" : "");
+
+	if (ftruncate(s->lockfd, 0) < 0 ||
+	    pwrite(s->lockfd, buf, (size_t)n, 0) != n)
+		objfs_log(OBJFS_LOG_WARNING, "cannot write the lock file: %m");
+}
+
 void
 objfs_store_note_pid(struct objfs_store *s)
 {
-	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-
-	if (ftruncate(s->lockfd, 0) == 0 && pwrite(s->lockfd, buf, (size_t)n, 0) < 0)
-		objfs_log(OBJFS_LOG_WARNING, "cannot record pid in lock file: %m");
+	note_lock(s, NULL);
 }
 
 /* A new data directory's number, to tell its index from another's. */
@@ -673,7 +690,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	struct objfs_inode *root;
 	struct objfs_store *s;
 	const char *dummy;
-	char path[PATH_MAX];
+	char path[PATH_MAX], state[256] = "";
 	uint64_t id = 0, low_bytes = 0;
 	int dirfd, sub = -1, rc, created = 0;
 
@@ -711,14 +728,29 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	}
 	s->lockfd = -1;
 	pthread_mutex_init(&s->defer_lock, NULL);
-	rc = objfs_store_lock_dir(dirfd, &s->lockfd, holder);
+	rc = objfs_store_lock_dir(dirfd, &s->lockfd, holder, state,
+			sizeof(state));
 	if (rc < 0) {
+		static _Thread_local char why[320];
+
 		*msg = rc == -EBUSY ?
 			"the data directory is already served by another objfs" :
 			"cannot lock the data directory";
+		state[strcspn(state, "\n")] = '\0';
+		if (rc == -EBUSY && strncmp(state, "unmounting", 10) == 0) {
+			snprintf(why, sizeof(why), "the objfs that served the "
+				"data directory is still writing it out (%s); "
+				"mount again when it has exited", state);
+			*msg = why;
+		}
 		goto err_free;
 	}
 	objfs_store_note_pid(s);
+	s->data_dir = strdup(cfg->data_dir);
+	if (!s->data_dir) {
+		rc = -ENOMEM;
+		goto err_lock;
+	}
 	if ((rc = open_dir_at(dirfd, "index", &sub)) < 0) {
 		*msg = "cannot create the index directory";
 		goto err_lock;
@@ -878,6 +910,7 @@ err_backing:
 err_lock:
 	close(s->lockfd);
 err_free:
+	free(s->data_dir);
 	free(s->defer);
 	pthread_mutex_destroy(&s->defer_lock);
 	free(s);
@@ -934,6 +967,14 @@ objfs_store_close(struct objfs_store *s)
 	s->spiller = NULL;
 	/* Space that deletes freed first: the write-out may need it. */
 	(void)objfs_data_reclaim(s);
+	{
+		char what[96], h[32];
+
+		snprintf(what, sizeof(what), "unmounting: %s to write out",
+			objfs_format_size(objfs_arena_dirty(s->arena), h,
+				sizeof(h)));
+		note_lock(s, what);
+	}
 	rc = objfs_store_sync_all(s);
 	if (rc < 0)
 		objfs_log(OBJFS_LOG_ERR, "writing objects out at unmount: %s; "
@@ -955,7 +996,19 @@ objfs_store_close(struct objfs_store *s)
 		if (rc == 0)
 			rc = r;
 	}
+	{
+		char what[160];
+
+		if (rc < 0)
+			snprintf(what, sizeof(what), "unmounted: writing out "
+				"failed: %s", strerror(-rc));
+		else
+			snprintf(what, sizeof(what), "unmounted: all data "
+				"written");
+		note_lock(s, what);
+	}
 	close(s->lockfd);
+	free(s->data_dir);
 	free(s->defer);
 	pthread_mutex_destroy(&s->defer_lock);
 	free(s);

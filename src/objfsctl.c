@@ -6,6 +6,10 @@
  *				readable
  *   objfsctl stat FILE...	where each file's bytes are: the
  *				user.objfs.* extended attributes
+ *   objfsctl sync MOUNTPOINT	write everything out and make it durable
+ *				(fsync of .objfs-status), with progress
+ *   objfsctl umount MOUNTPOINT	sync, unmount, wait for the daemon to
+ *				exit, and say whether it wrote everything
  *   objfsctl check DATA	verify a data directory offline (check.c)
  *   objfsctl recover DATA [DEST]
  *				save what can be saved of a data
@@ -18,12 +22,21 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "units.h"
@@ -34,12 +47,18 @@ usage(FILE *f)
 	fprintf(f,
 "usage: objfsctl status MOUNTPOINT\n"
 "       objfsctl stat FILE...\n"
+"       objfsctl sync MOUNTPOINT\n"
+"       objfsctl umount MOUNTPOINT\n"
 "       objfsctl check DATA\n"
 "       objfsctl recover DATA [DEST]\n"
 "\n"
 "status  the mount's arena, spill and restore figures (MOUNTPOINT/.objfs-status)\n"
 "stat    for each file in an objfs mount: bytes in the arena, not yet on\n"
 "        disk, on disk, only on disk, and its chunks\n"
+"sync    write every byte of the mount out and make it durable; shows\n"
+"        what is left, the rate and the time left\n"
+"umount  sync, unmount, wait for the daemon to exit; exit 0 only when it\n"
+"        wrote everything\n"
 "check   verify a data directory that no objfs serves: the index, every\n"
 "        name, every chunk against its checksum; exit 1 on damage\n"
 "recover save every object whose bytes still verify, from a data directory\n"
@@ -71,6 +90,250 @@ cmd_status(const char *mnt)
 	}
 	fclose(f);
 	return 0;
+}
+
+/* The status file of @mnt into @buf: 0, or -errno (said on stderr). */
+static int
+read_status(const char *mnt, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.objfs-status", mnt);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, size - 1);
+	if (n < 0) {
+		int e = errno;
+
+		fprintf(stderr, "objfsctl: %s: %s (is %s an objfs mount?)\n",
+			path, strerror(e), mnt);
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return 0;
+}
+
+/* The value of line "@key: value" of a status text, or NULL. */
+static const char *
+status_value(const char *text, const char *key, char *out, size_t size)
+{
+	size_t k = strlen(key);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ?
+			strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, key, k) == 0 && p[k] == ':' && p[k + 1] == ' ') {
+			size_t n = strcspn(p + k + 2, "\n");
+
+			if (n >= size)
+				n = size - 1;
+			memcpy(out, p + k + 2, n);
+			out[n] = '\0';
+			return out;
+		}
+	return NULL;
+}
+
+static uint64_t
+status_u64(const char *text, const char *key)
+{
+	char v[32];
+
+	return status_value(text, key, v, sizeof(v)) ?
+		strtoull(v, NULL, 10) : 0;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct syncer {
+	int fd;
+	int err;
+	atomic_int done;
+};
+
+static void *
+sync_thread(void *arg)
+{
+	struct syncer *y = arg;
+
+	y->err = fsync(y->fd) < 0 ? errno : 0;
+	atomic_store(&y->done, 1);
+	return NULL;
+}
+
+/* One line of progress: what is left, the rate since the start, and the
+ * time left at that rate; on a terminal one line redrawn with a bar. */
+static void
+progress(int tty, uint64_t left, uint64_t done, double secs)
+{
+	char l[32], d[32], r[32];
+	double rate = secs > 0 ? done / secs : 0;
+	uint64_t total = left + done;
+	int bar = total ? (int)(30.0 * done / total) : 30;
+
+	objfs_format_size(left, l, sizeof(l));
+	objfs_format_size(done, d, sizeof(d));
+	objfs_format_size((uint64_t)rate, r, sizeof(r));
+	if (tty) {
+		printf("\r[%.*s%*s] %s left, %s written, %s/s", bar,
+			"##############################", 30 - bar, "", l, d, r);
+		if (rate > 0)
+			printf(", %.0f s left  ", left / rate);
+		else
+			printf("           ");
+	} else {
+		printf("sync: %s left, %s written, %s/s", l, d, r);
+		if (rate > 0)
+			printf(", about %.0f s left", left / rate);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+/* Write everything out (an fsync of the status file, in a thread) and
+ * show the progress meanwhile.  0, or 1 with the reason on stderr. */
+static int
+cmd_sync(const char *mnt)
+{
+	char text[8192], path[PATH_MAX], h[32];
+	struct syncer y = { -1, 0, 0 };
+	uint64_t w0, left = 0, done = 0;
+	double t0 = now_s(), shown = 0;
+	int tty = isatty(STDOUT_FILENO), drew = 0;
+	pthread_t th;
+
+	if (read_status(mnt, text, sizeof(text)) < 0)
+		return 1;
+	w0 = status_u64(text, "spilled_bytes");
+	snprintf(path, sizeof(path), "%s/.objfs-status", mnt);
+	y.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (y.fd < 0 || pthread_create(&th, NULL, sync_thread, &y) != 0) {
+		fprintf(stderr, "objfsctl: sync %s: %s\n", mnt, strerror(errno));
+		if (y.fd >= 0)
+			close(y.fd);
+		return 1;
+	}
+	while (!atomic_load(&y.done)) {
+		usleep(100000);
+		if (atomic_load(&y.done) ||
+		    now_s() - shown < (tty ? 0.2 : 2.0) ||
+		    read_status(mnt, text, sizeof(text)) < 0)
+			continue;
+		left = status_u64(text, "dirty_bytes");
+		done = status_u64(text, "spilled_bytes") - w0;
+		/* Nothing to say until a first batch is written, or a
+		 * second has gone by. */
+		if (done == 0 && now_s() - t0 < 1.0)
+			continue;
+		shown = now_s();
+		progress(tty, left, done, shown - t0);
+		drew = 1;
+	}
+	pthread_join(th, NULL);
+	close(y.fd);
+	if (drew && tty)
+		printf("\n");
+	if (y.err) {
+		fprintf(stderr, "objfsctl: sync %s: %s; what was not written "
+			"stays in the arena\n", mnt, strerror(y.err));
+		return 1;
+	}
+	if (read_status(mnt, text, sizeof(text)) == 0)
+		done = status_u64(text, "spilled_bytes") - w0;
+	printf("synced %s: %s written in %.1f s; everything is on disk and "
+		"durable\n", mnt, objfs_format_size(done, h, sizeof(h)),
+		now_s() - t0);
+	return 0;
+}
+
+/* Unmount with fusermount3 -u: its exit status, or -1. */
+static int
+run_fusermount(const char *mnt)
+{
+	char *argv[] = { "fusermount3", "-u", (char *)mnt, NULL };
+	extern char **environ;
+	int st;
+	pid_t pid;
+
+	if (posix_spawnp(&pid, "fusermount3", NULL, NULL, argv, environ) != 0)
+		return -1;
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* objfsctl umount: sync with progress, unmount, wait for the daemon and
+ * report what its lock file says it did at the end. */
+static int
+cmd_umount(const char *mnt)
+{
+	char text[8192], data[PATH_MAX], path[PATH_MAX + 8], buf[512];
+	long pid;
+	double t0;
+	int fd, said = 0;
+	ssize_t n;
+	char *state;
+
+	if (read_status(mnt, text, sizeof(text)) < 0)
+		return 1;
+	pid = (long)status_u64(text, "pid");
+	if (pid <= 0 || !status_value(text, "data", data, sizeof(data))) {
+		fprintf(stderr, "objfsctl: %s: the status file names no daemon "
+			"(an objfs older than this objfsctl?)\n", mnt);
+		return 1;
+	}
+	if (cmd_sync(mnt) != 0) {
+		fprintf(stderr, "objfsctl: %s is still mounted\n", mnt);
+		return 1;
+	}
+	if (run_fusermount(mnt) != 0) {
+		fprintf(stderr, "objfsctl: fusermount3 -u %s failed (is it busy? "
+			"see fuser -m %s); it is still mounted, and synced\n",
+			mnt, mnt);
+		return 1;
+	}
+	t0 = now_s();
+	while (kill((pid_t)pid, 0) == 0 || errno == EPERM) {
+		if (!said && now_s() - t0 > 2) {
+			printf("waiting for objfs (pid %ld) to finish and exit\n",
+				pid);
+			fflush(stdout);
+			said = 1;
+		}
+		usleep(50000);
+	}
+	snprintf(path, sizeof(path), "%s/lock", data);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	state = strchr(buf, '\n');
+	state = state ? state + 1 : buf + strlen(buf);
+	state[strcspn(state, "\n")] = '\0';
+	if (strtol(buf, NULL, 10) == pid &&
+	    strcmp(state, "unmounted: all data written") == 0) {
+		printf("unmounted %s: all data written to %s\n", mnt, data);
+		return 0;
+	}
+	if (strtol(buf, NULL, 10) == pid && strncmp(state, "unmounted:", 10) == 0)
+		fprintf(stderr, "objfsctl: %s: objfs (pid %ld) %s\n", mnt, pid,
+			state);
+	else
+		fprintf(stderr, "objfsctl: %s: objfs (pid %ld) exited without "
+			"saying it wrote everything (killed?); the next mount "
+			"keeps what was durable\n", mnt, pid);
+	return 1;
 }
 
 static int
@@ -143,6 +406,10 @@ main(int argc, char **argv)
 		return cmd_status(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "stat") == 0)
 		return cmd_stat(argc - 2, argv + 2);
+	if (argc == 3 && strcmp(argv[1], "sync") == 0)
+		return cmd_sync(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "umount") == 0)
+		return cmd_umount(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "check") == 0) {
 		int rc = objfs_check(argv[2], stdout);
 

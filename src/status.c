@@ -39,6 +39,7 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		"arena_low_watermark_bytes: %" PRIu64 "\n"
 		"chunk_size_bytes: %" PRIu64 "\n"
 		"resident_bytes: %" PRIu64 "\n"
+		"dirty_bytes: %" PRIu64 "\n"
 		"disk_bytes: %" PRIu64 "\n"
 		"disk_chunks: %" PRIu64 "\n"
 		"backing_fs_bytes: %" PRIu64 "\n"
@@ -53,15 +54,18 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		"evicted_bytes: %" PRIu64 "\n"
 		"writer_waits: %" PRIu64 "\n"
 		"checksum_failures: %" PRIu64 "\n"
-		"cached_inodes: %" PRIu64 "\n",
+		"cached_inodes: %" PRIu64 "\n"
+		"pid: %ld\n"
+		"data: %s\n",
 		st->arena_capacity, st->arena_used, st->spill_high,
 		st->spill_low, st->chunk_size, st->resident_bytes,
+		st->dirty_bytes,
 		f->disk_bytes, f->disk_chunks, f->fs_bytes, f->fs_avail,
 		st->written_out_chunks, st->written_out_bytes,
 		st->restored_chunks, st->restored_bytes, st->direct_reads,
 		st->part_reads, st->sub_writeouts,
 		st->dropped_bytes, st->write_waits, st->csum_failures,
-		st->inodes_cached);
+		st->inodes_cached, f->pid, f->data_dir);
 	if (n < 0)
 		return -EIO;
 	*len_out = (size_t)n < size ? (size_t)n : size - 1;

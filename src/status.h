@@ -21,6 +21,8 @@ struct objfs_status_figures {
 	struct objfs_store_stats st;
 	uint64_t disk_bytes, disk_chunks;	/* what the chunk records hold */
 	uint64_t fs_bytes, fs_avail;		/* the backing filesystem */
+	long pid;				/* the daemon's */
+	const char *data_dir;			/* valid while the store is */
 };
 
 /* The status text of @f, NUL-terminated in @buf; *len_out excludes the

@@ -159,6 +159,7 @@ struct objfs_store {
 	struct objfs_arena *arena;
 	struct objfs_backing *backing;
 	int lockfd;
+	char *data_dir;			/* as given at open */
 	uint32_t chunk_size;
 	unsigned chunk_shift;
 	unsigned sub_shift;		/* sub-block sums (csum.h) */
@@ -329,8 +330,11 @@ int objfs_store_get_figures(struct objfs_store *s,
 /* mount.c */
 /* Take the lock of the data directory open at @dirfd (its "lock" file):
  * the fd in *@lockfd_out, or -EBUSY with the pid of the daemon that holds
- * it in *@holder (when known). */
-int objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder);
+ * it in *@holder (when known) and what it is doing in @state (its lock
+ * file's second line: "unmounting: ..." while it writes out; may be
+ * NULL). */
+int objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder,
+		char *state, size_t state_size);
 
 /* What the spiller calls (spiller.h): each finds the inode in memory,
  * takes its lock, does the work and lets it go (writeout.c, readahead.c,

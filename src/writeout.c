@@ -38,6 +38,7 @@ struct written {
  * alone: beyond this, writing the whole chunk to a new slot costs little
  * more and leaves one slot. */
 #define SUBS_MAX_PART	4	/* a quarter of the sub-blocks */
+#define FLUSH_BATCH_BYTES	(256ull << 20)
 
 static unsigned
 popcount2(const uint64_t m[2])
@@ -291,7 +292,7 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 {
 	struct objfs_chunk *c;
 	uint64_t i, *sel = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, batch;
 	int rc;
 
 	objfs_inode_assert_locked(ip);
@@ -307,7 +308,15 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 	OBJFS_CHUNKMAP_EACH_DIRTY(&ip->chunks, 0, i, c)
 		if (c->cap && n < cap)
 			sel[n++] = i;
-	rc = writeout(s, ip, sel, n);
+	/* In batches of about 256 MiB, each flushed and committed: what a
+	 * long write-out has done shows in dirty_bytes (objfsctl sync's
+	 * progress), and its list of written chunks stays small. */
+	batch = (size_t)(FLUSH_BATCH_BYTES >> s->chunk_shift);
+	if (batch < 16)
+		batch = 16;
+	rc = writeout(s, ip, sel, n < batch ? n : batch);
+	for (size_t k = batch; rc == 0 && k < n; k += batch)
+		rc = writeout(s, ip, sel + k, n - k < batch ? n - k : batch);
 	free(sel);
 	return rc;
 }

@@ -36,6 +36,35 @@ teardown(void **state)
 	return 0;
 }
 
+/* dirty_bytes: a block counts once from its first dirty touch until it is
+ * marked clean or freed, at its own size. */
+static void
+test_dirty_bytes(void **state)
+{
+	struct objfs_arena *a = *state;
+	uint64_t o1, o2;
+	uint32_t c1, c2;
+
+	assert_int_equal(objfs_arena_alloc(a, 5000, &o1, &c1), 0);
+	assert_int_equal(objfs_arena_alloc(a, CHUNK, &o2, &c2), 0);
+	assert_int_equal(objfs_arena_dirty(a), 0);
+	objfs_arena_touch(a, o1, 0);		/* referenced, not dirty */
+	assert_int_equal(objfs_arena_dirty(a), 0);
+	objfs_arena_touch(a, o1, 1);
+	objfs_arena_touch(a, o1, 1);		/* counted once */
+	assert_int_equal(objfs_arena_dirty(a), c1);
+	objfs_arena_touch(a, o2, 1);
+	assert_int_equal(objfs_arena_dirty(a), (uint64_t)c1 + c2);
+	objfs_arena_mark_clean(a, o1);
+	objfs_arena_mark_clean(a, o1);		/* and uncounted once */
+	assert_int_equal(objfs_arena_dirty(a), c2);
+	objfs_arena_free(a, o2, c2);		/* freed while dirty */
+	assert_int_equal(objfs_arena_dirty(a), 0);
+	objfs_arena_touch(a, o1, 1);
+	objfs_arena_free(a, o1, c1);
+	assert_int_equal(objfs_arena_dirty(a), 0);
+}
+
 static void
 test_bad_sizes(void **state)
 {
@@ -178,6 +207,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_dirty_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rounding, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exhaustion, setup, teardown),

@@ -1,0 +1,103 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Running objfs as a service: objfsctl sync writes everything out and makes
+# it durable; objfsctl umount syncs, unmounts, waits for the daemon and
+# says whether it wrote everything; a mount while the previous daemon still
+# writes out is refused, saying so; the status file names the daemon.
+. "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
+t_init
+CTL=${OBJFSCTL_BIN:-$(dirname "$OBJFS_BIN")/objfsctl}
+status_of() { awk -v k="$1:" '$1 == k {print $2}' "$MNT/.objfs-status"; }
+
+head -c $((64 << 20)) /dev/urandom >"$T/src"
+ok "mount with a 512 MiB arena" start_objfs "$MNT" "$DATA" arena=512M
+for f in a b c; do cp "$T/src" "$MNT/$f"; done
+ok "the status file names the daemon and the data directory" bash -c "
+	[ \"\$(awk '\$1 == \"pid:\" {print \$2}' '$MNT/.objfs-status')\" = $OBJFS_PID ] &&
+	[ \"\$(awk '\$1 == \"data:\" {print \$2}' '$MNT/.objfs-status')\" = '$DATA' ]"
+dirty=$(status_of dirty_bytes)
+ok "dirty_bytes counts the 192 MiB not yet on disk ($dirty)" \
+	test "$dirty" -ge $((192 << 20))
+out=$("$CTL" sync "$MNT" 2>&1)
+rc=$?
+ok "objfsctl sync succeeds ($rc)" test "$rc" = 0
+ok "... and says everything is durable" bash -c "printf '%s' '$out' | tail -n 1 | grep -q 'everything is on disk and durable'"
+ok "... with nothing left in the arena to write (dirty_bytes 0)" \
+	test "$(status_of dirty_bytes)" = 0
+# What sync wrote survives the daemon's death; what came after may not.
+cp "$T/src" "$MNT/after"
+kill -9 "$OBJFS_PID"
+wait "$OBJFS_PID" 2>/dev/null
+fusermount3 -u "$MNT" 2>/dev/null
+ok "remount after SIGKILL" start_objfs "$MNT" "$DATA" arena=512M
+ok "the files synced before the kill are intact" bash -c "
+	cmp '$T/src' '$MNT/a' && cmp '$T/src' '$MNT/b' && cmp '$T/src' '$MNT/c'"
+
+# objfsctl umount: sync, unmount, wait, report.
+cp "$T/src" "$MNT/d"
+out=$("$CTL" umount "$MNT" 2>&1)
+rc=$?
+ok "objfsctl umount succeeds ($rc)" test "$rc" = 0
+ok "... saying all data was written" bash -c "printf '%s' '$out' | grep -q 'unmounted .*: all data written to $DATA'"
+ok "... with the mount gone" bash -c "! mountpoint -q '$MNT'"
+ok "... and the daemon gone when it returns" bash -c "! kill -0 $OBJFS_PID 2>/dev/null"
+wait "$OBJFS_PID" 2>/dev/null
+ok "the lock file records the clean end" bash -c "sed -n 2p '$DATA/lock' | grep -qx 'unmounted: all data written'"
+ok "remount" start_objfs "$MNT" "$DATA" arena=512M
+ok "every file is intact" bash -c "cmp '$T/src' '$MNT/a' && cmp '$T/src' '$MNT/d'"
+
+# A busy mount: umount fails, says so, and leaves the mount serving.
+(cd "$MNT" && exec sleep 60) &
+busy=$!
+T_PIDS+=("$busy")
+for ((i = 0; i < 50; i++)); do [ "$(readlink /proc/$busy/cwd)" = "$MNT" ] && break; sleep 0.1; done
+out=$("$CTL" umount "$MNT" 2>&1)
+rc=$?
+ok "objfsctl umount of a busy mount fails ($rc)" test "$rc" = 1
+ok "... saying it is still mounted" bash -c "printf '%s' '$out' | grep -q 'still mounted'"
+ok "... and the mount still serves" cmp "$T/src" "$MNT/a"
+kill "$busy"
+wait "$busy" 2>/dev/null
+
+# A mount refused while the daemon before it still writes out.
+for f in e f g h i j k l m n o p q r s t; do cp "$T/src" "$MNT/$f"; done
+ok "unmount with 1 GiB to write out" fusermount3 -u "$MNT"
+seen=
+for ((i = 0; i < 2000; i++)); do
+	state=$(sed -n 2p "$DATA/lock")
+	case $state in
+	unmounting*) kill -STOP "$OBJFS_PID"; seen=$state; break ;;
+	unmounted*) break ;;
+	esac
+	sleep 0.005
+done
+ok "the lock file says it is writing out ($seen)" test -n "$seen"
+mkdir -p "$T/mnt2"
+out=$("$OBJFS_BIN" -f -o "data=$DATA,arena=512M" "$T/mnt2" 2>&1)
+rc=$?
+ok "a new mount meanwhile is refused ($rc)" test "$rc" = 2
+ok "... saying the previous daemon still writes out, and how much" bash -c "
+	printf '%s' '$out' | grep -q 'still writing it out (unmounting: .* to write out).*(pid $OBJFS_PID)'"
+kill -CONT "$OBJFS_PID"
+ok "the daemon then finishes" bash -c "for i in \$(seq 600); do kill -0 $OBJFS_PID 2>/dev/null || exit 0; sleep 0.1; done; exit 1"
+wait "$OBJFS_PID" 2>/dev/null
+ok "remount" start_objfs "$MNT" "$DATA" arena=512M
+ok "what it wrote out at unmount is intact" bash -c "cmp '$T/src' '$MNT/e' && cmp '$T/src' '$MNT/t'"
+ok "unmount" stop_objfs
+
+# sync on a full backing filesystem: an error, and nothing lost.
+mkdir -p "$T/small/backing" "$T/mnt3"
+chmod 700 "$T/small" "$T/small/backing"
+mount -t tmpfs -o size=96m,mode=0700 objfs-test-backing "$T/small/backing"
+T_MOUNTS+=("$T/small/backing")
+ok "mount over a 96 MiB backing filesystem" start_objfs "$T/mnt3" "$T/small" arena=512M
+for f in a b; do cp "$T/src" "$T/mnt3/$f"; done
+out=$("$CTL" sync "$T/mnt3" 2>&1)
+rc=$?
+ok "objfsctl sync fails when the disk is full ($rc)" test "$rc" = 1
+ok "... saying why" bash -c "printf '%s' '$out' | grep -q 'No space left on device'"
+ok "... and both files still read back" bash -c "cmp '$T/src' '$T/mnt3/a' && cmp '$T/src' '$T/mnt3/b'"
+ok "deleting one, sync succeeds" bash -c "rm '$T/mnt3/b' && '$CTL' sync '$T/mnt3'"
+ok "unmount" stop_objfs "$T/mnt3"
+umount "$T/small/backing"
+t_done
