@@ -14,6 +14,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,6 +52,7 @@ struct opts {
 	int uring;			/* -o io_uring: 0 off, 1 auto, 2 idle */
 	int kernel_perms;		/* -o default_permissions */
 	int shared;			/* -o allow_other or allow_root */
+	char *log;			/* -o log=: NULL auto, "syslog", a path */
 	char *passthrough;	/* options for libfuse and the kernel */
 	size_t passlen;
 };
@@ -115,14 +117,52 @@ detach(void)
 		objfs_log(OBJFS_LOG_WARNING, "setsid: %m");
 }
 
+#define LOG_FILE_MAX	(4ul << 20)
+
+/* Where the daemon logs: -o log=, or syslog where a syslog daemon
+ * listens, else a bounded file in the data directory.  Said on stderr
+ * while that is still the terminal, when it is not syslog. */
+static void
+choose_log(const struct opts *o)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	if (o->log && strcmp(o->log, "syslog") == 0) {
+		objfs_log_use_syslog(1);
+		return;
+	}
+	if (!o->log && objfs_log_syslog_here()) {
+		objfs_log_use_syslog(1);
+		return;
+	}
+	if (o->log)
+		snprintf(path, sizeof(path), "%s", o->log);
+	else
+		snprintf(path, sizeof(path), "%s/objfs.log", o->data_dir);
+	rc = objfs_log_use_file(path, LOG_FILE_MAX);
+	if (rc < 0) {
+		fprintf(stderr, "objfs: cannot log to %s: %s; logging to "
+			"syslog\n", path, strerror(-rc));
+		objfs_log_use_syslog(1);
+		return;
+	}
+	fprintf(stderr, "objfs: logging to %s%s\n", path, o->log ? "" :
+		" (no syslog daemon listens on /dev/log)");
+}
+
 /* Mounted: release the parent and let go of the terminal. */
 static void
-detached(void)
+detached(const struct opts *o)
 {
 	int fd;
 
-	if (parent_fd < 0)
+	if (parent_fd < 0) {
+		if (o->log)		/* -f with -o log=: there too */
+			choose_log(o);
 		return;
+	}
+	choose_log(o);
 	if (chdir("/") < 0)
 		objfs_log(OBJFS_LOG_WARNING, "chdir /: %m");
 	fd = open("/dev/null", O_RDWR);
@@ -133,7 +173,6 @@ detached(void)
 		if (fd > 2)
 			close(fd);
 	}
-	objfs_log_use_syslog(1);
 	report_to_parent(0);
 }
 
@@ -179,13 +218,18 @@ usage(FILE *f)
 "                           its threads waiting as SCHED_IDLE (idle:\n"
 "                           faster small-file work, slower background\n"
 "                           reads and write-back), or never (off)\n"
+"    -o log=WHERE           where a detached daemon logs: syslog, or a\n"
+"                           file (4 MiB, then FILE.1); default: syslog\n"
+"                           when a syslog daemon listens on /dev/log,\n"
+"                           else DATA/objfs.log\n"
 "\n"
 "FUSE options (passed on): allow_other, ro, noatime, nosuid, nodev, ...\n"
 "    -o allow_other         let other users in (the kernel checks modes)\n"
 "    -o default_permissions the kernel checks modes even on a mount that\n"
 "                           only root can enter (on otherwise)\n"
 "\n"
-"Unmount with 'fusermount3 -u MOUNTPOINT' or 'umount MOUNTPOINT'.\n");
+"Unmount with 'objfsctl umount MOUNTPOINT', which writes everything out\n"
+"first and waits for the daemon, or 'fusermount3 -u MOUNTPOINT'.\n");
 }
 
 /* Parse SIZE with an optional K/M/G/T suffix (powers of 1024). */
@@ -345,6 +389,13 @@ parse_one_option(struct opts *o, const char *opt)
 			refuse("threads=%s: must be a number from 1 to 1024",
 				opt + 8);
 		o->max_threads = (unsigned)n;
+	} else if (strncmp(opt, "log=", 4) == 0) {
+		if (!opt[4])
+			refuse("log=: must be syslog or a file's path");
+		free(o->log);
+		o->log = strdup(opt + 4);
+		if (!o->log)
+			refuse("out of memory");
 	} else if (strcmp(opt, "debug") == 0) {
 		o->debug = 1;
 		o->foreground = 1;
@@ -618,10 +669,11 @@ main(int argc, char **argv)
 		report_to_parent(1);
 		return 1;
 	}
+	detached(&o);
+	/* (After detaching: the first line of a log file or syslog.) */
 	objfs_format_size(o.arena, a, sizeof(a));
 	objfs_log(OBJFS_LOG_INFO, "mounted %s: arena %s, chunk %u KiB, data %s",
 		o.mountpoint, a, objfs_store_chunk_size(store) >> 10, o.data_dir);
-	detached();
 	/* A signal (SIGTERM, SIGINT, SIGHUP) ends the loop with its number:
 	 * that is a requested, clean stop.  Negative is a failure. */
 	rc = objfs_fuse_loop(fuse, o.max_threads);
@@ -637,5 +689,6 @@ main(int argc, char **argv)
 			o.mountpoint, o.data_dir);
 	free(o.data_dir);
 	free(o.passthrough);
+	free(o.log);
 	return status;
 }

@@ -49,6 +49,7 @@ usage(FILE *f)
 "       objfsctl stat FILE...\n"
 "       objfsctl sync MOUNTPOINT\n"
 "       objfsctl umount MOUNTPOINT\n"
+"       objfsctl log MOUNTPOINT\n"
 "       objfsctl check DATA\n"
 "       objfsctl recover DATA [DEST]\n"
 "\n"
@@ -59,6 +60,7 @@ usage(FILE *f)
 "        what is left, the rate and the time left\n"
 "umount  sync, unmount, wait for the daemon to exit; exit 0 only when it\n"
 "        wrote everything\n"
+"log     where the daemon logs, and its last 50 lines when that is a file\n"
 "check   verify a data directory that no objfs serves: the index, every\n"
 "        name, every chunk against its checksum; exit 1 on damage\n"
 "recover save every object whose bytes still verify, from a data directory\n"
@@ -256,6 +258,58 @@ cmd_sync(const char *mnt)
 	return 0;
 }
 
+/* objfsctl log: where the daemon of @mnt logs, and the last @n lines
+ * when that is a file. */
+static int
+cmd_log(const char *mnt, int n)
+{
+	char text[8192], where[PATH_MAX], line[2048];
+	char **ring;
+	long total = 0;
+	FILE *f;
+
+	if (read_status(mnt, text, sizeof(text)) < 0)
+		return 1;
+	if (!status_value(text, "log", where, sizeof(where))) {
+		fprintf(stderr, "objfsctl: %s: the status file does not say where "
+			"objfs logs\n", mnt);
+		return 1;
+	}
+	if (strcmp(where, "syslog") == 0) {
+		printf("objfs logs to syslog (journalctl -t objfs, or "
+			"/var/log/syslog)\n");
+		return 0;
+	}
+	if (strcmp(where, "stderr") == 0) {
+		printf("objfs runs in the foreground: it logs to its standard "
+			"error\n");
+		return 0;
+	}
+	f = fopen(where, "r");
+	if (!f) {
+		fprintf(stderr, "objfsctl: %s: %s\n", where, strerror(errno));
+		return 1;
+	}
+	ring = calloc((size_t)n, sizeof(*ring));
+	if (!ring) {
+		fclose(f);
+		return 1;
+	}
+	printf("==> %s <==\n", where);
+	while (fgets(line, sizeof(line), f)) {
+		free(ring[total % n]);
+		ring[total % n] = strdup(line);
+		total++;
+	}
+	fclose(f);
+	for (long i = total > n ? total - n : 0; i < total; i++)
+		fputs(ring[i % n] ? ring[i % n] : "", stdout);
+	for (int i = 0; i < n; i++)
+		free(ring[i]);
+	free(ring);
+	return 0;
+}
+
 /* Unmount with fusermount3 -u: its exit status, or -1. */
 static int
 run_fusermount(const char *mnt)
@@ -410,6 +464,8 @@ main(int argc, char **argv)
 		return cmd_sync(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "umount") == 0)
 		return cmd_umount(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "log") == 0)
+		return cmd_log(argv[2], 50);
 	if (argc == 3 && strcmp(argv[1], "check") == 0) {
 		int rc = objfs_check(argv[2], stdout);
 

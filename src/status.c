@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/log.h"
 #include "status.h"
 #include "store_int.h"
 
@@ -56,7 +57,8 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		"checksum_failures: %" PRIu64 "\n"
 		"cached_inodes: %" PRIu64 "\n"
 		"pid: %ld\n"
-		"data: %s\n",
+		"data: %s\n"
+		"log: %s\n",
 		st->arena_capacity, st->arena_used, st->spill_high,
 		st->spill_low, st->chunk_size, st->resident_bytes,
 		st->dirty_bytes,
@@ -65,7 +67,7 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		st->restored_chunks, st->restored_bytes, st->direct_reads,
 		st->part_reads, st->sub_writeouts,
 		st->dropped_bytes, st->write_waits, st->csum_failures,
-		st->inodes_cached, f->pid, f->data_dir);
+		st->inodes_cached, f->pid, f->data_dir, objfs_log_where());
 	if (n < 0)
 		return -EIO;
 	*len_out = (size_t)n < size ? (size_t)n : size - 1;

@@ -1,22 +1,130 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * log.c - stderr or syslog output for objfs_log().
+ * log.c - stderr, syslog or file output for objfs_log().
  *
  * The destination is chosen before the session's threads start and never
- * changes afterwards, so it needs no lock; stdio and syslog serialise the
- * lines themselves.
+ * changes afterwards; stdio and syslog serialise the lines themselves, and
+ * a file's lines and its rotation are serialised by file_lock.
  */
 #include <config.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
 int objfs_log_max = OBJFS_LOG_INFO;
 static int to_syslog;
+
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
+static int file_fd = -1;		/* under file_lock */
+static unsigned long file_size, file_max;
+static char file_path[PATH_MAX];
+
+int
+objfs_log_syslog_here(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), ok;
+
+	if (fd < 0)
+		return 0;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", "/dev/log");
+	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
+int
+objfs_log_use_file(const char *path, unsigned long max)
+{
+	struct stat st;
+	int fd;
+
+	if (!path) {			/* back to stderr */
+		pthread_mutex_lock(&file_lock);
+		if (file_fd >= 0)
+			close(file_fd);
+		file_fd = -1;
+		pthread_mutex_unlock(&file_lock);
+		return 0;
+	}
+	if (strlen(path) + 3 > sizeof(file_path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+			0600);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int e = S_ISREG(st.st_mode) ? errno : EINVAL;
+
+		close(fd);
+		return -e;
+	}
+	pthread_mutex_lock(&file_lock);
+	if (file_fd >= 0)
+		close(file_fd);
+	file_fd = fd;
+	file_size = (unsigned long)st.st_size;
+	file_max = max;
+	snprintf(file_path, sizeof(file_path), "%s", path);
+	pthread_mutex_unlock(&file_lock);
+	to_syslog = 0;
+	return 0;
+}
+
+const char *
+objfs_log_where(void)
+{
+	return to_syslog ? "syslog" : file_fd >= 0 ? file_path : "stderr";
+}
+
+/* One line into the file, which becomes PATH.1 once it is full. */
+static void
+file_line(const char *level, const char *line)
+{
+	char buf[1200], old[PATH_MAX + 2];
+	struct tm tm;
+	time_t now = time(NULL);
+	int n;
+
+	gmtime_r(&now, &tm);
+	n = snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ objfs[%ld] "
+		"%s: %s\n", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		tm.tm_hour, tm.tm_min, tm.tm_sec, (long)getpid(), level, line);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	pthread_mutex_lock(&file_lock);
+	if (file_size + (unsigned long)n > file_max) {
+		int fd;
+
+		snprintf(old, sizeof(old), "%s.1", file_path);
+		fd = rename(file_path, old) == 0 ?
+			open(file_path, O_WRONLY | O_APPEND | O_CREAT |
+					O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+		if (fd >= 0) {
+			close(file_fd);
+			file_fd = fd;
+			file_size = 0;
+		}
+	}
+	if (write(file_fd, buf, (size_t)n) == n)
+		file_size += (unsigned long)n;
+	pthread_mutex_unlock(&file_lock);
+}
 
 void
 objfs_log_use_syslog(int on)
@@ -43,6 +151,10 @@ objfs_log(int level, const char *fmt, ...)
 	va_end(ap);
 	if (to_syslog) {
 		syslog(level, "%s", line);
+		return;
+	}
+	if (file_fd >= 0) {
+		file_line(names[level & 7], line);
 		return;
 	}
 	fprintf(stderr, "objfs: %s: %s\n", names[level & 7], line);

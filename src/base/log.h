@@ -2,8 +2,9 @@
 /*
  * log.h - the one logging entry point of objfs.
  *
- * Messages go to stderr while the daemon runs in the foreground and to
- * syslog(3) once it has detached.  OBJFS_DEBUG tests the level before its
+ * Messages go to stderr while the daemon runs in the foreground and, once
+ * it has detached, to syslog(3) or, where no syslog daemon listens (a
+ * container, a chroot), to a file of bounded size.  OBJFS_DEBUG tests the level before its
  * arguments are evaluated, so a trace line on the request path costs one
  * branch when tracing is off.  Thread-safe: each call writes one line.
  */
@@ -22,6 +23,15 @@ extern int objfs_log_max;
 
 /* Switch between stderr (0) and syslog (1).  Called before threads start. */
 void objfs_log_use_syslog(int on);
+/* Does a syslog daemon take messages here (a datagram socket at
+ * /dev/log that accepts a connection)? */
+int objfs_log_syslog_here(void);
+/* Log to file @path instead, appended to, at most @max bytes: past that it
+ * becomes @path.1 (replacing the one before) and a new file starts.
+ * 0 or -errno (nothing changed then).  NULL: back to stderr. */
+int objfs_log_use_file(const char *path, unsigned long max);
+/* Where messages go: "stderr", "syslog" or the file's path. */
+const char *objfs_log_where(void);
 
 void objfs_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -85,6 +85,32 @@ ok "remount" start_objfs "$MNT" "$DATA" arena=512M
 ok "what it wrote out at unmount is intact" bash -c "cmp '$T/src' '$MNT/e' && cmp '$T/src' '$MNT/t'"
 ok "unmount" stop_objfs
 
+# Logs: a detached daemon logs to syslog where a syslog daemon listens,
+# else to DATA/objfs.log, and says where; -o log=FILE picks a file.
+if python3 -c "import socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).connect('/dev/log')" 2>/dev/null; then
+	want_log=syslog
+else
+	want_log=$DATA/objfs.log
+fi
+out=$("$OBJFS_BIN" -o "data=$DATA,arena=64M" "$MNT" 2>&1)
+rc=$?
+T_MOUNTS+=("$MNT")
+ok "a detached daemon mounts ($rc)" test "$rc" = 0
+ok "the status file says where it logs ($want_log)" bash -c "
+	grep -qx 'log: $want_log' '$MNT/.objfs-status'"
+if [ "$want_log" != syslog ]; then
+	ok "... and the mount said so" bash -c "printf '%s' '$out' | grep -q 'logging to $want_log (no syslog daemon listens on /dev/log)'"
+	ok "objfsctl log shows its lines" bash -c "'$CTL' log '$MNT' | grep -q 'info: mounted $MNT'"
+fi
+ok "objfsctl umount of the detached daemon" "$CTL" umount "$MNT"
+if [ "$want_log" != syslog ]; then
+	ok "its last line says all data was written" bash -c "tail -n 1 '$want_log' | grep -q 'unmounted $MNT; all data written'"
+fi
+out=$("$OBJFS_BIN" -o "data=$DATA,arena=64M,log=$T/mine.log" "$MNT" 2>&1)
+ok "-o log=FILE: the daemon logs there" bash -c "
+	grep -qx 'log: $T/mine.log' '$MNT/.objfs-status' && grep -q 'info: mounted $MNT' '$T/mine.log'"
+ok "objfsctl umount" "$CTL" umount "$MNT"
+
 # sync on a full backing filesystem: an error, and nothing lost.
 mkdir -p "$T/small/backing" "$T/mnt3"
 chmod 700 "$T/small" "$T/small/backing"

@@ -34,6 +34,7 @@
 #include "meta/meta.h"
 #include "meta/meta_keys.h"
 #include "src/base/csum.h"
+#include "src/base/log.h"
 #include "src/status.h"
 #include "src/store.h"
 
@@ -1405,6 +1406,41 @@ test_part_reads_under_pressure(void **state)
 	free(fill);
 }
 
+/* A log file is bounded: past its limit it becomes FILE.1 and a new one
+ * starts, so the two never hold more than twice the limit, and the last
+ * line is in the new one. */
+static void
+test_log_file_bounded(void **state)
+{
+	struct fx *f = *state;
+	char path[128], old[160], buf[8192];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/t.log", f->dir);
+	snprintf(old, sizeof(old), "%s.1", path);
+	assert_int_equal(objfs_log_use_file(path, 4096), 0);
+	assert_string_equal(objfs_log_where(), path);
+	for (int i = 0; i < 300; i++)
+		objfs_log(OBJFS_LOG_INFO, "line %d of the bounded log", i);
+	assert_int_equal(objfs_log_use_file(NULL, 0), 0);
+	assert_string_equal(objfs_log_where(), "stderr");
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size > 0 && st.st_size <= 4096);
+	assert_int_equal(stat(old, &st), 0);
+	assert_true(st.st_size > 0 && st.st_size <= 4096);
+	fd = open(path, O_RDONLY);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "info: line 299 of the bounded log\n"));
+	/* A path that is no file to append to changes nothing. */
+	assert_int_equal(objfs_log_use_file(f->dir, 4096), -EISDIR);
+	assert_string_equal(objfs_log_where(), "stderr");
+}
+
 /* Disk blocks the backing file of @ino takes, in bytes. */
 static uint64_t
 backing_blocks(struct fx *f, uint64_t ino)
@@ -1800,6 +1836,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_spill_errors_lose_nothing,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_part_reads_under_pressure,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_log_file_bounded,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rewrite_subs,
 				setup, teardown),
