@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <fuse_lowlevel.h>
 
 #include "ops.h"
@@ -46,6 +47,16 @@ struct objfs_fuse {
 	 * CPU for each forget (io_read). */
 	_Atomic int reader_poll;
 };
+
+/* CLOCK_MONOTONIC in nanoseconds, for the request latencies. */
+static inline uint64_t
+objfs_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* uring.c */
 int objfs_uring_prepare(struct objfs_fuse *f);

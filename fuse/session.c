@@ -23,6 +23,7 @@
 #include <fuse_lowlevel.h>
 
 #include "../src/base/log.h"
+#include "../src/metrics.h"
 #include "../src/store.h"
 #include "ops.h"
 #include "ops_int.h"
@@ -175,12 +176,25 @@ read_polling(struct objfs_fuse *f, int fd, void *buf, size_t len)
 	}
 }
 
+/* The request this thread read last, timed until its reply (each worker
+ * replies to what it read before it reads again). */
+static _Thread_local struct {
+	uint64_t unique, t0;
+	int cls;
+} cur_req;
+
 static ssize_t
 io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	struct objfs_fuse *f = userdata;
 	ssize_t n = f->init_seen == 2 ? read_polling(f, fd, buf, len) :
 		read(fd, buf, len);
+
+	if (n >= K_IN_HDR) {
+		memcpy(&cur_req.unique, (char *)buf + 8, 8);
+		cur_req.cls = objfs_op_class(get32(buf, 4));
+		cur_req.t0 = objfs_mono_ns();
+	}
 
 	/* fuse_init_in: major, minor, max_readahead, flags, flags2 */
 	if (!f->init_seen && n >= K_IN_HDR + 20 &&
@@ -209,6 +223,13 @@ io_writev(int fd, struct iovec *iov, int count, void *userdata)
 	n = objfs_uring_capture(iov, count);
 	if (n >= 0)
 		return n;
+	if (count >= 1 && iov[0].iov_len >= K_OUT_HDR && cur_req.cls >= 0 &&
+	    cur_req.unique &&
+	    memcmp((char *)iov[0].iov_base + 8, &cur_req.unique, 8) == 0) {
+		objfs_latency_observe(&objfs_store_latency(f->store)[cur_req.cls],
+				objfs_mono_ns() - cur_req.t0);
+		cur_req.unique = 0;
+	}
 	/* fuse_init_out: flags at 12, flags2 at 32 */
 	if (f->init_seen == 1 && count >= 2 && iov[0].iov_len == K_OUT_HDR &&
 	    memcmp((char *)iov[0].iov_base + 8, &f->init_unique, 8) == 0) {

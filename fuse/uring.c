@@ -52,6 +52,8 @@
 #include <fuse_lowlevel.h>
 
 #include "../src/base/log.h"
+#include "../src/metrics.h"
+#include "../src/store.h"
 #include "ops_int.h"
 
 /* <linux/fuse.h> 7.42; Debian 12's headers (7.38) predate them. */
@@ -365,6 +367,8 @@ serve(struct uring_queue *q, struct uring_ent *e)
 	size_t op;
 	char *start;
 	struct fuse_buf fb;
+	uint64_t t0;
+	int cls;
 
 	memcpy(&ih, e->hdr.in_out, sizeof(ih));
 	e->unique = ih.unique;
@@ -384,6 +388,7 @@ serve(struct uring_queue *q, struct uring_ent *e)
 	fb.mem = start;
 	fb.size = ih.len;
 	cur = e;
+	t0 = objfs_mono_ns();
 	if (ih.opcode == K_FSYNC || ih.opcode == K_FSYNCDIR) {
 		/* Waits for the disk twice: let the wake-up after each
 		 * flush run this thread on whichever CPU is free. */
@@ -394,6 +399,9 @@ serve(struct uring_queue *q, struct uring_ent *e)
 		fuse_session_process_buf(q->u->f->se, &fb);
 	}
 	cur = NULL;
+	if ((cls = objfs_op_class(ih.opcode)) >= 0)
+		objfs_latency_observe(&objfs_store_latency(q->u->f->store)[cls],
+				objfs_mono_ns() - t0);
 	if (!e->replied) {
 		objfs_log(OBJFS_LOG_ERR, "io_uring: request %llu (opcode %u) "
 			"got no reply", (unsigned long long)ih.unique,

@@ -240,17 +240,29 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 	return rc;
 }
 
+int
+objfs_store_status_text(struct objfs_store *s, char *text, size_t size,
+		size_t *len)
+{
+	struct objfs_status_figures f;
+	int rc = objfs_store_get_figures(s, &f);
+
+	if (rc == 0)
+		rc = objfs_status_format(&f, text, size, len);
+	if (rc < 0)
+		return rc;
+	objfs_latency_format(s->lat, text, size, len);
+	return 0;
+}
+
 static int
 read_status(struct objfs_store *s, uint64_t off, void *buf, size_t len,
 		size_t *n_out)
 {
-	struct objfs_status_figures f;
-	char text[4096 + PATH_MAX];
+	char text[OBJFS_STATUS_MAX];
 	size_t n;
-	int rc = objfs_store_get_figures(s, &f);
+	int rc = objfs_store_status_text(s, text, sizeof(text), &n);
 
-	if (rc == 0)
-		rc = objfs_status_format(&f, text, sizeof(text), &n);
 	if (rc < 0)
 		return rc;
 	if (off >= n) {
@@ -680,6 +692,12 @@ add_chunk(void *arg, uint64_t ino, uint64_t idx,
 		f->disk_chunks++;
 	}
 	return 0;
+}
+
+struct objfs_latency *
+objfs_store_latency(struct objfs_store *s)
+{
+	return s->lat;
 }
 
 int

@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,7 @@
 
 #include "../fuse/ops.h"
 #include "base/log.h"
+#include "metrics.h"
 #include "store.h"
 #include "units.h"
 
@@ -53,6 +56,7 @@ struct opts {
 	int kernel_perms;		/* -o default_permissions */
 	int shared;			/* -o allow_other or allow_root */
 	char *log;			/* -o log=: NULL auto, "syslog", a path */
+	char *metrics_file;		/* -o metrics_file= */
 	char *passthrough;	/* options for libfuse and the kernel */
 	size_t passlen;
 };
@@ -118,6 +122,99 @@ detach(void)
 }
 
 #define LOG_FILE_MAX	(4ul << 20)
+#define METRICS_EVERY_S	15
+
+/* -o metrics_file=: the Prometheus text of the status file, every
+ * METRICS_EVERY_S seconds and once more at unmount, each time into a new
+ * file renamed over the old one, so that a reader never sees half. */
+static struct {
+	const char *path;
+	struct objfs_store *store;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	int stop, running;
+} metrics = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	      .cv = PTHREAD_COND_INITIALIZER };
+
+static int
+write_metrics(void)
+{
+	static char text[OBJFS_STATUS_MAX];
+	char tmp[PATH_MAX + 16];
+	size_t n;
+	FILE *f;
+	int rc;
+
+	rc = objfs_store_status_text(metrics.store, text, sizeof(text), &n);
+	if (rc < 0)
+		return rc;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", metrics.path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	rc = objfs_prom_write(text, f);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, metrics.path) < 0)
+		rc = -errno;
+	if (rc < 0)
+		unlink(tmp);
+	return rc;
+}
+
+static void *
+metrics_thread(void *arg)
+{
+	struct timespec ts;
+	int warned = 0, rc;
+
+	(void)arg;
+	pthread_mutex_lock(&metrics.lock);
+	while (!metrics.stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += METRICS_EVERY_S;
+		pthread_cond_timedwait(&metrics.cv, &metrics.lock, &ts);
+		pthread_mutex_unlock(&metrics.lock);
+		rc = write_metrics();
+		if (rc < 0 && !warned++)
+			objfs_log(OBJFS_LOG_WARNING, "metrics_file %s: %s",
+				metrics.path, strerror(-rc));
+		pthread_mutex_lock(&metrics.lock);
+	}
+	pthread_mutex_unlock(&metrics.lock);
+	return NULL;
+}
+
+/* Refused at mount when the first write fails: a typo in the path must
+ * not go unnoticed. */
+static int
+start_metrics(const char *path, struct objfs_store *s)
+{
+	int rc;
+
+	metrics.path = path;
+	metrics.store = s;
+	rc = write_metrics();
+	if (rc == 0 && pthread_create(&metrics.thread, NULL, metrics_thread,
+			NULL) != 0)
+		rc = -EAGAIN;
+	metrics.running = rc == 0;
+	return rc;
+}
+
+static void
+stop_metrics(void)
+{
+	if (!metrics.running)
+		return;
+	pthread_mutex_lock(&metrics.lock);
+	metrics.stop = 1;
+	pthread_cond_signal(&metrics.cv);
+	pthread_mutex_unlock(&metrics.lock);
+	pthread_join(metrics.thread, NULL);
+	metrics.running = 0;
+}
 
 /* Where the daemon logs: -o log=, or syslog where a syslog daemon
  * listens, else a bounded file in the data directory.  Said on stderr
@@ -218,6 +315,9 @@ usage(FILE *f)
 "                           its threads waiting as SCHED_IDLE (idle:\n"
 "                           faster small-file work, slower background\n"
 "                           reads and write-back), or never (off)\n"
+"    -o metrics_file=FILE   write the figures in Prometheus text format to\n"
+"                           FILE every 15 s (for node_exporter's textfile\n"
+"                           collector: a DIR/NAME.prom it reads)\n"
 "    -o log=WHERE           where a detached daemon logs: syslog, or a\n"
 "                           file (4 MiB, then FILE.1); default: syslog\n"
 "                           when a syslog daemon listens on /dev/log,\n"
@@ -389,6 +489,14 @@ parse_one_option(struct opts *o, const char *opt)
 			refuse("threads=%s: must be a number from 1 to 1024",
 				opt + 8);
 		o->max_threads = (unsigned)n;
+	} else if (strncmp(opt, "metrics_file=", 13) == 0) {
+		if (!opt[13])
+			refuse("metrics_file=: needs a file's path (for "
+				"node_exporter: DIR/objfs.prom)");
+		free(o->metrics_file);
+		o->metrics_file = strdup(opt + 13);
+		if (!o->metrics_file)
+			refuse("out of memory");
 	} else if (strncmp(opt, "log=", 4) == 0) {
 		if (!opt[4])
 			refuse("log=: must be syslog or a file's path");
@@ -661,9 +769,16 @@ main(int argc, char **argv)
 			strerror(-rc));
 	}
 	raise_fd_limit();
+	if (o.metrics_file && (rc = start_metrics(o.metrics_file, store)) < 0) {
+		objfs_store_close(store);
+		objfs_fuse_destroy(fuse);
+		refuse("metrics_file=%s: cannot write it: %s", o.metrics_file,
+			strerror(-rc));
+	}
 	rc = objfs_fuse_mount(fuse, store, o.mountpoint);
 	if (rc < 0) {
 		objfs_log(OBJFS_LOG_ERR, "cannot mount on %s", o.mountpoint);
+		stop_metrics();
 		objfs_store_close(store);
 		objfs_fuse_destroy(fuse);
 		report_to_parent(1);
@@ -682,6 +797,7 @@ main(int argc, char **argv)
 		status = 1;
 	}
 	objfs_fuse_destroy(fuse);	/* unmount: no request can arrive now */
+	stop_metrics();		/* its last write: the figures at unmount */
 	if (objfs_store_close(store) < 0)
 		status = 1;
 	else
@@ -690,5 +806,6 @@ main(int argc, char **argv)
 	free(o.data_dir);
 	free(o.passthrough);
 	free(o.log);
+	free(o.metrics_file);
 	return status;
 }

@@ -39,6 +39,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "metrics.h"
+#include "store.h"
 #include "units.h"
 
 static void
@@ -50,6 +52,7 @@ usage(FILE *f)
 "       objfsctl sync MOUNTPOINT\n"
 "       objfsctl umount MOUNTPOINT\n"
 "       objfsctl log MOUNTPOINT\n"
+"       objfsctl metrics MOUNTPOINT\n"
 "       objfsctl check DATA\n"
 "       objfsctl recover DATA [DEST]\n"
 "\n"
@@ -61,6 +64,8 @@ usage(FILE *f)
 "umount  sync, unmount, wait for the daemon to exit; exit 0 only when it\n"
 "        wrote everything\n"
 "log     where the daemon logs, and its last 50 lines when that is a file\n"
+"metrics the status figures and request latency histograms in the\n"
+"        Prometheus text format\n"
 "check   verify a data directory that no objfs serves: the index, every\n"
 "        name, every chunk against its checksum; exit 1 on damage\n"
 "recover save every object whose bytes still verify, from a data directory\n"
@@ -119,32 +124,12 @@ read_status(const char *mnt, char *buf, size_t size)
 	return 0;
 }
 
-/* The value of line "@key: value" of a status text, or NULL. */
-static const char *
-status_value(const char *text, const char *key, char *out, size_t size)
-{
-	size_t k = strlen(key);
-
-	for (const char *p = text; p && *p; p = strchr(p, '\n') ?
-			strchr(p, '\n') + 1 : NULL)
-		if (strncmp(p, key, k) == 0 && p[k] == ':' && p[k + 1] == ' ') {
-			size_t n = strcspn(p + k + 2, "\n");
-
-			if (n >= size)
-				n = size - 1;
-			memcpy(out, p + k + 2, n);
-			out[n] = '\0';
-			return out;
-		}
-	return NULL;
-}
-
 static uint64_t
 status_u64(const char *text, const char *key)
 {
 	char v[32];
 
-	return status_value(text, key, v, sizeof(v)) ?
+	return objfs_status_value(text, key, v, sizeof(v)) ?
 		strtoull(v, NULL, 10) : 0;
 }
 
@@ -207,7 +192,7 @@ progress(int tty, uint64_t left, uint64_t done, double secs)
 static int
 cmd_sync(const char *mnt)
 {
-	char text[8192], path[PATH_MAX], h[32];
+	char text[OBJFS_STATUS_MAX], path[PATH_MAX], h[32];
 	struct syncer y = { -1, 0, 0 };
 	uint64_t w0, left = 0, done = 0;
 	double t0 = now_s(), shown = 0;
@@ -263,14 +248,14 @@ cmd_sync(const char *mnt)
 static int
 cmd_log(const char *mnt, int n)
 {
-	char text[8192], where[PATH_MAX], line[2048];
+	char text[OBJFS_STATUS_MAX], where[PATH_MAX], line[2048];
 	char **ring;
 	long total = 0;
 	FILE *f;
 
 	if (read_status(mnt, text, sizeof(text)) < 0)
 		return 1;
-	if (!status_value(text, "log", where, sizeof(where))) {
+	if (!objfs_status_value(text, "log", where, sizeof(where))) {
 		fprintf(stderr, "objfsctl: %s: the status file does not say where "
 			"objfs logs\n", mnt);
 		return 1;
@@ -331,7 +316,7 @@ run_fusermount(const char *mnt)
 static int
 cmd_umount(const char *mnt)
 {
-	char text[8192], data[PATH_MAX], path[PATH_MAX + 8], buf[512];
+	char text[OBJFS_STATUS_MAX], data[PATH_MAX], path[PATH_MAX + 8], buf[512];
 	long pid;
 	double t0;
 	int fd, said = 0;
@@ -341,7 +326,7 @@ cmd_umount(const char *mnt)
 	if (read_status(mnt, text, sizeof(text)) < 0)
 		return 1;
 	pid = (long)status_u64(text, "pid");
-	if (pid <= 0 || !status_value(text, "data", data, sizeof(data))) {
+	if (pid <= 0 || !objfs_status_value(text, "data", data, sizeof(data))) {
 		fprintf(stderr, "objfsctl: %s: the status file names no daemon "
 			"(an objfs older than this objfsctl?)\n", mnt);
 		return 1;
@@ -466,6 +451,13 @@ main(int argc, char **argv)
 		return cmd_umount(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "log") == 0)
 		return cmd_log(argv[2], 50);
+	if (argc == 3 && strcmp(argv[1], "metrics") == 0) {
+		char text[OBJFS_STATUS_MAX];
+
+		if (read_status(argv[2], text, sizeof(text)) < 0)
+			return 1;
+		return objfs_prom_write(text, stdout) < 0;
+	}
 	if (argc == 3 && strcmp(argv[1], "check") == 0) {
 		int rc = objfs_check(argv[2], stdout);
 

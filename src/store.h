@@ -106,6 +106,14 @@ void objfs_store_note_pid(struct objfs_store *s);
 int objfs_store_close(struct objfs_store *s);
 /* Write every dirty chunk and attribute out and make it durable. */
 int objfs_store_sync_all(struct objfs_store *s);
+/* The status file's text, NUL-terminated (OBJFS_STATUS_MAX bytes hold
+ * it); its length without the NUL in *@len. */
+#define OBJFS_STATUS_MAX	(16384 + 4096)
+int objfs_store_status_text(struct objfs_store *s, char *text, size_t size,
+		size_t *len);
+/* The request latency histograms (metrics.h), OBJFS_OP_NCLASS of them,
+ * for the adapter to add to; they last as long as the store. */
+struct objfs_latency *objfs_store_latency(struct objfs_store *s);
 
 int objfs_store_lookup(struct objfs_store *s, uint64_t parent,
 		const char *name, struct objfs_attr *out);

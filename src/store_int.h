@@ -46,6 +46,7 @@
 #include "arena.h"
 #include "base/sync.h"
 #include "chunk.h"
+#include "metrics.h"
 #include "spill.h"
 #include "spiller.h"
 #include "store.h"
@@ -160,6 +161,7 @@ struct objfs_store {
 	struct objfs_backing *backing;
 	int lockfd;
 	char *data_dir;			/* as given at open */
+	struct objfs_latency lat[OBJFS_OP_NCLASS];	/* metrics.h */
 	uint32_t chunk_size;
 	unsigned chunk_shift;
 	unsigned sub_shift;		/* sub-block sums (csum.h) */

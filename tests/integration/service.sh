@@ -111,6 +111,25 @@ ok "-o log=FILE: the daemon logs there" bash -c "
 	grep -qx 'log: $T/mine.log' '$MNT/.objfs-status' && grep -q 'info: mounted $MNT' '$T/mine.log'"
 ok "objfsctl umount" "$CTL" umount "$MNT"
 
+# Metrics: objfsctl metrics and -o metrics_file= in the Prometheus text
+# format, with request latency histograms.
+PROM="python3 $(dirname "$0")/prom_check.py"
+ok "mount with -o metrics_file=" start_objfs "$MNT" "$DATA" "arena=64M,metrics_file=$T/objfs.prom"
+ok "the metrics file is there at mount" test -s "$T/objfs.prom"
+ok "write 16 MiB in 1 MiB writes, fsync" dd if=/dev/zero of="$MNT/m" bs=1M count=16 conv=fsync status=none
+ok "objfsctl metrics parses as Prometheus text, 16 writes counted" bash -c "
+	'$CTL' metrics '$MNT' > '$T/m.txt' && $PROM '$T/m.txt' 16"
+ok "... with the figures of the status file" bash -c "
+	grep -qx 'objfs_arena_capacity_bytes $(status_of arena_capacity_bytes)' '$T/m.txt' &&
+	grep -q '^objfs_spilled_bytes_total ' '$T/m.txt' &&
+	grep -q '^objfs_request_duration_seconds_count{op=\"fsync\"} [1-9]' '$T/m.txt'"
+ok "unmount" stop_objfs
+ok "the metrics file holds the figures at unmount" $PROM "$T/objfs.prom" 16
+refused=$("$OBJFS_BIN" -f -o "data=$DATA,arena=64M,metrics_file=$T/no/such/dir/x.prom" "$MNT" 2>&1)
+ok "a metrics file that cannot be written is refused at mount" bash -c "
+	printf '%s' '$refused' | grep -q 'metrics_file=$T/no/such/dir/x.prom: cannot write it: No such file or directory' &&
+	! mountpoint -q '$MNT'"
+
 # sync on a full backing filesystem: an error, and nothing lost.
 mkdir -p "$T/small/backing" "$T/mnt3"
 chmod 700 "$T/small" "$T/small/backing"
