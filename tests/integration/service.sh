@@ -130,6 +130,40 @@ ok "a metrics file that cannot be written is refused at mount" bash -c "
 	printf '%s' '$refused' | grep -q 'metrics_file=$T/no/such/dir/x.prom: cannot write it: No such file or directory' &&
 	! mountpoint -q '$MNT'"
 
+# The systemd unit that make install puts in place: it verifies, and its
+# ExecStart and ExecStop, run as systemd would run them, mount and unmount.
+UNIT=$(dirname "$OBJFS_BIN")/objfs@.service
+ok "make built the systemd unit objfs@.service" test -s "$UNIT"
+inst=$(systemd-escape --path "$MNT" 2>/dev/null || echo x)
+mkdir -p "$T/units"
+sed "s|$(sed -n 's|^ExecStop=\(.*\)/objfsctl .*|\1|p' "$UNIT")|$(dirname "$OBJFS_BIN")|g" \
+	"$UNIT" >"$T/units/objfs@$inst.service"
+if command -v systemd-analyze >/dev/null; then
+	ok "systemd-analyze verify accepts it" systemd-analyze verify --man=no "$T/units/objfs@$inst.service"
+fi
+# %i the instance, %f its path; /var/lib/objfs/%i -> a directory here.
+cmd() {
+	sed -n "s|^$1=||p" "$T/units/objfs@$inst.service" |
+		sed -e "s|/var/lib/objfs/%i|$T/unitdata|g" -e "s|%f|$MNT|g" \
+			-e "s|%i|$inst|g" -e 's|\${OBJFS_OPTIONS}|arena=64M|g'
+}
+start_cmd=$(cmd ExecStart)
+stop_cmd=$(cmd ExecStop)
+ok "ExecStart names the daemon, the data directory and the mount point" bash -c "
+	printf '%s' '$start_cmd' | grep -q -- '/objfs -f -o data=$T/unitdata,arena=64M $MNT\$'"
+mkdir -p "$T/unitdata"
+$start_cmd >"$T/unit.log" 2>&1 &
+unit_pid=$!
+T_PIDS+=("$unit_pid")
+T_MOUNTS+=("$MNT")
+for ((i = 0; i < 100; i++)); do mountpoint -q "$MNT" && break; sleep 0.1; done
+ok "... which mounts" mountpoint -q "$MNT"
+echo unit >"$MNT/u"
+ok "ExecStop ($stop_cmd) unmounts, all written, the daemon gone" bash -c "
+	$stop_cmd && ! mountpoint -q '$MNT' && ! kill -0 $unit_pid 2>/dev/null"
+wait "$unit_pid"
+ok "... and the daemon exited 0 ($?)" test "$?" = 0
+
 # sync on a full backing filesystem: an error, and nothing lost.
 mkdir -p "$T/small/backing" "$T/mnt3"
 chmod 700 "$T/small" "$T/small/backing"
