@@ -189,7 +189,7 @@ drop_block(struct objfs_chunk *c, struct objfs_arena *a)
 		objfs_arena_free(a, c->off, c->cap);
 	c->cap = 0;
 	c->off = 0;
-	c->flags &= ~OBJFS_CHUNK_DIRTY;
+	c->flags &= ~(OBJFS_CHUNK_DIRTY | OBJFS_CHUNK_PARTIAL);
 }
 
 void

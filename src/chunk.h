@@ -39,6 +39,10 @@
 					 * read and checked alone */
 #define OBJFS_CHUNK_ALT		0x8u	/* ... and a second slot, @alt, that
 					 * holds some of them (spill.h) */
+#define OBJFS_CHUNK_PARTIAL	0x10u	/* resident, but only the sub-blocks
+					 * in @valid hold its bytes (a write
+					 * into a spilled chunk that did not
+					 * restore it; data.c) */
 
 enum objfs_chunk_state {
 	OBJFS_CHUNK_HOLE,
@@ -65,6 +69,7 @@ struct objfs_chunk {
 	uint64_t dsub[2];	/* sub-blocks changed since the block last
 				 * equalled the disk copy (all ones: not
 				 * known) */
+	uint64_t valid[2];	/* (PARTIAL) sub-blocks the block holds */
 };
 
 /*

@@ -427,6 +427,10 @@ again:
 			break;
 		case OBJFS_CHUNK_RESIDENT_CLEAN:
 		case OBJFS_CHUNK_RESIDENT_DIRTY:
+			/* A block with only the sub-blocks written: the rest
+			 * from disk first. */
+			if ((rc = data_complete(s, ip, idx, c)) < 0)
+				return rc;
 resident:
 			objfs_arena_touch(s->arena, c->off, 0);
 			data_iov_add_chunk(v, objfs_arena_ptr(s->arena, c->off),
@@ -461,10 +465,149 @@ grow(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	return 0;
 }
 
+static inline int
+bit_of(const uint64_t m[2], uint32_t i)
+{
+	return (int)(m[i >> 6] >> (i & 63) & 1);
+}
+
+/*
+ * Bring sub-blocks @first..@last of PARTIAL chunk @idx (@c) that its
+ * block does not hold from the disk copy into it, each checked against
+ * its sum.  Sub-blocks past the copy hold zeros already.
+ */
+static int
+fill_subs(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint32_t first, uint32_t last)
+{
+	uint32_t n = objfs_nsums(c->disk_len, s->sub_shift), i, j;
+	unsigned char tab[4 * OBJFS_SUMS_MAX], *p;
+	struct objfs_chunk_rec r;
+	struct objfs_alt alt;
+	int rc, fd, have = 0;
+
+	if (last >= n)
+		last = n ? n - 1 : 0;
+	p = objfs_arena_ptr(s->arena, c->off);
+	for (i = first; n && i <= last; i = j) {
+		uint32_t lo = i << s->sub_shift, hi;
+
+		if (bit_of(c->valid, i)) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j <= last && !bit_of(c->valid, j); j++)
+			;
+		if (!have) {
+			rc = data_chunk_rec(s, ip, idx, c, &r, tab, &alt);
+			if (rc < 0)
+				return rc;
+			have = 1;
+		}
+		fd = data_backing_fd(s, ip, 0, NULL);
+		if (fd < 0)
+			return -EIO;
+		hi = (uint32_t)min64((uint64_t)j << s->sub_shift, c->disk_len);
+		rc = objfs_spill_read_part(fd, ip->ino, idx, c->slot,
+				(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL,
+				s->chunk_size, p + lo, lo, hi, c->disk_len,
+				s->sub_shift, tab);
+		if (rc == -EBADMSG) {
+			atomic_fetch_add(&s->csum_failures, 1);
+			rc = -EIO;
+		}
+		if (rc < 0)
+			return rc;
+		/* The read is whole blocks: past the copy's end, zeros. */
+		if (hi == c->disk_len)
+			memset(p + c->disk_len, 0,
+				objfs_spill_span(c->disk_len) - c->disk_len);
+		for (uint32_t k = i; k < j; k++)
+			c->valid[k >> 6] |= 1ull << (k & 63);
+		atomic_fetch_add(&s->part_reads, 1);
+	}
+	return 0;
+}
+
+int
+data_complete(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c)
+{
+	int rc;
+
+	if (!(c->flags & OBJFS_CHUNK_PARTIAL))
+		return 0;
+	rc = fill_subs(s, ip, idx, c, 0, OBJFS_SUMS_MAX - 1);
+	if (rc < 0)
+		return rc;
+	c->flags &= ~OBJFS_CHUNK_PARTIAL;
+	c->valid[0] = c->valid[1] = 0;
+	return 0;
+}
+
+/*
+ * A write of [wlo, need) into spilled chunk @idx (@c) under pressure (the
+ * arena past the mark where reads stop restoring), within its disk copy
+ * and over at most a quarter of its sub-blocks, does not restore it: the
+ * chunk gets a block of which only the sub-blocks written hold bytes
+ * (PARTIAL), those the write covers in part read from disk first.  The
+ * write-out then writes them alone (writeout.c), and a read, or anything
+ * else that needs the whole chunk, completes it first.  1 when done so,
+ * 0 when the chunk is to be restored instead, or -errno.
+ */
+static int
+make_partial(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint32_t need, uint32_t wlo)
+{
+	uint32_t n = objfs_nsums(c->disk_len, s->sub_shift), want;
+	uint32_t first = wlo >> s->sub_shift, last = (need - 1) >> s->sub_shift;
+	unsigned char *p;
+	int rc;
+
+	if ((c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) !=
+			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) ||
+	    need <= wlo || need > c->disk_len ||
+	    last - first + 1 > n / 4 ||
+	    objfs_arena_used(s->arena) < s->restore_limit)
+		return 0;
+	want = data_extent_in_file(s, ip, idx);
+	if (want < c->disk_len)
+		want = c->disk_len;
+	rc = block_alloc(s, ip, idx, want, 1, &c->off, &c->cap);
+	if (rc < 0)
+		return rc;
+	p = objfs_arena_ptr(s->arena, c->off);
+	memset(p + c->disk_len, 0, c->cap - c->disk_len);
+	c->flags |= OBJFS_CHUNK_PARTIAL;
+	c->valid[0] = c->valid[1] = 0;
+	c->dsub[0] = c->dsub[1] = 0;
+	c->dirty_lo = UINT32_MAX;
+	return 1;
+}
+
+/* The sub-blocks at the ends of a write of [wlo, need) into PARTIAL
+ * chunk @c that it covers only in part: filled from disk first. */
+static int
+fill_ends(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint32_t need, uint32_t wlo)
+{
+	uint32_t sub = 1u << s->sub_shift, first = wlo >> s->sub_shift,
+		 last = (need - 1) >> s->sub_shift;
+	int rc = 0;
+
+	if (wlo & (sub - 1))
+		rc = fill_subs(s, ip, idx, c, first, first);
+	if (rc == 0 && (need & (sub - 1)) && need < c->disk_len)
+		rc = fill_subs(s, ip, idx, c, last, last);
+	return rc;
+}
+
 /*
  * Make chunk @idx resident with a block covering [0, need), zero-filled
  * where it had no bytes, except [wlo, need) of a new block, which the
- * caller is about to overwrite.  The caller marks it dirty.
+ * caller is about to overwrite.  The caller marks it dirty.  A spilled
+ * chunk may become PARTIAL instead of restored (make_partial); a PARTIAL
+ * one stays so only for another small write within its copy.
  */
 static int
 make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
@@ -473,10 +616,37 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	unsigned char *p;
 	int rc;
 
+	if (c->cap && (c->flags & OBJFS_CHUNK_PARTIAL)) {
+		uint32_t n = objfs_nsums(c->disk_len, s->sub_shift);
+		uint64_t m[2] = { c->valid[0], c->valid[1] };
+
+		if (need > wlo && need <= c->disk_len) {
+			for (uint32_t i = wlo >> s->sub_shift;
+			     i <= (need - 1) >> s->sub_shift && i < 128; i++)
+				m[i >> 6] |= 1ull << (i & 63);
+			if ((unsigned)(__builtin_popcountll(m[0]) +
+					__builtin_popcountll(m[1])) <= n / 4)
+				return fill_ends(s, ip, idx, c, need, wlo);
+		}
+		rc = data_complete(s, ip, idx, c);
+		if (rc < 0)
+			return rc;
+	}
 	if (c->cap)
 		return c->cap >= need ? 0 : grow(s, ip, idx, c, need);
-	if (c->flags & OBJFS_CHUNK_ONDISK)
+	if (c->flags & OBJFS_CHUNK_ONDISK) {
+		rc = make_partial(s, ip, idx, c, need, wlo);
+		if (rc > 0) {
+			rc = fill_ends(s, ip, idx, c, need, wlo);
+			if (rc < 0)	/* as it was: spilled */
+				objfs_chunkmap_drop(&ip->chunks, idx, c,
+						s->arena);
+			return rc;
+		}
+		if (rc < 0)
+			return rc;
 		return data_restore(s, ip, idx, c, need);
+	}
 	/* A damaged object's chunk without a record may have had bytes:
 	 * only a write that replaces all of them may go on. */
 	if ((ip->attr.pad & OBJFS_ATTR_DAMAGED) &&
@@ -526,6 +696,10 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (co < c->dirty_lo)
 			c->dirty_lo = co;
 		data_mark_subs(s, c, co, n);
+		if (c->flags & OBJFS_CHUNK_PARTIAL) {	/* held now */
+			c->valid[0] |= c->dsub[0];
+			c->valid[1] |= c->dsub[1];
+		}
 		objfs_arena_touch(s->arena, c->off, 1);
 		done += n;
 	}
@@ -597,6 +771,8 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		 * must not bring back the bytes after it. */
 		shorten = c && (c->flags & OBJFS_CHUNK_ONDISK) &&
 			c->disk_len > tail;
+		if (c && (rc = data_complete(s, ip, keep - 1, c)) < 0)
+			return rc;
 		if (shorten && (rc = shorter_csum(s, ip, keep - 1, c, tail,
 				tab, &csum)) < 0)
 			return rc;

@@ -35,6 +35,11 @@ data_mark_subs(const struct objfs_store *s, struct objfs_chunk *c,
 }
 
 /* data.c */
+/* Fill a PARTIAL chunk's block from its disk copy and make it a plain
+ * resident one (nothing to do for others); -EIO when the copy does not
+ * verify, the chunk unchanged. */
+int data_complete(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx, struct objfs_chunk *c);
 /* The record of chunk @idx (@c), its sums into @tab (OBJFS_SUMS_MAX
  * room) and, when it has a second slot, where that is into @alt (may be
  * NULL).  -EIO, logged, when it is not the record of the copy @c

@@ -13,6 +13,7 @@
 #include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -394,7 +395,8 @@ write_range(int fd, uint64_t slot, uint32_t chunk_size, const char *buf,
 int
 objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 		uint32_t chunk_size, const void *buf, uint32_t len,
-		unsigned shift, const uint64_t dirty[2], unsigned char *tab,
+		unsigned shift, const uint64_t dirty[2],
+		const unsigned char *old_tab, unsigned char *tab,
 		uint64_t *csum_out)
 {
 	uint32_t n = objfs_nsums(len, shift);
@@ -421,7 +423,20 @@ objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 		if (n < 64)
 			alt->map[1] = 0;
 	}
-	*csum_out = objfs_chunk_csum(buf, len, shift, tab);
+	memcpy(tab, old_tab, 4 * (size_t)n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t from = i << shift, l, h;
+
+		if (!objfs_alt_has(&d, i))
+			continue;
+		l = len - from < (1u << shift) ? len - from : 1u << shift;
+		h = objfs_sub_sum((const char *)buf + from, l, i);
+		tab[4 * i] = (unsigned char)(h >> 24);
+		tab[4 * i + 1] = (unsigned char)(h >> 16);
+		tab[4 * i + 2] = (unsigned char)(h >> 8);
+		tab[4 * i + 3] = (unsigned char)h;
+	}
+	*csum_out = objfs_sums_csum(tab, len, shift);
 	return 0;
 }
 

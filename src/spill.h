@@ -102,13 +102,16 @@ objfs_alt_has(const struct objfs_alt *a, uint32_t i)
  * Write the sub-blocks (of 1 << @shift bytes) of the @len-byte chunk in
  * @buf whose bits are set in @dirty, each at the place that does not hold
  * its current version (slot @slot or @alt->slot, by @alt->map), and flip
- * their bits in @alt->map; then compute the checksum of all @len bytes
- * and their sums, into @csum_out and @tab.  Errors as objfs_spill_write;
- * on failure the map is as it was.
+ * their bits in @alt->map; then the sums into @tab: those of the
+ * unchanged sub-blocks from @old_tab (the copy's record), those written
+ * computed, and the chunk's checksum into @csum_out.  Only the written
+ * sub-blocks of @buf are read.  Errors as objfs_spill_write; on failure
+ * the map is as it was.
  */
 int objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 		uint32_t chunk_size, const void *buf, uint32_t len,
-		unsigned shift, const uint64_t dirty[2], unsigned char *tab,
+		unsigned shift, const uint64_t dirty[2],
+		const unsigned char *old_tab, unsigned char *tab,
 		uint64_t *csum_out);
 
 /*

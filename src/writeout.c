@@ -70,24 +70,53 @@ write_subs(struct objfs_store *s, struct objfs_inode *ip, int fd, uint64_t i,
 	    x->len != c->disk_len || c->rec_seq > durable || k == 0 ||
 	    k > n / SUBS_MAX_PART)
 		return 0;
+	/* The record's sums stand for the sub-blocks not written, and name
+	 * the second slot, if there is one. */
+	rc = data_chunk_rec(s, ip, i, c, &r, otab, &x->alt);
+	if (rc < 0)
+		return rc;
 	x->new_alt = !(c->flags & OBJFS_CHUNK_ALT);
 	if (x->new_alt) {
 		x->alt.map[0] = x->alt.map[1] = 0;
 		rc = objfs_slots_alloc(&ip->slots, nchunks, nchunks,
 				&x->alt.slot);
-	} else {
-		rc = data_chunk_rec(s, ip, i, c, &r, otab, &x->alt);
+		if (rc < 0)
+			return rc;
 	}
-	if (rc < 0)
-		return rc;
 	x->slot = c->slot;
 	rc = objfs_spill_write_subs(fd, x->slot, &x->alt, s->chunk_size,
 			objfs_arena_ptr(s->arena, c->off), x->len, s->sub_shift,
-			c->dsub, x->tab, &x->csum);
+			c->dsub, otab, x->tab, &x->csum);
 	if (rc < 0 && x->new_alt)
 		objfs_slots_put(&ip->slots, x->alt.slot);
 	x->nsubs = k;
 	return rc < 0 ? rc : 1;
+}
+
+/* How many of the chunks @sel[0..n) write_subs() would write as
+ * sub-blocks, but for their records not being durable; each PARTIAL one
+ * counts 4 (written whole, it must read its other sub-blocks first). */
+static unsigned
+subs_waiting(struct objfs_store *s, struct objfs_inode *ip,
+		const uint64_t *sel, size_t n, uint64_t durable)
+{
+	unsigned w = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, sel[k]);
+		unsigned d;
+
+		if (!c || !c->cap || !(c->flags & OBJFS_CHUNK_DIRTY) ||
+		    (c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) !=
+			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) ||
+		    c->rec_seq <= durable)
+			continue;
+		d = popcount2(c->dsub);
+		if (d && d <= objfs_nsums(c->disk_len, s->sub_shift) /
+				SUBS_MAX_PART)
+			w += (c->flags & OBJFS_CHUNK_PARTIAL) ? 4 : 1;
+	}
+	return w;
 }
 
 /* A write-out that is not to be recorded: the slot it took goes back. */
@@ -110,7 +139,7 @@ put_back(struct objfs_inode *ip, const struct written *x)
  */
 static int
 writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
-		size_t nsel)
+		size_t nsel, int evicting)
 {
 	uint64_t nchunks = (ip->attr.size + s->chunk_size - 1) >> s->chunk_shift;
 	struct written *w = NULL;
@@ -136,6 +165,17 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			goto out_clear;
 		}
 	}
+	/* Chunks that could be written as a few sub-blocks but whose
+	 * records are not durable yet (rewritten within the last second, as
+	 * random writes beyond the arena do, or loaded since the last
+	 * flush) are made durable first, with one flush of the journal:
+	 * otherwise each is written whole, and one with only some
+	 * sub-blocks in the arena (PARTIAL) must first read the rest.  An
+	 * eviction does so for any; an fsync, which pays its own flush at
+	 * the end, only when that spares more than one whole chunk. */
+	if (subs_waiting(s, ip, sel, nsel, durable) > (evicting ? 0u : 1u) &&
+	    objfs_meta_sync(s->meta) == 0)
+		durable = objfs_meta_durable_seq(s->meta);
 	for (size_t k = 0; k < nsel; k++) {
 		struct written *x = &w[n];
 
@@ -156,6 +196,11 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			n++;
 			continue;
 		}
+		/* Written whole: a block with only some sub-blocks gets the
+		 * rest from disk first. */
+		rc = data_complete(s, ip, i, c);
+		if (rc < 0)
+			break;
 		/* (Not with a second slot: the bytes before the copy's end
 		 * are not all in the first.) */
 		x->tail = (c->flags & OBJFS_CHUNK_ONDISK) &&
@@ -278,6 +323,12 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			atomic_fetch_add(&s->sub_writeouts, 1);
 		atomic_fetch_add(&s->written_out_bytes, w[k].subs ?
 				(uint64_t)w[k].nsubs << s->sub_shift : w[k].len);
+		/* A block that held only the sub-blocks written has nothing
+		 * else to give: the chunk is on disk alone now. */
+		if (c->flags & OBJFS_CHUNK_PARTIAL) {
+			objfs_chunkmap_drop(&ip->chunks, w[k].idx, c, s->arena);
+			c->valid[0] = c->valid[1] = 0;
+		}
 	}
 	ip->attr.nrec = a.nrec;
 	if (rc == 0)
@@ -314,9 +365,9 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 	batch = (size_t)(FLUSH_BATCH_BYTES >> s->chunk_shift);
 	if (batch < 16)
 		batch = 16;
-	rc = writeout(s, ip, sel, n < batch ? n : batch);
+	rc = writeout(s, ip, sel, n < batch ? n : batch, 0);
 	for (size_t k = batch; rc == 0 && k < n; k += batch)
-		rc = writeout(s, ip, sel + k, n - k < batch ? n - k : batch);
+		rc = writeout(s, ip, sel + k, n - k < batch ? n - k : batch, 0);
 	free(sel);
 	return rc;
 }
@@ -344,7 +395,7 @@ evict(struct objfs_store *s, struct objfs_inode *ip,
 			sel[nsel++] = v[k].idx;
 	}
 	if (nsel) {	/* in the order of @v: ascending */
-		rc = writeout(s, ip, sel, nsel);
+		rc = writeout(s, ip, sel, nsel, 1);
 		if (rc == 0)
 			atomic_fetch_add(&s->evictions, 1);
 	}

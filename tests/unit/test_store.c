@@ -1559,6 +1559,117 @@ test_rewrite_subs(void **state)
 	free(fill);
 }
 
+/* Flip one byte at @off of @ino's backing file. */
+static void
+corrupt_backing(struct fx *f, uint64_t ino, off_t off)
+{
+	char path[128];
+	unsigned char b;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b, 1, off), 1);
+	b ^= 0x5a;
+	assert_int_equal(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+}
+
+/*
+ * Under pressure (the arena past its low mark), a small write into a
+ * spilled chunk does not restore it: the chunk gets a block of which only
+ * the written sub-blocks hold bytes (those the write covers in part read
+ * from disk first), and its write-out writes them alone and lets the
+ * block go.  More sub-blocks, a read, a truncation or a hole punched in
+ * it complete the chunk from disk first.  Every byte reads back right,
+ * after remounts too; a sub-block that fails its checksum fails the write
+ * that needed it and changes nothing.
+ */
+static void
+test_writes_without_restore(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 16 * CHUNK, n;
+	unsigned char *buf = pattern(len, 51), *fill = pattern(6u << 20, 52);
+	struct objfs_store_stats st0, st;
+	uint64_t ino = make_file(f, "p", buf, len, 0);
+	unsigned char got[100];
+
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);				/* on disk only */
+	make_file(f, "fill", fill, 6u << 20, 0);	/* above the low mark */
+	objfs_store_get_stats(f->s, &st0);
+	overwrite(f, ino, buf, 3 * CHUNK + 2 * 4096 + 50, 100, 53);
+	overwrite(f, ino, buf, 5 * CHUNK + 7 * 4096, 4096, 54);
+	overwrite(f, ino, buf, 3 * CHUNK + 9 * 4096 + 4094, 3, 55);
+	objfs_store_get_stats(f->s, &st);
+	assert_int_equal(st.restored_chunks, st0.restored_chunks);
+	/* Read from disk: sub-blocks 2, 9 and 10 of chunk 3 (each written
+	 * in part); none for the whole one of chunk 5. */
+	assert_int_equal(st.part_reads - st0.part_reads, 3);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	objfs_store_get_stats(f->s, &st0);
+	assert_true(st0.sub_writeouts - st.sub_writeouts >= 2);
+	assert_true(st0.written_out_bytes - st.written_out_bytes <= 4 * 4096);
+	assert_content(f, ino, buf, len, 0);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+
+	/* More than a quarter of the sub-blocks: completed, written whole;
+	 * a read, a truncation and a hole punched each complete it too. */
+	reopen(f);
+	make_file(f, "fill2", fill, 6u << 20, 0);
+	objfs_store_get_stats(f->s, &st0);
+	for (int i = 0; i < 5; i++)
+		overwrite(f, ino, buf, 8 * CHUNK + (uint64_t)(3 * i) * 4096 + 9,
+				7, (unsigned)(56 + i));
+	overwrite(f, ino, buf, 10 * CHUNK + 4096 + 1, 10, 61);
+	assert_int_equal(objfs_store_read(f->s, ino, 10 * CHUNK, got, 100, &n),
+			0);
+	assert_memory_equal(got, buf + 10 * CHUNK, 100);
+	overwrite(f, ino, buf, 14 * CHUNK + 4096 + 1, 10, 62);
+	assert_int_equal(objfs_store_fallocate(f->s, ino, FALLOC_FL_PUNCH_HOLE |
+				FALLOC_FL_KEEP_SIZE, 14 * CHUNK + 100, 9000), 0);
+	memset(buf + 14 * CHUNK + 100, 0, 9000);
+	overwrite(f, ino, buf, 15 * CHUNK + 3 * 4096 + 1, 10, 63);
+	assert_int_equal(objfs_store_setattr(f->s, ino, &(struct objfs_setattr){
+				.valid = OBJFS_SET_SIZE, .size = 15 * CHUNK + 5000 },
+				&(struct objfs_attr){0}), 0);
+	len = 15 * CHUNK + 5000;
+	assert_content(f, ino, buf, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	objfs_store_get_stats(f->s, &st);
+	assert_true(st.written_out_bytes - st0.written_out_bytes >= CHUNK);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+
+	/* A sub-block that does not verify: the write into it fails, and
+	 * nothing changes. */
+	reopen(f);
+	make_file(f, "fill3", fill, 6u << 20, 0);
+	corrupt_backing(f, ino, 2 * CHUNK + 2 * 4096 + 7);
+	assert_int_equal(objfs_store_write(f->s, ino, 2 * CHUNK + 2 * 4096 + 1,
+				"zz", 2, &wr, &(int){0}, &n), -EIO);
+	assert_int_equal(objfs_store_read(f->s, ino, 2 * CHUNK + 6 * 4096, got,
+				100, &n), 0);
+	assert_memory_equal(got, buf + 2 * CHUNK + 6 * 4096, 100);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_read(f->s, ino, 2 * CHUNK + 2 * 4096, got,
+				100, &n), -EIO);
+	{
+		unsigned char *first = malloc(2 * CHUNK);
+
+		assert_int_equal(objfs_store_read(f->s, ino, 0, first,
+					2 * CHUNK, &n), 0);
+		assert_memory_equal(first, buf, 2 * CHUNK);
+		free(first);
+	}
+	free(buf);
+	free(fill);
+}
+
 /*
  * An index of schema 2 has chunk records without sub-block sums.  It is
  * taken up as schema 3: those chunks are read whole and checked with
@@ -1838,6 +1949,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_part_reads_under_pressure,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_file_bounded,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writes_without_restore,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rewrite_subs,
 				setup, teardown),
