@@ -14,7 +14,8 @@
  *
  * A resident chunk's block may be smaller than a chunk (the tail of a small
  * file); bytes past the block, and past the disk copy's length, read as
- * zeros.  Block bytes past end of file are kept zero, so growing a file
+ * zeros.  A resident dirty chunk may be PARTIAL: only the sub-blocks in
+ * @valid hold its bytes, the others are those of its disk copy (data.c).  Block bytes past end of file are kept zero, so growing a file
  * never exposes old bytes.
  *
  * A disk copy lives in a slot of the object's backing file: chunk-sized,
