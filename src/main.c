@@ -794,6 +794,7 @@ main(int argc, char **argv)
 	rc = objfs_fuse_loop(fuse, o.max_threads);
 	if (rc < 0) {
 		objfs_log(OBJFS_LOG_ERR, "the request loop failed (%d)", rc);
+		objfs_store_note_failure(store);
 		status = 1;
 	}
 	objfs_fuse_destroy(fuse);	/* unmount: no request can arrive now */

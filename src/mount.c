@@ -96,7 +96,8 @@ objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder, char *state,
 
 /* The lock file holds the serving daemon's pid and, from unmount on,
  * what it is doing: "unmounting: N bytes to write out", then
- * "unmounted: all data written" or "unmounted: writing out failed: ...",
+ * "unmounted: exit N: all data written" or "unmounted: exit 1: writing
+ * out failed: ...", N the daemon's exit status,
  * which a mount refused meanwhile and objfsctl umount read. */
 static void
 note_lock(struct objfs_store *s, const char *state)
@@ -955,6 +956,12 @@ objfs_store_sync_all(struct objfs_store *s)
 	return rc ? rc : r;
 }
 
+void
+objfs_store_note_failure(struct objfs_store *s)
+{
+	s->failed = 1;
+}
+
 int
 objfs_store_close(struct objfs_store *s)
 {
@@ -999,12 +1006,13 @@ objfs_store_close(struct objfs_store *s)
 	{
 		char what[160];
 
+		/* The daemon's exit status, for objfsctl umount. */
 		if (rc < 0)
-			snprintf(what, sizeof(what), "unmounted: writing out "
-				"failed: %s", strerror(-rc));
+			snprintf(what, sizeof(what), "unmounted: exit 1: "
+				"writing out failed: %s", strerror(-rc));
 		else
-			snprintf(what, sizeof(what), "unmounted: all data "
-				"written");
+			snprintf(what, sizeof(what), "unmounted: exit %d: all "
+				"data written", s->failed ? 1 : 0);
 		note_lock(s, what);
 	}
 	close(s->lockfd);

@@ -319,7 +319,7 @@ cmd_umount(const char *mnt)
 	char text[OBJFS_STATUS_MAX], data[PATH_MAX], path[PATH_MAX + 8], buf[512];
 	long pid;
 	double t0;
-	int fd, said = 0;
+	int fd, said = 0, code;
 	ssize_t n;
 	char *state;
 
@@ -360,14 +360,21 @@ cmd_umount(const char *mnt)
 	state = strchr(buf, '\n');
 	state = state ? state + 1 : buf + strlen(buf);
 	state[strcspn(state, "\n")] = '\0';
+	/* "unmounted: exit N: what", N the daemon's exit status. */
 	if (strtol(buf, NULL, 10) == pid &&
-	    strcmp(state, "unmounted: all data written") == 0) {
-		printf("unmounted %s: all data written to %s\n", mnt, data);
-		return 0;
+	    sscanf(state, "unmounted: exit %d:", &code) == 1) {
+		const char *what = strchr(state + 16, ':');
+
+		what = what ? what + 2 : "";
+		if (code == 0 && strcmp(what, "all data written") == 0) {
+			printf("unmounted %s: all data written to %s\n", mnt,
+				data);
+			return 0;
+		}
+		fprintf(stderr, "objfsctl: %s: objfs (pid %ld) exited with "
+			"status %d: %s\n", mnt, pid, code, what);
+		return code ? code : 1;
 	}
-	if (strtol(buf, NULL, 10) == pid && strncmp(state, "unmounted:", 10) == 0)
-		fprintf(stderr, "objfsctl: %s: objfs (pid %ld) %s\n", mnt, pid,
-			state);
 	else
 		fprintf(stderr, "objfsctl: %s: objfs (pid %ld) exited without "
 			"saying it wrote everything (killed?); the next mount "

@@ -104,6 +104,9 @@ int objfs_store_open(const struct objfs_store_config *cfg,
 void objfs_store_note_pid(struct objfs_store *s);
 /* Write every object's bytes out, commit, sync and free everything. */
 int objfs_store_close(struct objfs_store *s);
+/* Something outside the store failed (the request loop): the daemon will
+ * exit 1, and the lock file says so at close. */
+void objfs_store_note_failure(struct objfs_store *s);
 /* Write every dirty chunk and attribute out and make it durable. */
 int objfs_store_sync_all(struct objfs_store *s);
 /* The status file's text, NUL-terminated (OBJFS_STATUS_MAX bytes hold

@@ -161,6 +161,7 @@ struct objfs_store {
 	struct objfs_backing *backing;
 	int lockfd;
 	char *data_dir;			/* as given at open */
+	int failed;			/* objfs_store_note_failure() */
 	struct objfs_latency lat[OBJFS_OP_NCLASS];	/* metrics.h */
 	uint32_t chunk_size;
 	unsigned chunk_shift;

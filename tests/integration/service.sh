@@ -42,7 +42,7 @@ ok "... saying all data was written" bash -c "printf '%s' '$out' | grep -q 'unmo
 ok "... with the mount gone" bash -c "! mountpoint -q '$MNT'"
 ok "... and the daemon gone when it returns" bash -c "! kill -0 $OBJFS_PID 2>/dev/null"
 wait "$OBJFS_PID" 2>/dev/null
-ok "the lock file records the clean end" bash -c "sed -n 2p '$DATA/lock' | grep -qx 'unmounted: all data written'"
+ok "the lock file records the clean end" bash -c "sed -n 2p '$DATA/lock' | grep -qx 'unmounted: exit 0: all data written'"
 ok "remount" start_objfs "$MNT" "$DATA" arena=512M
 ok "every file is intact" bash -c "cmp '$T/src' '$MNT/a' && cmp '$T/src' '$MNT/d'"
 
@@ -129,6 +129,16 @@ refused=$("$OBJFS_BIN" -f -o "data=$DATA,arena=64M,metrics_file=$T/no/such/dir/x
 ok "a metrics file that cannot be written is refused at mount" bash -c "
 	printf '%s' '$refused' | grep -q 'metrics_file=$T/no/such/dir/x.prom: cannot write it: No such file or directory' &&
 	! mountpoint -q '$MNT'"
+
+# A daemon killed: objfsctl umount cannot sync it, and says so.
+ok "mount" start_objfs "$MNT" "$DATA" arena=64M
+kill -9 "$OBJFS_PID"
+wait "$OBJFS_PID" 2>/dev/null
+out=$("$CTL" umount "$MNT" 2>&1)
+rc=$?
+ok "objfsctl umount of a killed daemon's mount fails ($rc)" test "$rc" = 1
+ok "... naming the mount it cannot reach" bash -c "printf '%s' '$out' | grep -q 'is $MNT an objfs mount?'"
+fusermount3 -u "$MNT" 2>/dev/null
 
 # The systemd unit that make install puts in place: it verifies, and its
 # ExecStart and ExecStop, run as systemd would run them, mount and unmount.
