@@ -255,6 +255,7 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 	struct chunks *k = arg;
 	struct ck *c = k->c;
 	struct ino *x = ck_find(c, ino);
+	struct objfs_alt alt;
 	int rc;
 
 	if (ino != k->ino) {
@@ -298,13 +299,8 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 	if (r->shift && objfs_sums_csum(r->tab, r->len, r->shift) != r->csum)
 		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": its sub-block "
 			"sums do not match its checksum", ino, idx);
-	{
-		struct objfs_alt alt = { r->alt, { r->map[0], r->map[1] } };
-
-		rc = objfs_spill_read(k->fd, ino, idx, r->slot,
-				r->has_alt ? &alt : NULL, c->chunk, k->buf,
-				r->len, r->shift, r->csum);
-	}
+	rc = objfs_spill_read(k->fd, ino, idx, r->slot, objfs_rec_alt(r, &alt),
+			c->chunk, k->buf, r->len, r->shift, r->csum);
 	if (rc == 0) {
 		k->verified++;
 		k->bytes += r->len;

@@ -251,11 +251,8 @@ data_chunk_rec(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 			ip->ino, idx);
 		return -EIO;
 	}
-	if (alt) {
-		alt->slot = r->alt;
-		alt->map[0] = r->map[0];
-		alt->map[1] = r->map[1];
-	}
+	if (alt)
+		objfs_rec_alt(r, alt);
 	return 0;
 }
 
@@ -465,12 +462,6 @@ grow(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	return 0;
 }
 
-static inline int
-bit_of(const uint64_t m[2], uint32_t i)
-{
-	return (int)(m[i >> 6] >> (i & 63) & 1);
-}
-
 /*
  * Bring sub-blocks @first..@last of PARTIAL chunk @idx (@c) that its
  * block does not hold from the disk copy into it, each checked against
@@ -492,11 +483,11 @@ fill_subs(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	for (i = first; n && i <= last; i = j) {
 		uint32_t lo = i << s->sub_shift, hi;
 
-		if (bit_of(c->valid, i)) {
+		if (objfs_bits_has(c->valid, i)) {
 			j = i + 1;
 			continue;
 		}
-		for (j = i + 1; j <= last && !bit_of(c->valid, j); j++)
+		for (j = i + 1; j <= last && !objfs_bits_has(c->valid, j); j++)
 			;
 		if (!have) {
 			rc = data_chunk_rec(s, ip, idx, c, &r, tab, &alt);
@@ -523,7 +514,7 @@ fill_subs(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 			memset(p + c->disk_len, 0,
 				objfs_spill_span(c->disk_len) - c->disk_len);
 		for (uint32_t k = i; k < j; k++)
-			c->valid[k >> 6] |= 1ull << (k & 63);
+			objfs_bits_set(c->valid, k);
 		atomic_fetch_add(&s->part_reads, 1);
 	}
 	return 0;
@@ -622,10 +613,9 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 
 		if (need > wlo && need <= c->disk_len) {
 			for (uint32_t i = wlo >> s->sub_shift;
-			     i <= (need - 1) >> s->sub_shift && i < 128; i++)
-				m[i >> 6] |= 1ull << (i & 63);
-			if ((unsigned)(__builtin_popcountll(m[0]) +
-					__builtin_popcountll(m[1])) <= n / 4)
+			     i <= (need - 1) >> s->sub_shift; i++)
+				objfs_bits_set(m, i);
+			if (objfs_bits_count(m) <= n / 4)
 				return fill_ends(s, ip, idx, c, need, wlo);
 		}
 		rc = data_complete(s, ip, idx, c);
@@ -784,12 +774,7 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 					&alt);
 			if (rc < 0)
 				return rc;
-			if (n < 128) {
-				alt.map[n >> 6] &= (n & 63) ?
-					(1ull << (n & 63)) - 1 : 0;
-				if (n < 64)
-					alt.map[1] = 0;
-			}
+			objfs_bits_keep(alt.map, n);
 		}
 	}
 	a->size = size;

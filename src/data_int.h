@@ -30,8 +30,8 @@ data_mark_subs(const struct objfs_store *s, struct objfs_chunk *c,
 {
 	uint32_t i = co >> s->sub_shift, j = (co + n - 1) >> s->sub_shift;
 
-	for (; n && i <= j && i < 128; i++)
-		c->dsub[i >> 6] |= 1ull << (i & 63);
+	for (; n && i <= j && i < OBJFS_SUMS_MAX; i++)
+		objfs_bits_set(c->dsub, i);
 }
 
 /* data.c */

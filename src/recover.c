@@ -98,13 +98,8 @@ copy_chunk(void *arg, uint64_t idx, const struct objfs_chunk_rec *rec)
 		return 0;
 	}
 	k->found++;
-	alt.slot = rec->alt;
-	alt.map[0] = rec->map[0];
-	alt.map[1] = rec->map[1];
-
-	if (objfs_spill_read(k->in, 0, idx, rec->slot,
-			rec->has_alt ? &alt : NULL, c, k->buf, rec->len,
-			rec->shift, rec->csum) < 0) {
+	if (objfs_spill_read(k->in, 0, idx, rec->slot, objfs_rec_alt(rec, &alt),
+			c, k->buf, rec->len, rec->shift, rec->csum) < 0) {
 		fprintf(r->report, "chunk %" PRIu64 " (slot %" PRIu64 ") does not "
 			"verify: left as zeros\n", idx, rec->slot);
 		k->bad++;

@@ -400,13 +400,12 @@ objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 		uint64_t *csum_out)
 {
 	uint32_t n = objfs_nsums(len, shift);
-	struct objfs_alt d = { 0, { dirty[0], dirty[1] } };
 	int rc;
 
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t from = i << shift, to;
 
-		if (!objfs_alt_has(&d, i))
+		if (!objfs_bits_has(dirty, i))
 			continue;
 		to = (uint32_t)((uint64_t)(i + 1) << shift) < len ?
 			(i + 1) << shift : len;
@@ -418,16 +417,12 @@ objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 	}
 	alt->map[0] ^= dirty[0];
 	alt->map[1] ^= dirty[1];
-	if (n < 128) {			/* no bits past the copy */
-		alt->map[n >> 6] &= n & 63 ? (1ull << (n & 63)) - 1 : 0;
-		if (n < 64)
-			alt->map[1] = 0;
-	}
+	objfs_bits_keep(alt->map, n);	/* no bits past the copy */
 	memcpy(tab, old_tab, 4 * (size_t)n);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t from = i << shift, l, h;
 
-		if (!objfs_alt_has(&d, i))
+		if (!objfs_bits_has(dirty, i))
 			continue;
 		l = len - from < (1u << shift) ? len - from : 1u << shift;
 		h = objfs_sub_sum((const char *)buf + from, l, i);

@@ -92,10 +92,42 @@ struct objfs_alt {
 	uint64_t map[2];
 };
 
+/* Sets of sub-blocks (at most OBJFS_SUMS_MAX, 128): the map above, and
+ * a chunk's changed and held ones (chunk.h). */
+static inline int
+objfs_bits_has(const uint64_t m[2], uint32_t i)
+{
+	return (int)(m[i >> 6] >> (i & 63) & 1);
+}
+
+static inline void
+objfs_bits_set(uint64_t m[2], uint32_t i)
+{
+	m[i >> 6] |= 1ull << (i & 63);
+}
+
+static inline unsigned
+objfs_bits_count(const uint64_t m[2])
+{
+	return (unsigned)(__builtin_popcountll(m[0]) +
+			__builtin_popcountll(m[1]));
+}
+
+/* Keep sub-blocks 0..@n-1 only. */
+static inline void
+objfs_bits_keep(uint64_t m[2], uint32_t n)
+{
+	if (n >= 128)
+		return;
+	m[n >> 6] &= (n & 63) ? (1ull << (n & 63)) - 1 : 0;
+	if (n < 64)
+		m[1] = 0;
+}
+
 static inline int
 objfs_alt_has(const struct objfs_alt *a, uint32_t i)
 {
-	return a && (a->map[i >> 6] >> (i & 63) & 1);
+	return a && objfs_bits_has(a->map, i);
 }
 
 /*

@@ -330,6 +330,17 @@ struct objfs_status_figures;
 int objfs_store_get_figures(struct objfs_store *s,
 		struct objfs_status_figures *f);
 
+/* The second slot chunk record @r names, as spill.h takes it, in @a;
+ * NULL when it has none. */
+static inline const struct objfs_alt *
+objfs_rec_alt(const struct objfs_chunk_rec *r, struct objfs_alt *a)
+{
+	a->slot = r->alt;
+	a->map[0] = r->map[0];
+	a->map[1] = r->map[1];
+	return r->has_alt ? a : NULL;
+}
+
 /* mount.c */
 /* Take the lock of the data directory open at @dirfd (its "lock" file):
  * the fd in *@lockfd_out, or -EBUSY with the pid of the daemon that holds

@@ -40,13 +40,6 @@ struct written {
 #define SUBS_MAX_PART	4	/* a quarter of the sub-blocks */
 #define FLUSH_BATCH_BYTES	(256ull << 20)
 
-static unsigned
-popcount2(const uint64_t m[2])
-{
-	return (unsigned)(__builtin_popcountll(m[0]) +
-			__builtin_popcountll(m[1]));
-}
-
 /*
  * Write only the changed sub-blocks of chunk @i (@c) into @x, at the
  * places of the chunk's two slots their current versions are not at.
@@ -62,7 +55,7 @@ write_subs(struct objfs_store *s, struct objfs_inode *ip, int fd, uint64_t i,
 	uint32_t n = objfs_nsums(x->len, s->sub_shift);
 	unsigned char otab[4 * OBJFS_SUMS_MAX];
 	struct objfs_chunk_rec r;
-	unsigned k = popcount2(c->dsub);
+	unsigned k = objfs_bits_count(c->dsub);
 	int rc;
 
 	if ((c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) !=
@@ -71,10 +64,10 @@ write_subs(struct objfs_store *s, struct objfs_inode *ip, int fd, uint64_t i,
 	    k > n / SUBS_MAX_PART)
 		return 0;
 	/* The record's sums stand for the sub-blocks not written, and name
-	 * the second slot, if there is one. */
-	rc = data_chunk_rec(s, ip, i, c, &r, otab, &x->alt);
-	if (rc < 0)
-		return rc;
+	 * the second slot, if there is one.  Without them (logged), the
+	 * chunk is written whole, as ever. */
+	if (data_chunk_rec(s, ip, i, c, &r, otab, &x->alt) < 0)
+		return 0;
 	x->new_alt = !(c->flags & OBJFS_CHUNK_ALT);
 	if (x->new_alt) {
 		x->alt.map[0] = x->alt.map[1] = 0;
@@ -111,7 +104,7 @@ subs_waiting(struct objfs_store *s, struct objfs_inode *ip,
 			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) ||
 		    c->rec_seq <= durable)
 			continue;
-		d = popcount2(c->dsub);
+		d = objfs_bits_count(c->dsub);
 		if (d && d <= objfs_nsums(c->disk_len, s->sub_shift) /
 				SUBS_MAX_PART)
 			w += (c->flags & OBJFS_CHUNK_PARTIAL) ? 4 : 1;

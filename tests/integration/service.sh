@@ -8,6 +8,10 @@
 t_init
 CTL=${OBJFSCTL_BIN:-$(dirname "$OBJFS_BIN")/objfsctl}
 status_of() { awk -v k="$1:" '$1 == k {print $2}' "$MNT/.objfs-status"; }
+# run CMD...: what it printed in $out, its exit status in $rc.
+run() { out=$("$@" 2>&1); rc=$?; }
+# said PATTERN: $out matches it.
+said() { printf '%s\n' "$out" | grep -q -- "$1"; }
 
 head -c $((64 << 20)) /dev/urandom >"$T/src"
 ok "mount with a 512 MiB arena" start_objfs "$MNT" "$DATA" arena=512M
@@ -18,10 +22,10 @@ ok "the status file names the daemon and the data directory" bash -c "
 dirty=$(status_of dirty_bytes)
 ok "dirty_bytes counts the 192 MiB not yet on disk ($dirty)" \
 	test "$dirty" -ge $((192 << 20))
-out=$("$CTL" sync "$MNT" 2>&1)
-rc=$?
+run "$CTL" sync "$MNT"
 ok "objfsctl sync succeeds ($rc)" test "$rc" = 0
-ok "... and says everything is durable" bash -c "printf '%s' '$out' | tail -n 1 | grep -q 'everything is on disk and durable'"
+ok "... and says everything is durable, last" bash -c \
+	'printf "%s\n" "$1" | tail -n 1 | grep -q "everything is on disk and durable"' _ "$out"
 ok "... with nothing left in the arena to write (dirty_bytes 0)" \
 	test "$(status_of dirty_bytes)" = 0
 # What sync wrote survives the daemon's death; what came after may not.
@@ -35,10 +39,9 @@ ok "the files synced before the kill are intact" bash -c "
 
 # objfsctl umount: sync, unmount, wait, report.
 cp "$T/src" "$MNT/d"
-out=$("$CTL" umount "$MNT" 2>&1)
-rc=$?
+run "$CTL" umount "$MNT"
 ok "objfsctl umount succeeds ($rc)" test "$rc" = 0
-ok "... saying all data was written" bash -c "printf '%s' '$out' | grep -q 'unmounted .*: all data written to $DATA'"
+ok "... saying all data was written" said "unmounted .*: all data written to $DATA"
 ok "... with the mount gone" bash -c "! mountpoint -q '$MNT'"
 ok "... and the daemon gone when it returns" bash -c "! kill -0 $OBJFS_PID 2>/dev/null"
 wait "$OBJFS_PID" 2>/dev/null
@@ -51,10 +54,9 @@ ok "every file is intact" bash -c "cmp '$T/src' '$MNT/a' && cmp '$T/src' '$MNT/d
 busy=$!
 T_PIDS+=("$busy")
 for ((i = 0; i < 50; i++)); do [ "$(readlink /proc/$busy/cwd)" = "$MNT" ] && break; sleep 0.1; done
-out=$("$CTL" umount "$MNT" 2>&1)
-rc=$?
+run "$CTL" umount "$MNT"
 ok "objfsctl umount of a busy mount fails ($rc)" test "$rc" = 1
-ok "... saying it is still mounted" bash -c "printf '%s' '$out' | grep -q 'still mounted'"
+ok "... saying it is still mounted" said 'still mounted'
 ok "... and the mount still serves" cmp "$T/src" "$MNT/a"
 kill "$busy"
 wait "$busy" 2>/dev/null
@@ -73,11 +75,10 @@ for ((i = 0; i < 2000; i++)); do
 done
 ok "the lock file says it is writing out ($seen)" test -n "$seen"
 mkdir -p "$T/mnt2"
-out=$("$OBJFS_BIN" -f -o "data=$DATA,arena=512M" "$T/mnt2" 2>&1)
-rc=$?
+run "$OBJFS_BIN" -f -o "data=$DATA,arena=512M" "$T/mnt2"
 ok "a new mount meanwhile is refused ($rc)" test "$rc" = 2
-ok "... saying the previous daemon still writes out, and how much" bash -c "
-	printf '%s' '$out' | grep -q 'still writing it out (unmounting: .* to write out).*(pid $OBJFS_PID)'"
+ok "... saying the previous daemon still writes out, and how much" said \
+	"still writing it out (unmounting: .* to write out).*(pid $OBJFS_PID)"
 kill -CONT "$OBJFS_PID"
 ok "the daemon then finishes" bash -c "for i in \$(seq 600); do kill -0 $OBJFS_PID 2>/dev/null || exit 0; sleep 0.1; done; exit 1"
 wait "$OBJFS_PID" 2>/dev/null
@@ -92,14 +93,13 @@ if python3 -c "import socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).c
 else
 	want_log=$DATA/objfs.log
 fi
-out=$("$OBJFS_BIN" -o "data=$DATA,arena=64M" "$MNT" 2>&1)
-rc=$?
+run "$OBJFS_BIN" -o "data=$DATA,arena=64M" "$MNT"
 T_MOUNTS+=("$MNT")
 ok "a detached daemon mounts ($rc)" test "$rc" = 0
 ok "the status file says where it logs ($want_log)" bash -c "
 	grep -qx 'log: $want_log' '$MNT/.objfs-status'"
 if [ "$want_log" != syslog ]; then
-	ok "... and the mount said so" bash -c "printf '%s' '$out' | grep -q 'logging to $want_log (no syslog daemon listens on /dev/log)'"
+	ok "... and the mount said so" said "logging to $want_log (no syslog daemon listens on /dev/log)"
 	ok "objfsctl log shows its lines" bash -c "'$CTL' log '$MNT' | grep -q 'info: mounted $MNT'"
 fi
 ok "objfsctl umount of the detached daemon" "$CTL" umount "$MNT"
@@ -125,19 +125,18 @@ ok "... with the figures of the status file" bash -c "
 	grep -q '^objfs_request_duration_seconds_count{op=\"fsync\"} [1-9]' '$T/m.txt'"
 ok "unmount" stop_objfs
 ok "the metrics file holds the figures at unmount" $PROM "$T/objfs.prom" 16
-refused=$("$OBJFS_BIN" -f -o "data=$DATA,arena=64M,metrics_file=$T/no/such/dir/x.prom" "$MNT" 2>&1)
-ok "a metrics file that cannot be written is refused at mount" bash -c "
-	printf '%s' '$refused' | grep -q 'metrics_file=$T/no/such/dir/x.prom: cannot write it: No such file or directory' &&
-	! mountpoint -q '$MNT'"
+run "$OBJFS_BIN" -f -o "data=$DATA,arena=64M,metrics_file=$T/no/such/dir/x.prom" "$MNT"
+ok "a metrics file that cannot be written is refused at mount" said \
+	"metrics_file=$T/no/such/dir/x.prom: cannot write it: No such file or directory"
+ok "... and nothing is mounted" bash -c "! mountpoint -q '$MNT'"
 
 # A daemon killed: objfsctl umount cannot sync it, and says so.
 ok "mount" start_objfs "$MNT" "$DATA" arena=64M
 kill -9 "$OBJFS_PID"
 wait "$OBJFS_PID" 2>/dev/null
-out=$("$CTL" umount "$MNT" 2>&1)
-rc=$?
+run "$CTL" umount "$MNT"
 ok "objfsctl umount of a killed daemon's mount fails ($rc)" test "$rc" = 1
-ok "... naming the mount it cannot reach" bash -c "printf '%s' '$out' | grep -q 'is $MNT an objfs mount?'"
+ok "... naming the mount it cannot reach" said "is $MNT an objfs mount?"
 fusermount3 -u "$MNT" 2>/dev/null
 
 # The systemd unit that make install puts in place: it verifies, and its
@@ -181,10 +180,9 @@ mount -t tmpfs -o size=96m,mode=0700 objfs-test-backing "$T/small/backing"
 T_MOUNTS+=("$T/small/backing")
 ok "mount over a 96 MiB backing filesystem" start_objfs "$T/mnt3" "$T/small" arena=512M
 for f in a b; do cp "$T/src" "$T/mnt3/$f"; done
-out=$("$CTL" sync "$T/mnt3" 2>&1)
-rc=$?
+run "$CTL" sync "$T/mnt3"
 ok "objfsctl sync fails when the disk is full ($rc)" test "$rc" = 1
-ok "... saying why" bash -c "printf '%s' '$out' | grep -q 'No space left on device'"
+ok "... saying why" said 'No space left on device'
 ok "... and both files still read back" bash -c "cmp '$T/src' '$T/mnt3/a' && cmp '$T/src' '$T/mnt3/b'"
 ok "deleting one, sync succeeds" bash -c "rm '$T/mnt3/b' && '$CTL' sync '$T/mnt3'"
 ok "unmount" stop_objfs "$T/mnt3"

@@ -1334,6 +1334,31 @@ test_direct_reads_under_pressure(void **state)
 	free(fill);
 }
 
+/* The backing file of @ino, in @path. */
+static void
+backing_path(struct fx *f, uint64_t ino, char *path, size_t size)
+{
+	snprintf(path, size, "%s/backing/%016llx", f->dir,
+			(unsigned long long)ino);
+}
+
+/* Flip one byte at @off of @ino's backing file. */
+static void
+corrupt_backing(struct fx *f, uint64_t ino, off_t off)
+{
+	char path[128];
+	unsigned char b;
+	int fd;
+
+	backing_path(f, ino, path, sizeof(path));
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b, 1, off), 1);
+	b ^= 0x5a;
+	assert_int_equal(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+}
+
 /*
  * A reader that jumps about in a spilled file reads only the 4 KiB
  * sub-blocks it asks for (64 KiB chunks), each checked against its sum:
@@ -1355,9 +1380,7 @@ test_part_reads_under_pressure(void **state)
 	};
 	unsigned char got[200], *whole = malloc(CHUNK);
 	struct objfs_store_stats st0, st;
-	char path[128];
 	uint64_t ino = make_file(f, "rand", buf, len, 0);
-	int fd;
 
 	reopen(f);			/* now only on disk */
 	make_file(f, "fill", fill, 6u << 20, 0);	/* above the low mark */
@@ -1378,13 +1401,7 @@ test_part_reads_under_pressure(void **state)
 	assert_true(st.arena_used <= st.arena_capacity);
 
 	/* One byte of sub-block 2 of chunk 7 goes bad on disk. */
-	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
-			(unsigned long long)ino);
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, buf[7 * CHUNK + 2 * 4096 + 5] == 'x' ?
-				"y" : "x", 1, 7 * CHUNK + 2 * 4096 + 5), 1);
-	close(fd);
+	corrupt_backing(f, ino, 7 * CHUNK + 2 * 4096 + 5);
 	assert_int_equal(objfs_store_read(f->s, ino, 7 * CHUNK + 100, got, 100,
 				&n), 0);
 	assert_memory_equal(got, buf + 7 * CHUNK + 100, 100);
@@ -1448,8 +1465,7 @@ backing_blocks(struct fx *f, uint64_t ino)
 	char path[128];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
-			(unsigned long long)ino);
+	backing_path(f, ino, path, sizeof(path));
 	assert_int_equal(stat(path, &st), 0);
 	return (uint64_t)st.st_blocks * 512;
 }
@@ -1557,24 +1573,6 @@ test_rewrite_subs(void **state)
 	assert_content(f, ino, buf, 3 * CHUNK + 15, 0);
 	free(buf);
 	free(fill);
-}
-
-/* Flip one byte at @off of @ino's backing file. */
-static void
-corrupt_backing(struct fx *f, uint64_t ino, off_t off)
-{
-	char path[128];
-	unsigned char b;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/backing/%016llx", f->dir,
-			(unsigned long long)ino);
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, &b, 1, off), 1);
-	b ^= 0x5a;
-	assert_int_equal(pwrite(fd, &b, 1, off), 1);
-	close(fd);
 }
 
 /*
