@@ -34,10 +34,16 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "arena.h"
@@ -46,15 +52,41 @@
 #define NIL		UINT32_MAX
 #define MAX_ORDERS	20		/* 4 KiB << 19 = 2 GiB chunks at most */
 
+struct objfs_arena_tag {
+	_Atomic uint64_t ino;		/* 0: nothing published here */
+	uint64_t seq;			/* publication order */
+	uint64_t size;
+	uint64_t csum;
+	int64_t mtime_ns;
+	uint32_t idx;
+	_Atomic uint32_t flags;		/* TAG_DIRTY, TAG_PARTIAL; order << 8 */
+	uint64_t valid[2];
+};
+_Static_assert(sizeof(struct objfs_arena_tag) == 64, "tag layout is shared");
+
+struct objfs_arena_intent {
+	_Atomic uint64_t ino;		/* 0 free, INTENT_BUSY being written */
+	uint32_t kind;
+	uint32_t pad;
+	uint64_t a, b;
+};
+#define INTENT_BUSY	UINT64_MAX
+
+enum { ARENA_LIVE = 1, ARENA_KEPT = 2 };
+
 struct objfs_arena_hdr {
 	uint64_t magic;
 	uint32_t version;
 	uint32_t chunk_size;
 	uint64_t capacity;
 	_Atomic uint64_t used;
+	uint64_t dir_id;
+	_Atomic uint64_t seq;		/* the last tag published */
+	uint32_t state;			/* ARENA_LIVE, ARENA_KEPT */
+	uint32_t pad;
+	char boot_id[40];
+	struct objfs_arena_intent intents[OBJFS_ARENA_INTENTS];
 };
-_Static_assert(sizeof(struct objfs_arena_hdr) == 32,
-		"arena header layout is shared: keep it fixed");
 _Static_assert(sizeof(struct objfs_arena_hdr) <= OBJFS_ARENA_MIN_BLOCK,
 		"arena header must fit in the first block");
 
@@ -62,10 +94,16 @@ struct objfs_arena {
 	int fd;
 	unsigned char *base;
 	uint64_t capacity;
+	uint64_t map_size;		/* capacity + the tag table */
 	uint32_t chunk_size;
 	unsigned max_order;		/* chunk = MIN_BLOCK << max_order */
 	uint32_t nblocks;		/* capacity / MIN_BLOCK */
 	struct objfs_arena_hdr *hdr;
+	struct objfs_arena_tag *tags;	/* nblocks, after the blocks */
+	char *path;			/* the shared file, or NULL (memfd) */
+	int kept;			/* frees leave the tags (keep) */
+	uint8_t *ready;			/* protected by lock: per slab, its
+					 * pages are allocated (shared file) */
 
 	pthread_mutex_t lock;
 	uint8_t *state;			/* protected by lock */
@@ -114,6 +152,30 @@ list_remove(struct objfs_arena *a, unsigned k, uint32_t i)
 	a->state[i] = (uint8_t)k;
 }
 
+/*
+ * A file in a tmpfs of limited size (/dev/shm) gets its pages when they
+ * are first touched, and a touch the tmpfs has no room for is SIGBUS.  So
+ * each slab's pages, and those of its tags, are allocated (fallocate)
+ * before its first block is handed out; a full tmpfs is then ENOSPC, a
+ * full arena, which the spiller makes room in.  Allocating pages that
+ * exist (an adopted arena's) changes nothing.
+ */
+static int
+reserve_slab(struct objfs_arena *a, uint32_t slab)
+{
+	uint64_t off = (uint64_t)slab * a->chunk_size;
+	uint64_t t = a->capacity + off / OBJFS_ARENA_MIN_BLOCK *
+		sizeof(struct objfs_arena_tag);
+	uint64_t tlen = a->chunk_size / OBJFS_ARENA_MIN_BLOCK *
+		sizeof(struct objfs_arena_tag);
+
+	if (fallocate(a->fd, 0, (off_t)off, (off_t)a->chunk_size) < 0 ||
+	    fallocate(a->fd, 0, (off_t)t, (off_t)tlen) < 0)
+		return errno == ENOSPC ? -ENOSPC : -errno;
+	a->ready[slab] = 1;
+	return 0;
+}
+
 static int
 alloc_locked(struct objfs_arena *a, unsigned order, uint32_t *idx_out)
 {
@@ -125,6 +187,12 @@ alloc_locked(struct objfs_arena *a, unsigned order, uint32_t *idx_out)
 	if (k > a->max_order)
 		return -ENOSPC;
 	i = a->head[k];
+	if (a->ready && !a->ready[i >> a->max_order]) {
+		int rc = reserve_slab(a, i >> a->max_order);
+
+		if (rc < 0)
+			return rc;
+	}
 	list_remove(a, k, i);
 	while (k > order) {
 		k--;
@@ -137,28 +205,58 @@ alloc_locked(struct objfs_arena *a, unsigned order, uint32_t *idx_out)
 	return 0;
 }
 
-int
-objfs_arena_create(uint64_t capacity, uint32_t chunk_size,
-		struct objfs_arena **out)
+/* Bytes of the mapping: the blocks, then a tag per 4 KiB block. */
+static uint64_t
+map_bytes(uint64_t capacity)
 {
-	struct objfs_arena *a;
-	uint32_t idx;
-	uint64_t n;
-	int rc;
+	uint64_t t = capacity / OBJFS_ARENA_MIN_BLOCK *
+		sizeof(struct objfs_arena_tag);
 
+	return capacity + ((t + OBJFS_ARENA_MIN_BLOCK - 1) &
+			~(uint64_t)(OBJFS_ARENA_MIN_BLOCK - 1));
+}
+
+static int
+check_sizes(uint64_t *capacity, uint32_t chunk_size)
+{
 	if (chunk_size < 2 * OBJFS_ARENA_MIN_BLOCK ||
 	    (chunk_size & (chunk_size - 1)) != 0 ||
 	    order_of(chunk_size) >= MAX_ORDERS)
 		return -EINVAL;
-	capacity -= capacity % chunk_size;
-	if (capacity < 2ull * chunk_size ||
-	    capacity / OBJFS_ARENA_MIN_BLOCK >= NIL)
+	*capacity -= *capacity % chunk_size;
+	if (*capacity < 2ull * chunk_size ||
+	    *capacity / OBJFS_ARENA_MIN_BLOCK >= NIL)
 		return -EINVAL;
+	return 0;
+}
 
-	a = calloc(1, sizeof(*a));
+static void
+free_private(struct objfs_arena *a)
+{
+	free(a->state);
+	free(a->next);
+	free(a->prev);
+	free(a->own_ino);
+	free(a->own_idx);
+	free((void *)a->own_flags);
+	free(a->ready);
+	free(a->path);
+	free(a);
+}
+
+/* The private bookkeeping, every slab free; -errno. */
+static int
+setup(uint64_t capacity, uint32_t chunk_size, struct objfs_arena **out)
+{
+	struct objfs_arena *a = calloc(1, sizeof(*a));
+	uint64_t n;
+	int rc;
+
 	if (!a)
 		return -ENOMEM;
+	a->fd = -1;
 	a->capacity = capacity;
+	a->map_size = map_bytes(capacity);
 	a->chunk_size = chunk_size;
 	a->max_order = order_of(chunk_size);
 	a->nblocks = (uint32_t)(capacity / OBJFS_ARENA_MIN_BLOCK);
@@ -170,32 +268,14 @@ objfs_arena_create(uint64_t capacity, uint32_t chunk_size,
 	a->own_flags = calloc(a->nblocks, sizeof(*a->own_flags));
 	if (!a->state || !a->next || !a->prev || !a->own_ino || !a->own_idx ||
 	    !a->own_flags) {
-		rc = -ENOMEM;
-		goto err_free;
+		free_private(a);
+		return -ENOMEM;
 	}
 	rc = pthread_mutex_init(&a->lock, NULL);
 	if (rc) {
-		rc = -rc;
-		goto err_free;
+		free_private(a);
+		return -rc;
 	}
-	a->fd = memfd_create("objfs-arena", MFD_CLOEXEC);
-	if (a->fd < 0) {
-		rc = -errno;
-		goto err_mutex;
-	}
-	if (ftruncate(a->fd, (off_t)capacity) < 0) {
-		rc = -errno;
-		goto err_close;
-	}
-	a->base = mmap(NULL, capacity, PROT_READ | PROT_WRITE, MAP_SHARED,
-			a->fd, 0);
-	if (a->base == MAP_FAILED) {
-		rc = -errno;
-		goto err_close;
-	}
-	/* Huge pages make first touch and TLB misses cheaper; best effort. */
-	(void)madvise(a->base, capacity, MADV_HUGEPAGE);
-
 	for (unsigned k = 0; k < MAX_ORDERS; k++)
 		a->head[k] = NIL;
 	/* Push slabs from the top so that the lowest offsets are used first. */
@@ -203,47 +283,393 @@ objfs_arena_create(uint64_t capacity, uint32_t chunk_size,
 	while (n-- > 0)
 		list_push(a, a->max_order,
 				(uint32_t)(n * (chunk_size / OBJFS_ARENA_MIN_BLOCK)));
-
-	a->hdr = (struct objfs_arena_hdr *)a->base;
-	rc = alloc_locked(a, 0, &idx);
-	assert(rc == 0 && idx == 0);
-	a->hdr->magic = OBJFS_ARENA_MAGIC;
-	a->hdr->version = OBJFS_ARENA_VERSION;
-	a->hdr->chunk_size = chunk_size;
-	a->hdr->capacity = capacity;
 	*out = a;
 	return 0;
+}
 
-err_close:
-	close(a->fd);
-err_mutex:
+static void
+teardown(struct objfs_arena *a)
+{
+	if (a->base)
+		munmap(a->base, a->map_size);
+	if (a->fd >= 0)
+		close(a->fd);
 	pthread_mutex_destroy(&a->lock);
-err_free:
-	free(a->state);
-	free(a->next);
-	free(a->prev);
-	free(a->own_ino);
-	free(a->own_idx);
-	free((void *)a->own_flags);
-	free(a);
+	free_private(a);
+}
+
+/* Map @a->fd; the header block is allocated for good. */
+static int
+map_it(struct objfs_arena *a)
+{
+	uint32_t idx;
+	int rc;
+
+	a->base = mmap(NULL, a->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			a->fd, 0);
+	if (a->base == MAP_FAILED) {
+		a->base = NULL;
+		return -errno;
+	}
+	/* Huge pages make first touch and TLB misses cheaper; best effort. */
+	(void)madvise(a->base, a->capacity, MADV_HUGEPAGE);
+	a->hdr = (struct objfs_arena_hdr *)a->base;
+	a->tags = (struct objfs_arena_tag *)(a->base + a->capacity);
+	if (a->path && !(a->ready = calloc(a->capacity / a->chunk_size, 1)))
+		return -ENOMEM;
+	rc = alloc_locked(a, 0, &idx);	/* a full tmpfs: ENOSPC */
+	assert(rc < 0 || idx == 0);
+	return rc;
+}
+
+static void
+read_boot_id(char *out, size_t size)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	memset(out, 0, size);
+	if (f) {
+		if (!fgets(out, (int)size, f))
+			out[0] = '\0';
+		fclose(f);
+	}
+	out[strcspn(out, "\n")] = '\0';
+}
+
+static void
+init_header(struct objfs_arena *a, uint64_t dir_id)
+{
+	struct objfs_arena_hdr *h = a->hdr;
+
+	h->magic = OBJFS_ARENA_MAGIC;
+	h->version = OBJFS_ARENA_VERSION;
+	h->chunk_size = a->chunk_size;
+	h->capacity = a->capacity;
+	h->dir_id = dir_id;
+	h->state = ARENA_LIVE;
+	read_boot_id(h->boot_id, sizeof(h->boot_id));
+	atomic_store(&h->used, a->used);
+}
+
+int
+objfs_arena_create(uint64_t capacity, uint32_t chunk_size,
+		struct objfs_arena **out)
+{
+	struct objfs_arena *a;
+	int rc = check_sizes(&capacity, chunk_size);
+
+	if (rc < 0 || (rc = setup(capacity, chunk_size, &a)) < 0)
+		return rc;
+	a->fd = memfd_create("objfs-arena", MFD_CLOEXEC);
+	if (a->fd < 0 || ftruncate(a->fd, (off_t)a->map_size) < 0 ||
+	    (rc = map_it(a)) < 0) {
+		rc = rc < 0 ? rc : -errno;
+		teardown(a);
+		return rc;
+	}
+	init_header(a, 0);
+	*out = a;
+	return 0;
+}
+
+int
+objfs_arena_create_shared(const char *root, uint64_t capacity,
+		uint32_t chunk_size, uint64_t dir_id, char *path, size_t path_size,
+		struct objfs_arena **out)
+{
+	struct objfs_arena *a;
+	char dir[PATH_MAX];
+	int rc = check_sizes(&capacity, chunk_size);
+
+	if (rc < 0)
+		return rc;
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/objfs.XXXXXX", root) >=
+			sizeof(dir) || strlen(dir) + sizeof("/arena") > path_size)
+		return -ENAMETOOLONG;
+	/* A name nobody can have made first, a directory only we enter. */
+	if (!mkdtemp(dir))
+		return -errno;
+	snprintf(path, path_size, "%s/arena", dir);
+	rc = setup(capacity, chunk_size, &a);
+	if (rc < 0)
+		goto err_dir;
+	a->path = strdup(path);
+	a->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			0600);
+	/* Held while a daemon uses it (a copy of the data directory, which
+	 * names the same arena, must not adopt it meanwhile). */
+	if (!a->path || a->fd < 0 || flock(a->fd, LOCK_EX | LOCK_NB) < 0 ||
+	    ftruncate(a->fd, (off_t)a->map_size) < 0 ||
+	    (rc = map_it(a)) < 0) {
+		rc = rc < 0 ? rc : !a->path ? -ENOMEM : -errno;
+		(void)unlink(path);
+		teardown(a);
+		goto err_dir;
+	}
+	init_header(a, dir_id);
+	*out = a;
+	return 0;
+err_dir:
+	(void)rmdir(dir);
 	return rc;
 }
 
 void
 objfs_arena_destroy(struct objfs_arena *a)
 {
-	if (!a)
+	if (a)
+		teardown(a);
+}
+
+const char *
+objfs_arena_path(const struct objfs_arena *a)
+{
+	return a->path;
+}
+
+void
+objfs_arena_remove(struct objfs_arena *a)
+{
+	char *slash;
+
+	if (!a->path)
 		return;
-	munmap(a->base, a->capacity);
-	close(a->fd);
-	pthread_mutex_destroy(&a->lock);
-	free(a->state);
-	free(a->next);
-	free(a->prev);
-	free(a->own_ino);
-	free(a->own_idx);
-	free((void *)a->own_flags);
-	free(a);
+	(void)unlink(a->path);
+	slash = strrchr(a->path, '/');
+	*slash = '\0';
+	(void)rmdir(a->path);
+	*slash = '/';
+}
+
+void
+objfs_arena_keep(struct objfs_arena *a)
+{
+	a->kept = 1;
+	a->hdr->state = ARENA_KEPT;
+}
+
+/* ---- adoption ------------------------------------------------------------ */
+
+/* Allocate the block of @order at min-block @i, which must be free. */
+static int
+claim_locked(struct objfs_arena *a, uint32_t i, unsigned order)
+{
+	unsigned k;
+	uint32_t j = 0;
+
+	for (k = order; k <= a->max_order; k++) {
+		j = i & ~((1u << k) - 1);
+		if (a->state[j] == (k | STATE_FREE))
+			break;
+	}
+	if (k > a->max_order)
+		return -EEXIST;		/* overlaps a block already taken */
+	list_remove(a, k, j);
+	while (k > order) {
+		k--;
+		if (i >= j + (1u << k)) {	/* ours is the upper half */
+			list_push(a, k, j);
+			j += 1u << k;
+		} else {
+			list_push(a, k, j + (1u << k));
+		}
+	}
+	a->state[j] = (uint8_t)order;
+	a->used += (uint64_t)OBJFS_ARENA_MIN_BLOCK << order;
+	return 0;
+}
+
+static int
+by_chunk_newest(const void *x, const void *y)
+{
+	const struct objfs_arena_found *p = x, *q = y;
+
+	if (p->ino != q->ino)
+		return p->ino < q->ino ? -1 : 1;
+	if (p->idx != q->idx)
+		return p->idx < q->idx ? -1 : 1;
+	/* csum is the tag's seq until the end of the scan */
+	return p->csum > q->csum ? -1 : p->csum < q->csum;
+}
+
+/* Is the file at @fd, in the directory of @path, ours alone? */
+static const char *
+private_file(const char *path, int fd, uint64_t want_size)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return "its path is not absolute";
+	*slash = '\0';
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 077))
+		return "its directory is not a private directory of this user";
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 077) || st.st_nlink != 1)
+		return "it is not a private file of this user";
+	if (want_size && (uint64_t)st.st_size != want_size)
+		return "its size is not the one its header gives";
+	return NULL;
+}
+
+int
+objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
+		struct objfs_arena **out, struct objfs_arena_found **found,
+		size_t *nfound, struct objfs_arena_redo *redo, int *nredo,
+		const char **why)
+{
+	struct objfs_arena_hdr h;
+	struct objfs_arena_found *v = NULL;
+	struct objfs_arena *a;
+	char boot[40];
+	size_t n = 0, m = 0;
+	uint64_t capacity, seq = 0;
+	int fd, rc;
+
+	*found = NULL;
+	*nfound = 0;
+	*nredo = 0;
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		*why = errno == ENOENT ? "it is gone (the machine restarted, "
+			"or it was removed)" : "it cannot be opened";
+		return -ENOENT;
+	}
+	/* Whose it is, before anything in it is believed. */
+	if ((*why = private_file(path, fd, 0)) != NULL)
+		goto refuse;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		*why = "another objfs is using it (is this a copy of a data "
+			"directory that is mounted?)";
+		goto refuse;
+	}
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    h.magic != OBJFS_ARENA_MAGIC || h.version != OBJFS_ARENA_VERSION) {
+		*why = "it is not an objfs arena of this version";
+		goto refuse;
+	}
+	read_boot_id(boot, sizeof(boot));
+	if (h.chunk_size != chunk_size || h.dir_id != dir_id) {
+		*why = "it belongs to another data directory";
+		goto refuse;
+	}
+	if (strncmp(h.boot_id, boot, sizeof(boot)) != 0) {
+		*why = "it was made before the machine restarted";
+		goto refuse;
+	}
+	capacity = h.capacity;
+	if (check_sizes(&capacity, chunk_size) < 0 || capacity != h.capacity) {
+		*why = "its header is damaged";
+		goto refuse;
+	}
+	if ((*why = private_file(path, fd, map_bytes(capacity))) != NULL)
+		goto refuse;
+	rc = setup(capacity, chunk_size, &a);
+	if (rc < 0) {
+		close(fd);
+		*why = "out of memory";
+		return rc;
+	}
+	a->fd = fd;
+	a->path = strdup(path);
+	if (!a->path || (rc = map_it(a)) < 0) {
+		rc = a->path ? rc : -ENOMEM;
+		teardown(a);
+		*why = "it cannot be mapped";
+		return rc;
+	}
+	/* The tags that name a whole block inside the arena. */
+	v = malloc(sizeof(*v) * 1024);
+	for (size_t cap = 1024, i = 1; v && i < a->nblocks; i++) {
+		struct objfs_arena_tag *t = &a->tags[i];
+		uint64_t ino = atomic_load(&t->ino);
+		uint32_t f = atomic_load(&t->flags);
+		unsigned order = f >> 8;
+
+		if (ino == 0)
+			continue;
+		if (order > a->max_order || (i & ((1u << order) - 1)) ||
+		    i + (1u << order) > a->nblocks) {
+			atomic_store(&t->ino, 0);	/* not a block */
+			continue;
+		}
+		if (n == cap) {
+			void *p = realloc(v, sizeof(*v) * (cap *= 2));
+
+			if (!p) {
+				free(v);
+				v = NULL;
+				break;
+			}
+			v = p;
+		}
+		v[n++] = (struct objfs_arena_found){
+			.ino = ino, .idx = t->idx,
+			.off = (uint64_t)i * OBJFS_ARENA_MIN_BLOCK,
+			.cap = (uint32_t)OBJFS_ARENA_MIN_BLOCK << order,
+			.flags = f & 0xff, .size = t->size,
+			.mtime_ns = t->mtime_ns, .csum = t->seq,
+			.valid = { t->valid[0], t->valid[1] },
+		};
+		if (t->seq > seq)
+			seq = t->seq;
+	}
+	if (!v) {
+		teardown(a);
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	/* Two blocks of one chunk (killed while moving it): the newer. */
+	qsort(v, n, sizeof(*v), by_chunk_newest);
+	pthread_mutex_lock(&a->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct objfs_arena_tag *t = &a->tags[v[i].off /
+			OBJFS_ARENA_MIN_BLOCK];
+		uint32_t b = (uint32_t)(v[i].off / OBJFS_ARENA_MIN_BLOCK);
+
+		if ((m > 0 && v[m - 1].ino == v[i].ino &&
+		     v[m - 1].idx == v[i].idx) ||
+		    claim_locked(a, b, order_of(v[i].cap)) < 0) {
+			atomic_store(&t->ino, 0);
+			continue;
+		}
+		a->own_ino[b] = v[i].ino;
+		a->own_idx[b] = v[i].idx;
+		v[i].csum = t->csum;
+		v[m++] = v[i];
+	}
+	atomic_store(&a->hdr->used, a->used);
+	atomic_store(&a->hdr->seq, seq);
+	pthread_mutex_unlock(&a->lock);
+	for (int k = 0; k < OBJFS_ARENA_INTENTS; k++) {
+		struct objfs_arena_intent *it = &a->hdr->intents[k];
+		uint64_t ino = atomic_load(&it->ino);
+
+		if (ino == 0 || ino == INTENT_BUSY)
+			continue;
+		redo[*nredo] = (struct objfs_arena_redo){ ino, it->kind,
+			it->a, it->b };
+		(*nredo)++;
+	}
+	a->hdr->state = ARENA_LIVE;
+	*found = v;
+	*nfound = m;
+	*out = a;
+	return 0;
+
+refuse:
+	close(fd);
+	return -ENOENT;
+}
+
+void
+objfs_arena_clear_intents(struct objfs_arena *a)
+{
+	for (int k = 0; k < OBJFS_ARENA_INTENTS; k++)
+		atomic_store(&a->hdr->intents[k].ino, 0);
 }
 
 uint32_t
@@ -289,6 +715,11 @@ objfs_arena_free(struct objfs_arena *a, uint64_t off, uint32_t cap)
 	(void)cap;
 	a->used -= (uint64_t)OBJFS_ARENA_MIN_BLOCK << k;
 	a->own_ino[i] = 0;
+	/* Unpublished before anyone can be given the block again; but an
+	 * arena kept for the next mount is freed only as the daemon goes. */
+	if (!a->kept)
+		atomic_store_explicit(&a->tags[i].ino, 0,
+				memory_order_release);
 	if (atomic_exchange_explicit(&a->own_flags[i], 0, memory_order_relaxed) &
 			OBJFS_ARENA_DIRTY)
 		atomic_fetch_sub_explicit(&a->dirty,
@@ -351,10 +782,12 @@ objfs_arena_prefault(struct objfs_arena *a)
 	if (madvise(a->base, a->capacity, MADV_POPULATE_WRITE) == 0)
 		return 0;
 #endif
-	/* Older kernels: touch one byte per page of every free block. */
+	/* Older kernels: write one byte per page, the byte it holds (an
+	 * adopted arena's blocks hold files' bytes). */
 	for (uint64_t off = OBJFS_ARENA_MIN_BLOCK; off < a->capacity;
 	     off += 4096)
-		((volatile unsigned char *)a->base)[off] = 0;
+		((volatile unsigned char *)a->base)[off] =
+			((volatile unsigned char *)a->base)[off];
 	return 0;
 }
 
@@ -458,4 +891,134 @@ objfs_arena_clock(struct objfs_arena *a, int clean_only,
 	}
 	pthread_mutex_unlock(&a->lock);
 	return n;
+}
+
+/* ---- tags and intents ---------------------------------------------------- */
+
+static struct objfs_arena_tag *
+tag_of(struct objfs_arena *a, uint64_t off)
+{
+	assert(off % OBJFS_ARENA_MIN_BLOCK == 0 && off < a->capacity);
+	return &a->tags[off / OBJFS_ARENA_MIN_BLOCK];
+}
+
+void
+objfs_arena_publish(struct objfs_arena *a, uint64_t off, uint64_t ino,
+		uint64_t idx, uint32_t flags, uint64_t size, int64_t mtime_ns,
+		uint64_t csum, const uint64_t *valid)
+{
+	struct objfs_arena_tag *t = tag_of(a, off);
+	uint32_t i = (uint32_t)(off / OBJFS_ARENA_MIN_BLOCK);
+
+	/* The block's order cannot change while its owner holds it. */
+	atomic_store_explicit(&t->ino, 0, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->seq = atomic_fetch_add_explicit(&a->hdr->seq, 1,
+			memory_order_relaxed) + 1;
+	t->size = size;
+	t->csum = csum;
+	t->mtime_ns = mtime_ns;
+	t->idx = (uint32_t)idx;
+	t->valid[0] = valid ? valid[0] : 0;
+	t->valid[1] = valid ? valid[1] : 0;
+	atomic_store_explicit(&t->flags, flags | ((uint32_t)a->state[i] << 8),
+			memory_order_relaxed);
+	/* Everything above, then the name: the moment it counts. */
+	atomic_store_explicit(&t->ino, ino, memory_order_release);
+}
+
+int
+objfs_arena_published(struct objfs_arena *a, uint64_t off)
+{
+	return atomic_load_explicit(&tag_of(a, off)->ino,
+			memory_order_relaxed) != 0;
+}
+
+void
+objfs_arena_tag_dirty(struct objfs_arena *a, uint64_t off)
+{
+	struct objfs_arena_tag *t = tag_of(a, off);
+
+	if (!(atomic_load_explicit(&t->flags, memory_order_relaxed) &
+	      OBJFS_ARENA_TAG_DIRTY))
+		atomic_fetch_or_explicit(&t->flags, OBJFS_ARENA_TAG_DIRTY,
+				memory_order_release);
+	/* Before the bytes the caller is about to change. */
+	atomic_thread_fence(memory_order_release);
+}
+
+void
+objfs_arena_tag_write(struct objfs_arena *a, uint64_t off, uint64_t size,
+		int64_t mtime_ns, const uint64_t *valid)
+{
+	struct objfs_arena_tag *t = tag_of(a, off);
+
+	/* After the bytes: what the tag says they are is now so. */
+	atomic_thread_fence(memory_order_release);
+	if (size > t->size)
+		t->size = size;
+	t->mtime_ns = mtime_ns;
+	if (valid) {
+		t->valid[0] = valid[0];
+		t->valid[1] = valid[1];
+	}
+}
+
+void
+objfs_arena_tag_clean(struct objfs_arena *a, uint64_t off, uint64_t csum)
+{
+	struct objfs_arena_tag *t = tag_of(a, off);
+
+	t->csum = csum;
+	atomic_fetch_and_explicit(&t->flags, ~OBJFS_ARENA_TAG_DIRTY,
+			memory_order_release);
+}
+
+void
+objfs_arena_tag_cut(struct objfs_arena *a, uint64_t off, uint64_t size)
+{
+	struct objfs_arena_tag *t = tag_of(a, off);
+
+	if (t->size > size)
+		t->size = size;
+	atomic_thread_fence(memory_order_release);
+}
+
+void
+objfs_arena_tag_whole(struct objfs_arena *a, uint64_t off)
+{
+	atomic_fetch_and_explicit(&tag_of(a, off)->flags,
+			~OBJFS_ARENA_TAG_PARTIAL, memory_order_release);
+}
+
+int
+objfs_arena_intent(struct objfs_arena *a, uint64_t ino, uint32_t kind,
+		uint64_t x, uint64_t y)
+{
+	for (;;) {
+		for (int k = 0; k < OBJFS_ARENA_INTENTS; k++) {
+			struct objfs_arena_intent *it = &a->hdr->intents[k];
+			uint64_t zero = 0;
+
+			if (!atomic_compare_exchange_strong(&it->ino, &zero,
+					INTENT_BUSY))
+				continue;
+			it->kind = kind;
+			it->a = x;
+			it->b = y;
+			atomic_store_explicit(&it->ino, ino,
+					memory_order_release);
+			return k;
+		}
+		/* More changes in progress than slots: rare, and short. */
+		sched_yield();
+	}
+}
+
+void
+objfs_arena_intent_end(struct objfs_arena *a, int slot)
+{
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&a->hdr->intents[slot].ino, 0,
+			memory_order_release);
 }

@@ -204,6 +204,29 @@ block_alloc(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	return rc;
 }
 
+/* The block's tag as the chunk is now (arena.h, Tags): the adopting
+ * daemon's view of it from here on. */
+void
+data_publish(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, uint64_t size, int64_t mtime_ns)
+{
+	uint32_t f = 0;
+
+	if (c->flags & OBJFS_CHUNK_DIRTY)
+		f |= OBJFS_ARENA_TAG_DIRTY;
+	if (c->flags & OBJFS_CHUNK_PARTIAL)
+		f |= OBJFS_ARENA_TAG_PARTIAL;
+	objfs_arena_publish(s->arena, c->off, ip->ino, idx, f, size, mtime_ns,
+			(f & OBJFS_ARENA_TAG_DIRTY) ? 0 : c->csum,
+			(f & OBJFS_ARENA_TAG_PARTIAL) ? c->valid : NULL);
+}
+
+int64_t
+data_mtime_ns(const struct objfs_inode *ip)
+{
+	return ip->attr.mtime_sec * 1000000000ll + ip->attr.mtime_nsec;
+}
+
 /* Bytes of chunk @idx that lie inside the file. */
 uint32_t
 data_extent_in_file(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx)
@@ -319,6 +342,7 @@ data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 0);
 	c->dirty_lo = UINT32_MAX;
 	c->dsub[0] = c->dsub[1] = 0;
+	data_publish(s, ip, idx, c, ip->attr.size, data_mtime_ns(ip));
 	atomic_fetch_add(&s->restored_chunks, 1);
 	atomic_fetch_add(&s->restored_bytes, c->disk_len);
 	return 0;
@@ -456,6 +480,15 @@ grow(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	p = objfs_arena_ptr(s->arena, off);
 	memcpy(p, objfs_arena_ptr(s->arena, c->off), c->cap);
 	memset(p + c->cap, 0, cap - c->cap);
+	/* The new block is the chunk's before the old one is freed: a
+	 * daemon killed in between leaves two, and the newer is taken. */
+	if (objfs_arena_published(s->arena, c->off)) {
+		uint64_t old = c->off;
+
+		c->off = off;
+		data_publish(s, ip, idx, c, ip->attr.size, data_mtime_ns(ip));
+		c->off = old;
+	}
 	objfs_arena_free(s->arena, c->off, c->cap);
 	c->off = off;
 	c->cap = cap;
@@ -533,6 +566,7 @@ data_complete(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		return rc;
 	c->flags &= ~OBJFS_CHUNK_PARTIAL;
 	c->valid[0] = c->valid[1] = 0;
+	objfs_arena_tag_whole(s->arena, c->off);
 	return 0;
 }
 
@@ -651,13 +685,74 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	return 0;
 }
 
+/*
+ * Give block @f of a dead daemon's arena back to its chunk (mount.c,
+ * adopt_blocks; ip->attr.size is already the file's size from the tags).
+ * A dirty block is the chunk's newest version; a clean one is kept only
+ * if the disk copy it equals is still the record; a PARTIAL one only if
+ * the disk copy its other sub-blocks are in still is.  1: kept dirty, 2:
+ * kept clean, 0: not the chunk's (the caller frees it).
+ */
+int
+objfs_data_adopt(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_arena_found *f)
+{
+	uint64_t start = f->idx << s->chunk_shift;
+	int dirty = !!(f->flags & OBJFS_ARENA_TAG_DIRTY);
+	struct objfs_chunk *c;
+	uint32_t in;
+
+	objfs_inode_assert_locked(ip);
+	if (f->idx >= (s->max_size >> s->chunk_shift) ||
+	    start >= ip->attr.size || f->cap > s->chunk_size)
+		return 0;
+	c = objfs_chunkmap_get(&ip->chunks, f->idx);
+	if (c && c->cap)
+		return 0;
+	if (!dirty && !(c && (c->flags & OBJFS_CHUNK_ONDISK) &&
+			c->csum == f->csum && f->cap >= c->disk_len))
+		return 0;
+	if (dirty && (f->flags & OBJFS_ARENA_TAG_PARTIAL) &&
+	    !(c && (c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) ==
+			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) &&
+	      f->cap >= c->disk_len))
+		return 0;
+	if (!c && !(c = objfs_chunkmap_add(&ip->chunks, f->idx)))
+		return 0;
+	c->off = f->off;
+	c->cap = f->cap;
+	objfs_arena_set_owner(s->arena, f->off, ip->ino, f->idx);
+	if (dirty) {
+		objfs_chunkmap_set_dirty(&ip->chunks, f->idx, c, 1);
+		c->dirty_lo = 0;	/* what changed is not known */
+		c->dsub[0] = c->dsub[1] = UINT64_MAX;
+		if (f->flags & OBJFS_ARENA_TAG_PARTIAL) {
+			c->flags |= OBJFS_CHUNK_PARTIAL;
+			c->valid[0] = f->valid[0];
+			c->valid[1] = f->valid[1];
+		}
+	} else {
+		c->dirty_lo = UINT32_MAX;
+		c->dsub[0] = c->dsub[1] = 0;
+	}
+	/* Block bytes past the end of the file are zero. */
+	in = data_extent_in_file(s, ip, f->idx);
+	if (in < c->cap)
+		memset((unsigned char *)objfs_arena_ptr(s->arena, c->off) + in,
+				0, c->cap - in);
+	objfs_arena_touch(s->arena, c->off, dirty);
+	return dirty ? 1 : 2;
+}
+
 int
 objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		const void *buf, size_t len, size_t *n_out)
 {
 	const unsigned char *src = buf;
 	size_t done = 0;
-	int rc = 0;
+	int64_t now = 0;
+	uint64_t size;
+	int rc = 0, pub;
 
 	objfs_inode_assert_locked(ip);
 	/* As far as the largest file size, like a local filesystem. */
@@ -681,6 +776,9 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (rc < 0)
 			break;
 		p = objfs_arena_ptr(s->arena, c->off);
+		pub = objfs_arena_published(s->arena, c->off);
+		if (pub)	/* before the bytes change */
+			objfs_arena_tag_dirty(s->arena, c->off);
 		memcpy(p + co, src + done, n);
 		objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 1);
 		if (co < c->dirty_lo)
@@ -690,6 +788,15 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			c->valid[0] |= c->dsub[0];
 			c->valid[1] |= c->dsub[1];
 		}
+		if (!now)
+			now = objfs_time_ns();
+		size = max64(ip->attr.size, pos + n);
+		if (pub)
+			objfs_arena_tag_write(s->arena, c->off, size, now,
+					(c->flags & OBJFS_CHUNK_PARTIAL) ?
+					c->valid : NULL);
+		else
+			data_publish(s, ip, idx, c, size, now);
 		objfs_arena_touch(s->arena, c->off, 1);
 		done += n;
 	}
@@ -747,7 +854,7 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	struct objfs_alt alt = { 0, { 0, 0 } };
 	struct objfs_chunk_rec orec;
 	struct objfs_chunk *e;
-	int rc, shorten = 0;
+	int rc, shorten = 0, slot;
 
 	objfs_inode_assert_locked(ip);
 	if (size > s->max_size)
@@ -781,9 +888,15 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	a->nrec = nrec - cut;
 	if (size == 0)
 		a->pad &= ~OBJFS_ATTR_DAMAGED;	/* nothing left to lose */
+	/* From the commit until the arena's tags are cut, a daemon that
+	 * adopts the arena must finish the cut itself. */
+	slot = objfs_arena_intent(s->arena, ip->ino, OBJFS_INTENT_TRUNCATE,
+			size, 0);
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
-	if (rc < 0)
+	if (rc < 0) {
+		objfs_arena_intent_end(s->arena, slot);
 		return rc;
+	}
 	if (cut)
 		rc = objfs_meta_chunk_del_from(t, ip->ino, keep);
 	if (rc == 0 && shorten) {
@@ -796,8 +909,10 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	if (rc == 0)
 		rc = objfs_meta_inode_put(t, a);
 	rc = data_commit_or_abort(t, rc, &seq);
-	if (rc < 0)
+	if (rc < 0) {
+		objfs_arena_intent_end(s->arena, slot);
 		return rc;
+	}
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e) {
 		if (e->flags & OBJFS_CHUNK_ONDISK)
 			data_defer_slot(s, ip->ino, e->slot, seq);
@@ -814,6 +929,11 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		memset((unsigned char *)objfs_arena_ptr(s->arena, c->off) + tail,
 				0, c->cap - tail);
 	objfs_chunkmap_cut(&ip->chunks, s->arena, keep);
+	/* The blocks left say the file is no longer than this. */
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, e)
+		if (e->cap)
+			objfs_arena_tag_cut(s->arena, e->off, size);
+	objfs_arena_intent_end(s->arena, slot);
 	ip->attr = *a;
 	ip->attr_dirty = 0;
 	return 0;
@@ -834,7 +954,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	uint64_t end = off + len, ends[2] = { off, end }, seq = 0, idx;
 	struct objfs_attr a = ip->attr;
 	struct objfs_chunk *c;
-	int rc = 0;
+	int rc = 0, slot;
 
 	for (int e = 0; e < 2; e++) {
 		uint64_t cs;
@@ -851,6 +971,9 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (rc < 0)
 			return rc;
 	}
+	/* Until the arena is zeroed too, an adopting daemon finishes it. */
+	slot = objfs_arena_intent(s->arena, ip->ino, OBJFS_INTENT_ZERO, off,
+			len);
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, (off + s->chunk_size - 1) >>
 			s->chunk_shift, idx, c) {
 		if (((idx + 1) << s->chunk_shift) > end)
@@ -859,7 +982,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			continue;
 		if (!t && (rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL,
 				&t)) < 0)
-			return rc;
+			break;
 		rc = objfs_meta_chunk_del(t, ip->ino, idx);
 		if (rc < 0)
 			break;
@@ -869,8 +992,10 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (rc == 0)
 			rc = objfs_meta_inode_put(t, &a);
 		rc = data_commit_or_abort(t, rc, &seq);
-		if (rc < 0)
-			return rc;
+	}
+	if (rc < 0) {
+		objfs_arena_intent_end(s->arena, slot);
+		return rc;
 	}
 	/* Nothing can fail from here on. */
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, off >> s->chunk_shift, idx, c) {
@@ -890,6 +1015,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			objfs_chunkmap_drop(&ip->chunks, idx, c, s->arena);
 			c->flags = 0;
 		} else if (lo < c->cap) {
+			objfs_arena_tag_dirty(s->arena, c->off);
 			memset((unsigned char *)objfs_arena_ptr(s->arena, c->off)
 					+ lo, 0, min64(hi, c->cap) - lo);
 			objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 1);
@@ -898,6 +1024,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			objfs_arena_touch(s->arena, c->off, 1);
 		}
 	}
+	objfs_arena_intent_end(s->arena, slot);
 	ip->attr.nrec = a.nrec;
 	return 0;
 }

@@ -15,6 +15,17 @@ min64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+static inline uint64_t
+max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Publish the block of chunk @idx (@c) as it is now, the file @size
+ * bytes, last written at @mtime_ns (arena.h, Tags). */
+void data_publish(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, uint64_t size, int64_t mtime_ns);
+
 /* The sub-block size (log2) of the disk copy of @c; 0: checked whole. */
 static inline unsigned
 data_sub_shift(const struct objfs_store *s, const struct objfs_chunk *c)

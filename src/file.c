@@ -567,11 +567,18 @@ objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 	for (int tries = 0; ; tries++) {
 		objfs_inode_lock(ip);
 		rc = bytes_allowed(ip->attr.mode, -ENODEV);
-		if (rc == 0)
-			rc = objfs_data_fallocate(s, ip, mode, off, len);
 		if (rc == 0) {
-			objfs_attr_touch_mc(&ip->attr);
-			ip->attr_dirty = 1;
+			uint64_t before = ip->attr.size;
+
+			rc = objfs_data_fallocate(s, ip, mode, off, len);
+			if (rc == 0) {
+				objfs_attr_touch_mc(&ip->attr);
+				ip->attr_dirty = 1;
+			}
+			/* A size no block's tag records: into the journal, so
+			 * that a killed daemon's successor has it too. */
+			if (rc == 0 && ip->attr.size != before)
+				(void)objfs_inode_persist_attr(s, ip);
 		}
 		objfs_inode_unlock(ip);
 		/* Hole punching needs the partial chunks at its ends in the
@@ -710,6 +717,7 @@ objfs_store_get_figures(struct objfs_store *s, struct objfs_status_figures *f)
 	objfs_store_get_stats(s, &f->st);
 	f->pid = (long)getpid();
 	f->data_dir = s->data_dir;
+	f->arena_note = s->arena_note;
 	/* Figures that cannot be had make the read fail, never zeros. */
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)

@@ -42,6 +42,16 @@ objfs_time_now(int64_t *sec, uint32_t *nsec)
 	*nsec = (uint32_t)ts.tv_nsec;
 }
 
+int64_t
+objfs_time_ns(void)
+{
+	int64_t sec;
+	uint32_t nsec;
+
+	objfs_time_now(&sec, &nsec);
+	return sec * 1000000000ll + nsec;
+}
+
 void
 objfs_attr_touch_mc(struct objfs_attr *a)
 {

@@ -47,6 +47,8 @@ struct opts {
 	int foreground;
 	int debug;
 	int prefault;
+	int keep_arena;			/* -o keep_arena */
+	char *arena_dir;		/* -o arena_dir= */
 	int direct_io;			/* enum objfs_direct_io */
 	uint64_t readahead;
 	unsigned spill_high;
@@ -302,6 +304,11 @@ usage(FILE *f)
 "                           arena (default 90)\n"
 "    -o spill_low=PCT       stop at PCT%% (default 70)\n"
 "    -o prefault            fault the whole arena in at mount\n"
+"    -o keep_arena          unmount at once, leaving what is not written\n"
+"                           out in the arena for the next mount (lost if\n"
+"                           the machine restarts first)\n"
+"    -o arena_dir=DIR       where the arena's private directory is made\n"
+"                           (default /dev/shm; a tmpfs)\n"
 "    -o direct_io=WHICH     opens that bypass the page cache: auto\n"
 "                           (default: all where the kernel keeps shared\n"
 "                           mmap working, Linux 6.6+, else writes),\n"
@@ -452,6 +459,13 @@ parse_one_option(struct opts *o, const char *opt)
 			o->spill_low = (unsigned)n;
 	} else if (strcmp(opt, "prefault") == 0) {
 		o->prefault = 1;
+	} else if (strcmp(opt, "keep_arena") == 0) {
+		o->keep_arena = 1;
+	} else if (strncmp(opt, "arena_dir=", 10) == 0) {
+		if (opt[10] != '/')
+			refuse("%s: must be an absolute path", opt);
+		free(o->arena_dir);
+		o->arena_dir = strdup(opt + 10);
 	} else if (strncmp(opt, "direct_io=", 10) == 0) {
 		if (strcmp(opt + 10, "auto") == 0)
 			o->direct_io = OBJFS_DIO_AUTO;
@@ -749,6 +763,8 @@ main(int argc, char **argv)
 	cfg.arena_size = o.arena;
 	cfg.chunk_size = o.chunk;
 	cfg.prefault = o.prefault;
+	cfg.keep_arena = o.keep_arena;
+	cfg.arena_dir = o.arena_dir;
 	{
 		unsigned hi = o.spill_high ? o.spill_high : 90;
 		unsigned lo = o.spill_low ? o.spill_low : 70;

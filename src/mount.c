@@ -454,6 +454,250 @@ reap_orphans(struct objfs_store *s)
 	return rc;
 }
 
+/* ---- the arena that outlives its daemon ---------------------------------- */
+
+/* DATA/arena names the shared arena file (a line), or is absent. */
+static int
+read_arena_pointer(int dirfd, char *path, size_t size)
+{
+	int fd = openat(dirfd, "arena", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, path, size - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	path[n] = '\0';
+	path[strcspn(path, "\n")] = '\0';
+	return path[0] == '/';
+}
+
+/* Written whole or not at all (rename); a daemon killed later leaves it
+ * in the page cache, which is all it is for: after a restart the arena
+ * it names is gone anyway. */
+static int
+write_arena_pointer(int dirfd, const char *path)
+{
+	int fd = openat(dirfd, "arena.new", O_WRONLY | O_CREAT | O_TRUNC |
+			O_NOFOLLOW | O_CLOEXEC, 0600), rc = 0;
+	size_t n = strlen(path);
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, path, n) != (ssize_t)n || write(fd, "\n", 1) != 1)
+		rc = errno ? -errno : -EIO;
+	close(fd);
+	if (rc == 0 && renameat(dirfd, "arena.new", dirfd, "arena") < 0)
+		rc = -errno;
+	return rc;
+}
+
+static void
+remove_arena_pointer(struct objfs_store *s)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/arena", s->data_dir);
+	(void)unlink(path);
+}
+
+struct adoption {
+	struct objfs_arena_found *found;
+	size_t n;
+	struct objfs_arena_redo redo[OBJFS_ARENA_INTENTS];
+	int nredo;
+};
+
+/*
+ * Adopt the arena a daemon that died left (DATA/arena names it), or make
+ * a new one in a private directory of /dev/shm (or -o arena_dir), or,
+ * when that cannot be, a memfd that dies with this daemon.
+ */
+static int
+open_arena(struct objfs_store *s, const struct objfs_store_config *cfg,
+		int dirfd, uint64_t id, struct adoption *ad, const char **msg)
+{
+	char old[PATH_MAX], path[PATH_MAX], h[32];
+	const char *why = NULL;
+	int rc;
+
+	if (read_arena_pointer(dirfd, old, sizeof(old))) {
+		rc = objfs_arena_adopt(old, s->chunk_size, id, &s->arena,
+				&ad->found, &ad->n, ad->redo, &ad->nredo, &why);
+		if (rc == 0) {
+			struct objfs_arena_stats st;
+
+			objfs_arena_get_stats(s->arena, &st);
+			snprintf(s->arena_note, sizeof(s->arena_note),
+				"adopted %s", old);
+			if (cfg->arena_size && cfg->arena_size / s->chunk_size !=
+					(st.capacity + 4096) / s->chunk_size)
+				objfs_log(OBJFS_LOG_INFO, "the arena adopted "
+					"holds %s; the size asked for applies "
+					"after an unmount", objfs_format_size(
+					st.capacity, h, sizeof(h)));
+			return 0;
+		}
+		if (rc != -ENOENT) {
+			*msg = "cannot adopt the previous daemon's arena";
+			return rc;
+		}
+		objfs_log(OBJFS_LOG_WARNING, "started without an arena to "
+			"adopt: %s: %s; what the last daemon had not written "
+			"out is not in it", old, why);
+		snprintf(s->arena_note, sizeof(s->arena_note), "new (none "
+			"to adopt: %s)", why);
+	} else {
+		snprintf(s->arena_note, sizeof(s->arena_note), "new");
+	}
+	rc = objfs_arena_create_shared(cfg->arena_dir ? cfg->arena_dir :
+			"/dev/shm", cfg->arena_size, s->chunk_size, id, path,
+			sizeof(path), &s->arena);
+	if (rc == -EINVAL) {
+		*msg = "the arena must hold at least two chunks";
+		return rc;
+	}
+	if (rc == 0) {
+		rc = write_arena_pointer(dirfd, path);
+		if (rc == 0)
+			return 0;
+		objfs_arena_remove(s->arena);
+		objfs_arena_destroy(s->arena);
+		s->arena = NULL;
+		*msg = "cannot write DATA/arena";
+		return rc;
+	}
+	if (cfg->arena_dir) {
+		*msg = "cannot make the arena in arena_dir";
+		return rc;
+	}
+	objfs_log(OBJFS_LOG_WARNING, "cannot make the arena in /dev/shm (%s): "
+		"it is private memory instead, and what a killed daemon had "
+		"not written out is lost", strerror(-rc));
+	(void)unlinkat(dirfd, "arena", 0);
+	snprintf(s->arena_note, sizeof(s->arena_note), "memfd (dies with the "
+		"daemon: /dev/shm: %s)", strerror(-rc));
+	rc = objfs_arena_create(cfg->arena_size, s->chunk_size, &s->arena);
+	if (rc < 0)
+		*msg = "cannot create the shared-memory arena";
+	return rc;
+}
+
+/*
+ * Give the adopted blocks back to their chunks: each block of a file the
+ * index still has, dirty ones as they were, clean ones if the disk copy
+ * they equal is still the record; sizes and times from the tags; then
+ * the truncations and zeroings that were in progress, finished.
+ */
+static void
+adopt_blocks(struct objfs_store *s, struct adoption *ad)
+{
+	struct objfs_arena_found *v = ad->found;
+	uint64_t dirty = 0, clean = 0, dropped = 0;
+	size_t files = 0, i, j;
+	char h1[32], h2[32], h3[32];
+
+	for (i = 0; i < ad->n; i = j) {
+		struct objfs_inode *ip = NULL;
+		uint64_t size;
+		int64_t mt;
+
+		for (j = i; j < ad->n && v[j].ino == v[i].ino; j++)
+			;
+		if (objfs_inode_get(s, v[i].ino, &ip) == 0) {
+			objfs_inode_lock(ip);
+			if (!S_ISREG(ip->attr.mode) || ip->attr.nlink == 0) {
+				objfs_inode_unlock(ip);
+				objfs_inode_put(s, ip);
+				ip = NULL;
+			}
+		}
+		if (!ip) {	/* deleted before the daemon died */
+			for (size_t k = i; k < j; k++) {
+				objfs_arena_free(s->arena, v[k].off, v[k].cap);
+				dropped += v[k].cap;
+			}
+			continue;
+		}
+		size = ip->attr.size;
+		mt = data_mtime_ns(ip);
+		for (size_t k = i; k < j; k++) {
+			if (v[k].size > size && v[k].size <= s->max_size)
+				size = v[k].size;
+			if ((v[k].flags & OBJFS_ARENA_TAG_DIRTY) &&
+			    v[k].mtime_ns > mt)
+				mt = v[k].mtime_ns;
+		}
+		if (size != ip->attr.size || mt != data_mtime_ns(ip)) {
+			ip->attr.size = size;
+			ip->attr.mtime_sec = mt / 1000000000ll;
+			ip->attr.mtime_nsec = (uint32_t)(mt % 1000000000ll);
+			ip->attr.ctime_sec = ip->attr.mtime_sec;
+			ip->attr.ctime_nsec = ip->attr.mtime_nsec;
+			ip->attr_dirty = 1;
+		}
+		for (size_t k = i; k < j; k++) {
+			int r = objfs_data_adopt(s, ip, &v[k]);
+
+			if (r == 0) {
+				objfs_arena_free(s->arena, v[k].off, v[k].cap);
+				dropped += v[k].cap;
+			} else if (r == 1) {
+				dirty += v[k].cap;
+			} else {
+				clean += v[k].cap;
+			}
+		}
+		files++;
+		objfs_inode_unlock(ip);
+		objfs_inode_put(s, ip);
+	}
+	free(ad->found);
+	ad->found = NULL;
+	for (int k = 0; k < ad->nredo; k++) {
+		const struct objfs_arena_redo *r = &ad->redo[k];
+		struct objfs_inode *ip;
+		int rc;
+
+		if (objfs_inode_get(s, r->ino, &ip) < 0)
+			continue;
+		objfs_inode_lock(ip);
+		rc = 0;
+		if (S_ISREG(ip->attr.mode) && ip->attr.nlink > 0) {
+			struct objfs_attr a = ip->attr;
+
+			if (r->kind == OBJFS_INTENT_TRUNCATE)
+				rc = objfs_data_truncate(s, ip, r->a, &a);
+			else if (r->a < ip->attr.size)
+				rc = objfs_data_fallocate(s, ip,
+					FALLOC_FL_PUNCH_HOLE |
+					FALLOC_FL_KEEP_SIZE, r->a, r->b);
+		}
+		objfs_inode_unlock(ip);
+		objfs_inode_put(s, ip);
+		if (rc < 0)
+			objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": finishing "
+				"the %s the last daemon was making: %s", r->ino,
+				r->kind == OBJFS_INTENT_TRUNCATE ? "truncation" :
+				"zeroing", strerror(-rc));
+	}
+	objfs_arena_clear_intents(s->arena);
+	objfs_log(OBJFS_LOG_INFO, "adopted the arena the last daemon left: "
+		"%zu files, %s not yet written out, %s clean; %s dropped "
+		"(deleted files, stale copies); %d changes finished", files,
+		objfs_format_size(dirty, h1, sizeof(h1)),
+		objfs_format_size(clean, h2, sizeof(h2)),
+		objfs_format_size(dropped, h3, sizeof(h3)), ad->nredo);
+	{
+		size_t l = strlen(s->arena_note);
+
+		snprintf(s->arena_note + l, sizeof(s->arena_note) - l,
+			": %zu files, %s not yet written out", files, h1);
+	}
+}
+
 /* Record in the index whether the daemon stopped cleanly. */
 static int
 set_clean(struct objfs_store *s, uint64_t clean)
@@ -694,6 +938,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	char path[PATH_MAX], state[256] = "";
 	uint64_t id = 0, low_bytes = 0;
 	int dirfd, sub = -1, rc, created = 0;
+	struct adoption ad = { 0 };
 
 	if (!msg)
 		msg = &dummy;
@@ -822,13 +1067,10 @@ objfs_store_open(const struct objfs_store_config *cfg,
 			goto err_meta;
 		}
 	}
-	rc = objfs_arena_create(cfg->arena_size, s->chunk_size, &s->arena);
-	if (rc < 0) {
-		*msg = rc == -EINVAL ?
-			"the arena must hold at least two chunks" :
-			"cannot create the shared-memory arena";
+	s->keep_arena = cfg->keep_arena;
+	rc = open_arena(s, cfg, dirfd, id, &ad, msg);
+	if (rc < 0)
 		goto err_meta;
-	}
 	if (cfg->prefault)
 		objfs_arena_prefault(s->arena);
 	{
@@ -877,6 +1119,8 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		*msg = "cannot write to the index";
 		goto err_table;
 	}
+	if (objfs_arena_path(s->arena) && ad.found)
+		adopt_blocks(s, &ad);
 	{
 		const struct objfs_spiller_config sc = {
 			.arena = s->arena, .chunk_size = s->chunk_size,
@@ -900,9 +1144,18 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	return 0;
 
 err_table:
+	/* An adopted arena stays for the next try: freeing its blocks
+	 * would forget them. */
+	if (ad.found || strncmp(s->arena_note, "adopted", 7) == 0)
+		objfs_arena_keep(s->arena);
 	free_table(s);
 err_arena:
+	free(ad.found);
 	destroy_locks(s);
+	if (strncmp(s->arena_note, "adopted", 7) != 0) {
+		objfs_arena_remove(s->arena);
+		remove_arena_pointer(s);
+	}
 	objfs_arena_destroy(s->arena);
 err_meta:
 	objfs_meta_close(s->meta);
@@ -965,7 +1218,9 @@ objfs_store_note_failure(struct objfs_store *s)
 int
 objfs_store_close(struct objfs_store *s)
 {
-	int rc, r;
+	int rc, r, shared, kept = 0;
+	uint64_t dirty = 0;
+	char h[32] = "";
 
 	if (!s)
 		return 0;
@@ -975,24 +1230,50 @@ objfs_store_close(struct objfs_store *s)
 	/* Space that deletes freed first: the write-out may need it. */
 	(void)objfs_data_reclaim(s);
 	{
-		char what[96], h[32];
+		char what[96], hs[32];
 
 		snprintf(what, sizeof(what), "unmounting: %s to write out",
-			objfs_format_size(objfs_arena_dirty(s->arena), h,
-				sizeof(h)));
+			objfs_format_size(s->keep_arena ? 0 :
+				objfs_arena_dirty(s->arena), hs, sizeof(hs)));
 		note_lock(s, what);
 	}
-	rc = objfs_store_sync_all(s);
-	if (rc < 0)
-		objfs_log(OBJFS_LOG_ERR, "writing objects out at unmount: %s; "
-			"what was not written is lost", strerror(-rc));
+	shared = objfs_arena_path(s->arena) != NULL;
+	if (s->keep_arena && shared) {
+		/* Left for the next mount: only the index is made durable. */
+		dirty = objfs_arena_dirty(s->arena);
+		rc = objfs_meta_sync(s->meta);
+		objfs_arena_keep(s->arena);
+		kept = 1;
+		objfs_log(OBJFS_LOG_INFO, "unmounting with the arena kept "
+			"(%s): %s not written out, for the next mount; lost if "
+			"the machine restarts first", objfs_arena_path(s->arena),
+			objfs_format_size(dirty, h, sizeof(h)));
+	} else {
+		rc = objfs_store_sync_all(s);
+		if (rc < 0 && shared) {
+			objfs_arena_keep(s->arena);
+			kept = 1;
+			objfs_log(OBJFS_LOG_ERR, "writing objects out at "
+				"unmount: %s; what was not written is kept in "
+				"the arena (%s) for the next mount", strerror(-rc),
+				objfs_arena_path(s->arena));
+		} else if (rc < 0) {
+			objfs_log(OBJFS_LOG_ERR, "writing objects out at "
+				"unmount: %s; what was not written is lost",
+				strerror(-rc));
+		}
+	}
 	/* Everything committed is durable now: the space it freed can go
 	 * (the tombstones' removal is checkpointed at close). */
 	objfs_data_release(s, 0);
-	if (rc == 0)
+	if (rc == 0 && !kept)
 		(void)set_clean(s, 1);
 	free_table(s);
 	destroy_locks(s);
+	if (!kept) {
+		objfs_arena_remove(s->arena);
+		remove_arena_pointer(s);
+	}
 	objfs_arena_destroy(s->arena);
 	objfs_backing_close(s->backing);
 	r = objfs_meta_close(s->meta);
@@ -1007,7 +1288,11 @@ objfs_store_close(struct objfs_store *s)
 		char what[160];
 
 		/* The daemon's exit status, for objfsctl umount. */
-		if (rc < 0)
+		if (rc == 0 && kept)
+			snprintf(what, sizeof(what), "unmounted: exit %d: "
+				"arena kept, %s not written out",
+				s->failed ? 1 : 0, h);
+		else if (rc < 0)
 			snprintf(what, sizeof(what), "unmounted: exit 1: "
 				"writing out failed: %s", strerror(-rc));
 		else

@@ -58,7 +58,8 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		"cached_inodes: %" PRIu64 "\n"
 		"pid: %ld\n"
 		"data: %s\n"
-		"log: %s\n",
+		"log: %s\n"
+		"arena: %s\n",
 		st->arena_capacity, st->arena_used, st->spill_high,
 		st->spill_low, st->chunk_size, st->resident_bytes,
 		st->dirty_bytes,
@@ -67,7 +68,8 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		st->restored_chunks, st->restored_bytes, st->direct_reads,
 		st->part_reads, st->sub_writeouts,
 		st->dropped_bytes, st->write_waits, st->csum_failures,
-		st->inodes_cached, f->pid, f->data_dir, objfs_log_where());
+		st->inodes_cached, f->pid, f->data_dir, objfs_log_where(),
+		f->arena_note);
 	if (n < 0)
 		return -EIO;
 	*len_out = (size_t)n < size ? (size_t)n : size - 1;

@@ -23,6 +23,7 @@ struct objfs_status_figures {
 	uint64_t fs_bytes, fs_avail;		/* the backing filesystem */
 	long pid;				/* the daemon's */
 	const char *data_dir;			/* valid while the store is */
+	const char *arena_note;			/* the arena: new, adopted, ... */
 };
 
 /* The status text of @f, NUL-terminated in @buf; *len_out excludes the

@@ -36,6 +36,8 @@ struct objfs_store_config {
 	uint64_t arena_size;	/* bytes */
 	uint32_t chunk_size;	/* 0: the data directory's, or the default */
 	int prefault;		/* fault the arena in at open */
+	int keep_arena;		/* close: leave the arena for the next mount */
+	const char *arena_dir;	/* NULL: /dev/shm */
 	unsigned spill_high;	/* % of the arena: start spilling (0: 90) */
 	unsigned spill_low;	/* % of the arena: stop spilling (0: 70) */
 };

@@ -162,6 +162,8 @@ struct objfs_store {
 	int lockfd;
 	char *data_dir;			/* as given at open */
 	int failed;			/* objfs_store_note_failure() */
+	int keep_arena;			/* -o keep_arena */
+	char arena_note[4096 + 256];		/* how the arena came to be (status) */
 	struct objfs_latency lat[OBJFS_OP_NCLASS];	/* metrics.h */
 	uint32_t chunk_size;
 	unsigned chunk_shift;
@@ -224,6 +226,9 @@ int objfs_data_write(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, const void *buf, size_t len, size_t *n_out);
 /* Set the size to @size and the other attributes to @a (whose size and
  * nrec are set here), in one index commit: all or nothing. */
+struct objfs_arena_found;
+int objfs_data_adopt(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_arena_found *f);
 int objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t size, struct objfs_attr *a);
 /* Write the dirty chunks and the attributes out: copy-on-write, the
@@ -276,6 +281,9 @@ int objfs_data_reclaim(struct objfs_store *s);
 
 /* inode.c */
 void objfs_time_now(int64_t *sec, uint32_t *nsec);
+int64_t objfs_time_ns(void);
+/* @ip's mtime in nanoseconds (data.c). */
+int64_t data_mtime_ns(const struct objfs_inode *ip);
 /* Set mtime and ctime (objfs_attr_touch_c: ctime) to now. */
 void objfs_attr_touch_mc(struct objfs_attr *a);
 void objfs_attr_touch_c(struct objfs_attr *a);

@@ -33,6 +33,17 @@ t_cleanup() {
 			sed 's/^/# /' "$f" | tail -n 60
 		done
 	fi
+	# A daemon that was killed leaves its arena in /dev/shm for the
+	# next mount (DATA/arena names it): remove those of this test.
+	if [ -n "${T:-}" ]; then
+		find "$T" -maxdepth 4 -name arena -type f 2>/dev/null |
+		while read -r f; do head -n 1 "$f" 2>/dev/null; done >>"$T/arenas"
+		sort -u "$T/arenas" | while read -r a; do
+			case $a in
+			*/objfs.??????/arena) rm -rf "${a%/arena}" ;;
+			esac
+		done
+	fi
 	[ -n "${T:-}" ] && rm -rf "$T"
 }
 
@@ -107,7 +118,12 @@ start_objfs() {
 	T_PIDS+=("$OBJFS_PID")
 	T_MOUNTS+=("$mnt")
 	for ((i = 0; i < 100; i++)); do
-		mountpoint -q "$mnt" && return 0
+		if mountpoint -q "$mnt"; then
+			# Its arena, for t_cleanup (the data directory may be
+			# gone by then).
+			head -n 1 "$data/arena" >>"$T/arenas" 2>/dev/null
+			return 0
+		fi
 		if ! kill -0 "$OBJFS_PID" 2>/dev/null; then
 			echo "objfs exited before mounting:" >&2
 			cat "$log" >&2

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""killload.py MOUNT JOURNAL SEED - one round of the SIGKILL loop.
+"""killload.py MOUNT JOURNAL SEED [written] - one round of the SIGKILL loop.
 
 First checks the mount against everything earlier rounds were told was
 done (JOURNAL, a file outside the mount, one JSON line before and after
@@ -11,7 +11,10 @@ and exits 1 when anything acknowledged was lost.
 
 What must survive a killed daemon: every byte an fsync acknowledged (a
 byte rewritten later, without fsync, may be the old or the new one), and
-every name change that returned.
+every name change that returned.  With "written" (a daemon whose arena
+the next one adopts), every byte whose write returned, fsynced or not:
+a block rewritten is its last version, a log holds every record
+appended; only the write in flight at the kill may be either.
 """
 import errno
 import json
@@ -26,6 +29,9 @@ BLK = 4096
 
 def data(seed, n):
     return random.Random(seed).randbytes(n)
+
+
+WRITTEN = False
 
 
 def replay(path):
@@ -56,6 +62,8 @@ def replay(path):
             f["later"] = {}
         elif k == "append":
             logs[o["path"]]["recs"].append((o["seed"], o["len"]))
+            if WRITTEN:
+                logs[o["path"]]["acked"] = len(logs[o["path"]]["recs"])
         elif k == "fsync_log":
             logs[o["path"]]["acked"] = o["nrec"]
         elif k == "make":
@@ -63,7 +71,11 @@ def replay(path):
                                 "acked": {}, "later": {}}
         elif k == "rewrite":
             f = files[o["path"]]
-            f["later"].setdefault(o["blk"], []).append(o["seed"])
+            if WRITTEN:
+                f["acked"][o["blk"]] = o["seed"]
+                f["later"].pop(o["blk"], None)
+            else:
+                f["later"].setdefault(o["blk"], []).append(o["seed"])
         elif k == "fsync_file":
             f = files[o["path"]]
             for b, seeds in f["later"].items():
@@ -243,7 +255,9 @@ def run(mnt, journal, seed, now):
 
 
 def main():
+    global WRITTEN
     mnt, journal, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    WRITTEN = len(sys.argv) > 4 and sys.argv[4] == "written"
     now = {}
     v, lost, nn, miss = verify(mnt, journal, now)
     print("verified %d lost %d names %d missing %d" % (v, lost, nn, miss))

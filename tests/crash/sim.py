@@ -283,6 +283,14 @@ def images(ops, n, rng, work):
             shutil.rmtree(img, ignore_errors=True)
             os.makedirs(img)
             model.image(rng, img)
+            # A machine crash takes the arena with it: the DATA/arena
+            # an image holds names one a rebooted machine does not have
+            # (and the recording daemon's, if it is still there, is not
+            # this image's to adopt).
+            try:
+                os.unlink(os.path.join(img, "arena"))
+            except FileNotFoundError:
+                pass
             yield op[2], img
             j += 1
 

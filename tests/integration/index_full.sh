@@ -97,8 +97,18 @@ ok "the names created are all there" test "$(ls "$MNT/names" | wc -l)" = "${out%
 ok "a file written before reads back" test "$(cat "$MNT/kept")" = kept
 ok "mkdir on the full disk fails with ENOSPC" bash -c "! mkdir '$MNT/d' 2>'$T/mkdir.err' && grep -q 'No space left' '$T/mkdir.err'"
 fails "unmount with bytes that no longer fit on disk exits non-zero" stop_objfs
-ok "and the log says what was not written" grep -q "what was not written is lost" "$T/objfs.mnt.log"
+ok "and the log says what was not written, and that the arena keeps it" \
+	grep -q "what was not written is kept in the arena" "$T/objfs.mnt.log"
 ok "remount" start_objfs "$MNT" "$DATA" arena=64M
 ok "after remount the names are there" test "$(ls "$MNT/names" | wc -l)" = "${out%% *}"
+ok "and the bytes not written out were adopted from the arena" \
+	grep -q "adopted the arena the last daemon left: [1-9]" "$T/objfs.mnt.log"
+ok "the file whose bytes did not fit reads back" test "$(cat "$MNT/kept")" = kept
+fails "unmount while they still do not fit exits non-zero again" stop_objfs
+ok "make room: the filesystem grows to 8 MiB" mount -o remount,size=8m "$DATA"
+ok "remount" start_objfs "$MNT" "$DATA" arena=64M
+ok "unmount with room: exits 0" stop_objfs
+ok "remount" start_objfs "$MNT" "$DATA" arena=64M
+ok "the file is there, from disk now" test "$(cat "$MNT/kept")" = kept
 ok "unmount" stop_objfs
 t_done

@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "src/arena.h"
 
@@ -203,6 +207,227 @@ test_no_overlap(void **state)
 		objfs_arena_free(a, offs[i], caps[i]);
 }
 
+
+/* ---- the arena that outlives its daemon ---------------------------------- */
+
+#define DIR_ID	0x1234abcdull
+
+struct shared {
+	char root[64];
+	char path[256];
+};
+
+static struct objfs_arena *
+make_shared(struct shared *sh)
+{
+	struct objfs_arena *a;
+
+	snprintf(sh->root, sizeof(sh->root), "/tmp/objfs-arena.XXXXXX");
+	assert_non_null(mkdtemp(sh->root));
+	assert_int_equal(objfs_arena_create_shared(sh->root, CAP, CHUNK, DIR_ID,
+			sh->path, sizeof(sh->path), &a), 0);
+	return a;
+}
+
+static void
+drop_shared(struct shared *sh)
+{
+	char dir[256];
+
+	unlink(sh->path);
+	snprintf(dir, sizeof(dir), "%s", sh->path);
+	*strrchr(dir, '/') = '\0';
+	rmdir(dir);
+	rmdir(sh->root);
+}
+
+static struct objfs_arena *
+adopt_ok(struct shared *sh, struct objfs_arena_found **f, size_t *n,
+		struct objfs_arena_redo *redo, int *nredo)
+{
+	struct objfs_arena *a;
+	const char *why = NULL;
+
+	assert_int_equal(objfs_arena_adopt(sh->path, CHUNK, DIR_ID, &a, f, n,
+			redo, nredo, &why), 0);
+	return a;
+}
+
+/* What a killed daemon published comes back, with its bytes, owners and
+ * sizes; what it freed or never published does not; the blocks adopted
+ * are allocated (a new block never overlaps one). */
+static void
+test_adopt(void **state)
+{
+	struct objfs_arena_redo redo[OBJFS_ARENA_INTENTS];
+	struct objfs_arena_found *f;
+	struct objfs_arena *a;
+	struct shared sh;
+	struct stat st;
+	uint64_t o1, o2, o3, o4, v[2] = { 5, 0 };
+	uint32_t c1, c2, c3, c4;
+	char dir[256];
+	size_t n;
+	int nredo;
+
+	(void)state;
+	a = make_shared(&sh);
+	assert_int_equal(stat(sh.path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	snprintf(dir, sizeof(dir), "%s", sh.path);
+	*strrchr(dir, '/') = '\0';
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+
+	assert_int_equal(objfs_arena_alloc(a, CHUNK, &o1, &c1), 0);
+	assert_int_equal(objfs_arena_alloc(a, 5000, &o2, &c2), 0);
+	assert_int_equal(objfs_arena_alloc(a, CHUNK, &o3, &c3), 0);
+	assert_int_equal(objfs_arena_alloc(a, CHUNK, &o4, &c4), 0);
+	memset(objfs_arena_ptr(a, o1), 'a', CHUNK);
+	objfs_arena_publish(a, o1, 7, 0, OBJFS_ARENA_TAG_DIRTY, CHUNK, 11, 0,
+			NULL);
+	memset(objfs_arena_ptr(a, o2), 'b', 5000);
+	objfs_arena_publish(a, o2, 7, 1, 0, CHUNK + 5000, 12, 99, NULL);
+	objfs_arena_tag_dirty(a, o2);
+	objfs_arena_tag_write(a, o2, CHUNK + 6000, 13, NULL);
+	objfs_arena_publish(a, o3, 8, 3, OBJFS_ARENA_TAG_DIRTY |
+			OBJFS_ARENA_TAG_PARTIAL, 4 * CHUNK, 14, 0, v);
+	objfs_arena_tag_clean(a, o3, 77);
+	objfs_arena_publish(a, o4, 9, 0, OBJFS_ARENA_TAG_DIRTY, 1, 15, 0, NULL);
+	objfs_arena_free(a, o4, c4);		/* freed: not adopted */
+	assert_int_equal(objfs_arena_intent(a, 7, OBJFS_INTENT_TRUNCATE, 100,
+			0), 0);
+	objfs_arena_destroy(a);			/* the daemon dies */
+
+	a = adopt_ok(&sh, &f, &n, redo, &nredo);
+	assert_int_equal(n, 3);
+	assert_int_equal(f[0].ino, 7);
+	assert_int_equal(f[0].idx, 0);
+	assert_int_equal(f[0].off, o1);
+	assert_int_equal(f[0].cap, CHUNK);
+	assert_int_equal(f[0].flags, OBJFS_ARENA_TAG_DIRTY);
+	assert_int_equal(f[0].size, CHUNK);
+	assert_int_equal(((unsigned char *)objfs_arena_ptr(a, o1))[CHUNK - 1],
+			'a');
+	assert_int_equal(f[1].idx, 1);
+	assert_int_equal(f[1].cap, c2);
+	assert_int_equal(f[1].flags, OBJFS_ARENA_TAG_DIRTY);
+	assert_int_equal(f[1].size, CHUNK + 6000);
+	assert_int_equal(f[1].mtime_ns, 13);
+	assert_int_equal(f[2].ino, 8);
+	assert_int_equal(f[2].flags, OBJFS_ARENA_TAG_PARTIAL);
+	assert_int_equal(f[2].csum, 77);
+	assert_int_equal(f[2].valid[0], 5);
+	assert_int_equal(nredo, 1);
+	assert_int_equal(redo[0].ino, 7);
+	assert_int_equal(redo[0].kind, OBJFS_INTENT_TRUNCATE);
+	assert_int_equal(redo[0].a, 100);
+	{
+		struct objfs_arena_stats st2;
+		uint64_t o;
+		uint32_t c;
+
+		objfs_arena_get_stats(a, &st2);
+		assert_int_equal(st2.used, 2 * CHUNK + c2);
+		/* every new block is outside the adopted ones */
+		while (objfs_arena_alloc(a, 4096, &o, &c) == 0) {
+			assert_true(o + c <= o1 || o >= o1 + CHUNK);
+			assert_true(o + c <= o2 || o >= o2 + c2);
+			assert_true(o + c <= o3 || o >= o3 + CHUNK);
+		}
+	}
+	free(f);
+	objfs_arena_remove(a);
+	objfs_arena_destroy(a);
+	assert_int_equal(access(sh.path, F_OK), -1);
+	drop_shared(&sh);
+}
+
+/* Two blocks name one chunk (killed while moving it to a bigger block):
+ * the one published last is adopted, and the other is free again. */
+static void
+test_adopt_newest(void **state)
+{
+	struct objfs_arena_redo redo[OBJFS_ARENA_INTENTS];
+	struct objfs_arena_found *f;
+	struct objfs_arena *a;
+	struct shared sh;
+	uint64_t o1, o2;
+	uint32_t c1, c2;
+	size_t n;
+	int nredo;
+
+	(void)state;
+	a = make_shared(&sh);
+	assert_int_equal(objfs_arena_alloc(a, 4096, &o1, &c1), 0);
+	assert_int_equal(objfs_arena_alloc(a, 8192, &o2, &c2), 0);
+	objfs_arena_publish(a, o1, 5, 2, OBJFS_ARENA_TAG_DIRTY, 10, 1, 0, NULL);
+	objfs_arena_publish(a, o2, 5, 2, OBJFS_ARENA_TAG_DIRTY, 20, 2, 0, NULL);
+	objfs_arena_destroy(a);
+	a = adopt_ok(&sh, &f, &n, redo, &nredo);
+	assert_int_equal(n, 1);
+	assert_int_equal(f[0].off, o2);
+	assert_int_equal(f[0].size, 20);
+	assert_int_equal(nredo, 0);
+	free(f);
+	/* kept for the next mount: frees at exit leave the tags */
+	objfs_arena_keep(a);
+	objfs_arena_free(a, o2, c2);
+	objfs_arena_destroy(a);
+	a = adopt_ok(&sh, &f, &n, redo, &nredo);
+	assert_int_equal(n, 1);
+	free(f);
+	objfs_arena_remove(a);
+	objfs_arena_destroy(a);
+	drop_shared(&sh);
+}
+
+/* An arena that is not this data directory's, or that others could have
+ * read or replaced, is refused, and left as it is. */
+static void
+test_adopt_refused(void **state)
+{
+	struct objfs_arena_redo redo[OBJFS_ARENA_INTENTS];
+	struct objfs_arena_found *f;
+	struct objfs_arena *a;
+	struct shared sh;
+	const char *why;
+	char dir[256];
+	size_t n;
+	int nredo;
+
+	(void)state;
+	a = make_shared(&sh);
+	objfs_arena_destroy(a);
+	why = NULL;
+	assert_int_equal(objfs_arena_adopt(sh.path, CHUNK, DIR_ID + 1, &a, &f,
+			&n, redo, &nredo, &why), -ENOENT);
+	assert_string_equal(why, "it belongs to another data directory");
+	assert_int_equal(objfs_arena_adopt(sh.path, CHUNK * 2, DIR_ID, &a, &f,
+			&n, redo, &nredo, &why), -ENOENT);
+	assert_int_equal(chmod(sh.path, 0644), 0);
+	assert_int_equal(objfs_arena_adopt(sh.path, CHUNK, DIR_ID, &a, &f, &n,
+			redo, &nredo, &why), -ENOENT);
+	assert_string_equal(why, "it is not a private file of this user");
+	assert_int_equal(chmod(sh.path, 0600), 0);
+	snprintf(dir, sizeof(dir), "%s", sh.path);
+	*strrchr(dir, '/') = '\0';
+	assert_int_equal(chmod(dir, 0755), 0);
+	assert_int_equal(objfs_arena_adopt(sh.path, CHUNK, DIR_ID, &a, &f, &n,
+			redo, &nredo, &why), -ENOENT);
+	assert_string_equal(why,
+			"its directory is not a private directory of this user");
+	assert_int_equal(chmod(dir, 0700), 0);
+	assert_int_equal(truncate(sh.path, 8192), 0);
+	assert_int_equal(objfs_arena_adopt(sh.path, CHUNK, DIR_ID, &a, &f, &n,
+			redo, &nredo, &why), -ENOENT);
+	unlink(sh.path);
+	assert_int_equal(objfs_arena_adopt(sh.path, CHUNK, DIR_ID, &a, &f, &n,
+			redo, &nredo, &why), -ENOENT);
+	assert_non_null(strstr(why, "gone"));
+	drop_shared(&sh);
+}
+
 int
 main(void)
 {
@@ -215,6 +440,9 @@ main(void)
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_small_tails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_overlap, setup, teardown),
+		cmocka_unit_test(test_adopt),
+		cmocka_unit_test(test_adopt_newest),
+		cmocka_unit_test(test_adopt_refused),
 	};
 
 	return cmocka_run_group_tests_name("arena", tests, NULL, NULL);
