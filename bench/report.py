@@ -291,6 +291,24 @@ if rand:
             name, mine, base, r, "yes" if r >= 0.5 else "**no**"))
     say("")
 
+restart = sorted({k[2] for k in M if k[1] == "restart_adopt"})
+if restart:
+    say("## Restart: adopting a killed daemon's arena\n")
+    say("Seconds from starting objfs to the mount being up. The daemon "
+        "before was killed with SIGKILL, its arena 85% full of bytes "
+        "written and not fsynced; \"adopt\" takes them back (every byte "
+        "read back and checked afterwards), \"arena removed\" is the same "
+        "kill with the arena gone (a machine restart), \"first mount\" an "
+        "empty data directory. Medians.\n")
+    say("| arena | first mount | adopt | arena removed | adopt / first mount |")
+    say("|---|---|---|---|---|")
+    for b in restart:
+        f, a, l = (get("objfs", t, b) for t in
+                   ("restart_fresh", "restart_adopt", "restart_lost"))
+        say("| %.2f GiB | %.3f | %.3f | %.3f | %.2f |" % (
+            b / GiB, f, a, l, a / f))
+    say("")
+
 with open(os.path.join(out, "roundtrip.dat"), "w") as f:
     for sy, pts in curves.items():
         f.write("# %s\n" % sy)

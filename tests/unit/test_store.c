@@ -37,6 +37,8 @@
 #include "src/base/log.h"
 #include "src/status.h"
 #include "src/store.h"
+#include "src/arena.h"
+#include "src/store_int.h"
 
 #define CHUNK	(64u << 10)
 
@@ -737,6 +739,72 @@ test_stray_backing_files_removed(void **state)
 	assert_content(f, ino, buf, 100000, 0);
 	assert_int_equal(objfs_store_lookup(f->s, 1, "gone",
 				&(struct objfs_attr){0}), -ENOENT);
+	free(buf);
+}
+
+
+/*
+ * A daemon killed (a child that _exits, as SIGKILL would) with writes not
+ * written out, one file being truncated and one being zeroed (their
+ * intents recorded, their commits not made): the next open adopts the
+ * arena, every byte written is there, and both changes are finished; and
+ * so they stay after a clean close.
+ */
+static void
+test_adopt_after_kill(void **state)
+{
+	struct fx *f = *state;
+	size_t la = 3 * CHUNK + 100, lb = 2 * CHUNK, lc = 3 * CHUNK;
+	unsigned char *buf = pattern(la, 41), *want;
+	struct objfs_attr a;
+	uint64_t ia, ib, ic;
+	pid_t pid;
+	int st;
+
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct objfs_store_config cfg = { .data_dir = f->dir,
+			.arena_size = f->arena, .chunk_size = CHUNK };
+
+		if (objfs_store_open(&cfg, &f->s, NULL, NULL) != 0)
+			_exit(1);
+		ia = make_file(f, "a", buf, la, 0);
+		ib = make_file(f, "b", buf, lb, 0);
+		ic = make_file(f, "c", buf, lc, 0);
+		objfs_arena_intent(f->s->arena, ib, OBJFS_INTENT_TRUNCATE,
+				CHUNK + 10, 0);
+		objfs_arena_intent(f->s->arena, ic, OBJFS_INTENT_ZERO,
+				CHUNK / 2, CHUNK);
+		free(buf);	/* valgrind checks the child for leaks too */
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	want = malloc(lc);
+	memcpy(want, buf, lc);
+	memset(want + CHUNK / 2, 0, CHUNK);
+	for (int round = 0; round < 2; round++) {
+		reopen(f);	/* adopts; then, a clean close wrote all out */
+		assert_int_equal(objfs_store_lookup(f->s, 1, "a", &a), 0);
+		ia = a.ino;
+		assert_int_equal(a.size, la);
+		assert_content(f, ia, buf, la, 0);
+		assert_int_equal(objfs_store_lookup(f->s, 1, "b", &a), 0);
+		ib = a.ino;
+		assert_int_equal(a.size, CHUNK + 10);
+		assert_content(f, ib, buf, CHUNK + 10, 0);
+		assert_int_equal(objfs_store_lookup(f->s, 1, "c", &a), 0);
+		ic = a.ino;
+		assert_int_equal(a.size, lc);
+		assert_content(f, ic, want, lc, 0);
+		objfs_store_forget(f->s, ia, 1);
+		objfs_store_forget(f->s, ib, 1);
+		objfs_store_forget(f->s, ic, 1);
+	}
+	free(want);
 	free(buf);
 }
 
@@ -1960,6 +2028,8 @@ main(void)
 				teardown),
 		cmocka_unit_test_setup_teardown(test_namespace_changes_during_eviction,
 				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_adopt_after_kill, setup,
+				teardown),
 		cmocka_unit_test_setup_teardown(test_page_cache_after_direct_writes,
 				setup, teardown),
 	};
