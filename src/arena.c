@@ -581,10 +581,33 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 		*why = "it cannot be mapped";
 		return rc;
 	}
-	/* The tags that name a whole block inside the arena. */
+	/* The tags that name a whole block inside the arena.  Only the
+	 * parts of the table that have pages are read (a read of a hole
+	 * would allocate one), and a block's own entries are skipped. */
 	v = malloc(sizeof(*v) * 1024);
-	for (size_t cap = 1024, i = 1; v && i < a->nblocks; i++) {
-		struct objfs_arena_tag *t = &a->tags[i];
+	for (size_t cap = 1024, i = 1, end = 0; v && i < a->nblocks; i++) {
+		struct objfs_arena_tag *t;
+
+		if (i >= end) {
+			off_t pos = (off_t)(a->capacity + i * sizeof(*t)), d, e;
+
+			d = lseek(fd, pos, SEEK_DATA);
+			e = d < 0 ? -1 : lseek(fd, d, SEEK_HOLE);
+			if (d < 0 || e < 0) {
+				if (d < 0 && errno == ENXIO)
+					break;		/* no more pages */
+				end = a->nblocks;	/* cannot tell: read all */
+			} else {
+				i = (size_t)(d - (off_t)a->capacity) / sizeof(*t);
+				end = ((size_t)(e - (off_t)a->capacity) +
+					sizeof(*t) - 1) / sizeof(*t);
+				if (i < 1)
+					i = 1;
+				if (i >= a->nblocks)
+					break;
+			}
+		}
+		t = &a->tags[i];
 		uint64_t ino = atomic_load(&t->ino);
 		uint32_t f = atomic_load(&t->flags);
 		unsigned order = f >> 8;
@@ -616,6 +639,7 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 		};
 		if (t->seq > seq)
 			seq = t->seq;
+		i += (1u << order) - 1;		/* its own entries */
 	}
 	if (!v) {
 		teardown(a);
