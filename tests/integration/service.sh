@@ -172,6 +172,29 @@ ok "ExecStop ($stop_cmd) unmounts, all written, the daemon gone" bash -c "
 	$stop_cmd && ! mountpoint -q '$MNT' && ! kill -0 $unit_pid 2>/dev/null"
 wait "$unit_pid"
 ok "... and the daemon exited 0 ($?)" test "$?" = 0
+ok "the unit restarts a daemon that failed" bash -c "
+	grep -qx 'Restart=on-failure' '$T/units/objfs@$inst.service'"
+# As systemd restarts it: the daemon killed, ExecStartPre (which takes the
+# dead mount down), ExecStart; the new daemon adopts the arena.
+$start_cmd >>"$T/unit.log" 2>&1 &
+unit_pid=$!
+T_PIDS+=("$unit_pid")
+for ((i = 0; i < 100; i++)); do mountpoint -q "$MNT" && break; sleep 0.1; done
+echo "written, not synced" >"$MNT/v"
+kill -9 "$unit_pid"
+wait "$unit_pid" 2>/dev/null
+while read -r pre; do
+	${pre#-} >>"$T/unit.log" 2>&1 || [ "${pre:0:1}" = - ]
+done < <(cmd ExecStartPre)
+$start_cmd >>"$T/unit.log" 2>&1 &
+unit_pid=$!
+T_PIDS+=("$unit_pid")
+for ((i = 0; i < 100; i++)); do mountpoint -q "$MNT" && break; sleep 0.1; done
+ok "after a kill, ExecStartPre and ExecStart mount again" mountpoint -q "$MNT"
+ok "... and the file written before the kill is there" \
+	test "$(cat "$MNT/v" 2>/dev/null)" = "written, not synced"
+ok "ExecStop unmounts" bash -c "$stop_cmd && ! mountpoint -q '$MNT'"
+wait "$unit_pid"
 
 # sync on a full backing filesystem: an error, and nothing lost.
 mkdir -p "$T/small/backing" "$T/mnt3"
