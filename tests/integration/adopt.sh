@@ -175,4 +175,30 @@ ok "it is not adopted" grep -q "started without an arena to adopt: $evil/arena: 
 ok "and left alone" test -f "$evil/arena"
 rm -rf "$evil" "${arena%/arena}"
 ok "unmount" stop_objfs
+
+# 6. A copy of a data directory names the same arena: while the original
+#    serves (and holds the arena's lock), the copy must not take it.
+ok "mount" start_objfs "$MNT" "$DATA" "$ARENA"
+head -c $((3 << 20)) /dev/urandom >"$T/orig"
+cp "$T/orig" "$MNT/orig"
+killit
+cp -a "$DATA" "$T/copy"
+mkdir -p "$T/mnt2"
+ok "the original adopts its arena" start_objfs "$MNT" "$DATA" "$ARENA"
+pid1=$OBJFS_PID
+ok "a copy of the data directory mounts beside it" start_objfs "$T/mnt2" "$T/copy" "$ARENA"
+pid2=$OBJFS_PID
+ok "... without the arena the original holds" \
+	grep -q "started without an arena to adopt: .*another objfs is using it" "$T/objfs.mnt2.log"
+ok "... on an arena of its own" bash -c "
+	[ \"\$(head -n 1 '$T/copy/arena')\" != \"\$(head -n 1 '$DATA/arena')\" ]"
+echo "written in the copy" >"$T/mnt2/other"
+ok "the original's file is whole" cmp "$T/orig" "$MNT/orig"
+ok "unmount the copy" stop_objfs "$T/mnt2" "$pid2"
+ok "unmount the original" stop_objfs "$MNT" "$pid1"
+ok "remount the original: its file whole, nothing of the copy's" bash -c "
+	'$OBJFS_BIN' -o 'data=$DATA,$ARENA' '$MNT' 2>/dev/null &&
+	cmp '$T/orig' '$MNT/orig' && [ ! -e '$MNT/other' ]; rc=\$?
+	fusermount3 -u '$MNT'; exit \$rc"
+for ((i = 0; i < 100; i++)); do [ -e "$DATA/arena" ] || break; sleep 0.1; done
 t_done
