@@ -44,6 +44,9 @@
 					 * in @valid hold its bytes (a write
 					 * into a spilled chunk that did not
 					 * restore it; data.c) */
+#define OBJFS_CHUNK_PARTREAD	0x20u	/* spilled, and a jumping reader read
+					 * a part of it: the next such read
+					 * restores it (when there is room) */
 
 enum objfs_chunk_state {
 	OBJFS_CHUNK_HOLE,

@@ -339,6 +339,7 @@ data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	memset(p + c->disk_len, 0, cap - c->disk_len);
 	c->off = off;
 	c->cap = cap;
+	c->flags &= ~OBJFS_CHUNK_PARTREAD;
 	objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 0);
 	c->dirty_lo = UINT32_MAX;
 	c->dsub[0] = c->dsub[1] = 0;
@@ -402,7 +403,7 @@ objfs_data_read_iov(struct objfs_store *s, struct objfs_inode *ip,
 	struct objfs_arena_stats st;
 	uint64_t first = off >> s->chunk_shift;
 	size_t done;
-	int rc;
+	int rc, jump;
 
 	objfs_inode_assert_locked(ip);
 again:
@@ -428,11 +429,21 @@ again:
 		case OBJFS_CHUNK_SPILLED:
 			/* Restore, bringing the next chunks back ahead of a
 			 * reader, unless that would eat into what writers
-			 * need; then serve the read from the disk copy. */
+			 * need, or the reader jumps about and wants a small
+			 * part (its sub-blocks are read alone, readahead.c);
+			 * then serve the read from the disk copy. */
 			objfs_arena_get_stats(s->arena, &st);
 			rc = -ENOSPC;
-			if (st.used < s->restore_limit) {
-				objfs_spiller_restore_ahead(s->spiller, ip->ino, idx + 1);
+			jump = ip->rd_next && idx != ip->rd_next &&
+				idx + 1 != ip->rd_next &&
+				(c->flags & OBJFS_CHUNK_SUMS) &&
+				n <= c->disk_len / 2;
+			if (jump && !(c->flags & OBJFS_CHUNK_PARTREAD)) {
+				c->flags |= OBJFS_CHUNK_PARTREAD;
+			} else if (st.used < s->restore_limit) {
+				if (!jump)
+					objfs_spiller_restore_ahead(s->spiller,
+							ip->ino, idx + 1);
 				rc = data_restore(s, ip, idx, c, 0);
 			}
 			if (rc == 0)
@@ -460,6 +471,7 @@ resident:
 		}
 		done += n;
 		v->len = done;
+		ip->rd_next = idx + 1;
 	}
 	return 0;
 }
@@ -571,9 +583,11 @@ data_complete(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 }
 
 /*
- * A write of [wlo, need) into spilled chunk @idx (@c) under pressure (the
- * arena past the mark where reads stop restoring), within its disk copy
- * and over at most a quarter of its sub-blocks, does not restore it: the
+ * A write of [wlo, need) into spilled chunk @idx (@c), within its disk
+ * copy and over at most a quarter of its sub-blocks, does not restore it
+ * (a 1 MiB read for a 4 KiB write; when the arena had room it did, and in
+ * a file larger than the arena that was every other write: the spiller
+ * leaves the arena at the very mark that decided it): the
  * chunk gets a block of which only the sub-blocks written hold bytes
  * (PARTIAL), those the write covers in part read from disk first.  The
  * write-out then writes them alone (writeout.c), and a read, or anything
@@ -592,8 +606,7 @@ make_partial(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if ((c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) !=
 			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) ||
 	    need <= wlo || need > c->disk_len ||
-	    last - first + 1 > n / 4 ||
-	    objfs_arena_used(s->arena) < s->restore_limit)
+	    last - first + 1 > n / 4)
 		return 0;
 	want = data_extent_in_file(s, ip, idx);
 	if (want < c->disk_len)
@@ -709,8 +722,11 @@ objfs_data_adopt(struct objfs_store *s, struct objfs_inode *ip,
 	c = objfs_chunkmap_get(&ip->chunks, f->idx);
 	if (c && c->cap)
 		return 0;
-	if (!dirty && !(c && (c->flags & OBJFS_CHUNK_ONDISK) &&
-			c->csum == f->csum && f->cap >= c->disk_len))
+	/* A PARTIAL block marked clean was written out and about to go:
+	 * it holds only some sub-blocks, never the whole chunk. */
+	if (!dirty && ((f->flags & OBJFS_ARENA_TAG_PARTIAL) ||
+	    !(c && (c->flags & OBJFS_CHUNK_ONDISK) &&
+	      c->csum == f->csum && f->cap >= c->disk_len)))
 		return 0;
 	if (dirty && (f->flags & OBJFS_ARENA_TAG_PARTIAL) &&
 	    !(c && (c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) ==

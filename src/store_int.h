@@ -89,6 +89,8 @@ struct objfs_inode {
 					 * synced */
 	struct objfs_rahead *ra;	/* protected by lock: chunks read
 					 * straight from disk, or NULL */
+	uint64_t rd_next;		/* protected by lock: one past the
+					 * chunk read last (0: none yet) */
 	int caps;			/* protected by lock: 0 not known, 1 no
 					 * security.capability xattr, 2 one */
 };

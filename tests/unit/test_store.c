@@ -808,6 +808,92 @@ test_adopt_after_kill(void **state)
 	free(buf);
 }
 
+
+/*
+ * A PARTIAL block (a write into a spilled chunk, holding only the
+ * sub-blocks written) whose tag says clean — its sub-blocks were written
+ * out and it was about to be freed when the daemon died — is never
+ * adopted as the whole chunk: the chunk reads as its disk copy.
+ */
+static void
+test_adopt_partial_clean(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 4 * CHUNK;
+	unsigned char *buf = pattern(len, 71);
+	uint64_t ino = make_file(f, "p", buf, len, 0);
+	pid_t pid;
+	int st;
+
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_close(f->s), 0);	/* on disk only */
+	f->s = NULL;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct objfs_store_config cfg = { .data_dir = f->dir,
+			.arena_size = f->arena, .chunk_size = CHUNK };
+		unsigned char x[4096];
+		struct objfs_inode *ip;
+		struct objfs_chunk *c;
+		size_t n;
+
+		memset(x, 'x', sizeof(x));
+		free(buf);
+		if (objfs_store_open(&cfg, &f->s, NULL, NULL) != 0 ||
+		    objfs_store_write(f->s, ino, CHUNK + 8192, x, sizeof(x),
+				&wr, &(int){0}, &n) != 0 ||
+		    objfs_inode_get(f->s, ino, &ip) != 0)
+			_exit(1);
+		c = objfs_chunkmap_get(&ip->chunks, 1);
+		if (!c || !(c->flags & OBJFS_CHUNK_PARTIAL))
+			_exit(2);
+		objfs_arena_tag_clean(f->s->arena, c->off, c->csum);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+}
+
+
+/*
+ * A reader that jumps about reads only sub-blocks of a spilled chunk the
+ * first time, whatever room the arena has; the second time it jumps back
+ * to that chunk, the chunk is restored (so a file read at random again
+ * comes into the arena), without restoring the chunks after it.
+ */
+static void
+test_jumping_reads_restore_second_time(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 8 * CHUNK, n;
+	unsigned char *buf = pattern(len, 81), got[100];
+	struct objfs_store_stats a, b;
+	uint64_t ino = make_file(f, "j", buf, len, 0);
+	static const uint64_t at[] = { 7, 2, 5, 2, 2 };
+	static const int part[] = { 0, 1, 1, 0, 0 }, rest[] = { 1, 0, 0, 1, 0 };
+
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);				/* on disk only, arena empty */
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		uint64_t off = at[i] * CHUNK + 12345;
+
+		objfs_store_get_stats(f->s, &a);
+		assert_int_equal(objfs_store_read(f->s, ino, off, got, 100, &n),
+				0);
+		assert_int_equal(n, 100);
+		assert_memory_equal(got, buf + off, 100);
+		objfs_store_get_stats(f->s, &b);
+		assert_int_equal(b.part_reads - a.part_reads, part[i]);
+		assert_int_equal(b.restored_chunks - a.restored_chunks, rest[i]);
+	}
+	free(buf);
+}
+
 static void
 test_rename_rules(void **state)
 {
@@ -2029,6 +2115,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_namespace_changes_during_eviction,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_adopt_after_kill, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_adopt_partial_clean, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(
+				test_jumping_reads_restore_second_time, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_page_cache_after_direct_writes,
 				setup, teardown),
