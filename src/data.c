@@ -585,9 +585,12 @@ data_complete(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 /*
  * A write of [wlo, need) into spilled chunk @idx (@c), within its disk
  * copy and over at most a quarter of its sub-blocks, does not restore it
- * (a 1 MiB read for a 4 KiB write; when the arena had room it did, and in
- * a file larger than the arena that was every other write: the spiller
- * leaves the arena at the very mark that decided it): the
+ * (a 1 MiB read for a 4 KiB write), unless it continues the inode's last
+ * write (@seq) and the arena has room: a writer going through the chunk
+ * in order would otherwise read it a sub-block at a time.  (Restoring
+ * whenever the arena had room made every other random write restore, in
+ * a file larger than the arena: the spiller stops at that very mark.)
+ * Otherwise the
  * chunk gets a block of which only the sub-blocks written hold bytes
  * (PARTIAL), those the write covers in part read from disk first.  The
  * write-out then writes them alone (writeout.c), and a read, or anything
@@ -596,7 +599,7 @@ data_complete(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
  */
 static int
 make_partial(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		struct objfs_chunk *c, uint32_t need, uint32_t wlo)
+		struct objfs_chunk *c, uint32_t need, uint32_t wlo, int seq)
 {
 	uint32_t n = objfs_nsums(c->disk_len, s->sub_shift), want;
 	uint32_t first = wlo >> s->sub_shift, last = (need - 1) >> s->sub_shift;
@@ -606,7 +609,8 @@ make_partial(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if ((c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) !=
 			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) ||
 	    need <= wlo || need > c->disk_len ||
-	    last - first + 1 > n / 4)
+	    last - first + 1 > n / 4 ||
+	    (seq && objfs_arena_used(s->arena) < s->restore_limit))
 		return 0;
 	want = data_extent_in_file(s, ip, idx);
 	if (want < c->disk_len)
@@ -649,7 +653,7 @@ fill_ends(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
  */
 static int
 make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		struct objfs_chunk *c, uint32_t need, uint32_t wlo)
+		struct objfs_chunk *c, uint32_t need, uint32_t wlo, int seq)
 {
 	unsigned char *p;
 	int rc;
@@ -672,7 +676,7 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (c->cap)
 		return c->cap >= need ? 0 : grow(s, ip, idx, c, need);
 	if (c->flags & OBJFS_CHUNK_ONDISK) {
-		rc = make_partial(s, ip, idx, c, need, wlo);
+		rc = make_partial(s, ip, idx, c, need, wlo, seq);
 		if (rc > 0) {
 			rc = fill_ends(s, ip, idx, c, need, wlo);
 			if (rc < 0)	/* as it was: spilled */
@@ -743,9 +747,12 @@ objfs_data_adopt(struct objfs_store *s, struct objfs_inode *ip,
 		c->dirty_lo = 0;	/* what changed is not known */
 		c->dsub[0] = c->dsub[1] = UINT64_MAX;
 		if (f->flags & OBJFS_ARENA_TAG_PARTIAL) {
+			/* What it holds, all of it taken as changed (a write
+			 * adds its changed sub-blocks to the held ones: all
+			 * ones here would claim the whole chunk). */
 			c->flags |= OBJFS_CHUNK_PARTIAL;
-			c->valid[0] = f->valid[0];
-			c->valid[1] = f->valid[1];
+			c->valid[0] = c->dsub[0] = f->valid[0];
+			c->valid[1] = c->dsub[1] = f->valid[1];
 		}
 	} else {
 		c->dirty_lo = UINT32_MAX;
@@ -768,7 +775,7 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	size_t done = 0;
 	int64_t now = 0;
 	uint64_t size;
-	int rc = 0, pub;
+	int rc = 0, pub, seq = off == ip->wr_end && off > 0;
 
 	objfs_inode_assert_locked(ip);
 	/* As far as the largest file size, like a local filesystem. */
@@ -788,7 +795,7 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			rc = -ENOMEM;
 			break;
 		}
-		rc = make_resident(s, ip, idx, c, co + n, co);
+		rc = make_resident(s, ip, idx, c, co + n, co, seq);
 		if (rc < 0)
 			break;
 		p = objfs_arena_ptr(s->arena, c->off);
@@ -818,6 +825,7 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	}
 	if (off + done > ip->attr.size)
 		ip->attr.size = off + done;
+	ip->wr_end = off + done;
 	*n_out = done;
 	return rc;
 }
@@ -983,7 +991,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		    (ends[e] == cs && (e == 1 || end >= cs + s->chunk_size)))
 			continue;	/* a hole, or whole */
 		in = data_extent_in_file(s, ip, idx);
-		rc = make_resident(s, ip, idx, c, in ? in : 1, in);
+		rc = make_resident(s, ip, idx, c, in ? in : 1, in, 0);
 		if (rc < 0)
 			return rc;
 	}

@@ -91,6 +91,8 @@ struct objfs_inode {
 					 * straight from disk, or NULL */
 	uint64_t rd_next;		/* protected by lock: one past the
 					 * chunk read last (0: none yet) */
+	uint64_t wr_end;		/* protected by lock: where the last
+					 * write ended */
 	int caps;			/* protected by lock: 0 not known, 1 no
 					 * security.capability xattr, 2 one */
 };

@@ -894,6 +894,92 @@ test_jumping_reads_restore_second_time(void **state)
 	free(buf);
 }
 
+
+/*
+ * A PARTIAL block adopted from a killed daemon is still PARTIAL: a write
+ * into another of its sub-blocks, a read of the whole chunk, an fsync and
+ * a reopen all see the chunk's bytes, the sub-blocks never written coming
+ * from disk.
+ */
+static void
+test_adopt_partial_then_write(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 4 * CHUNK, n;
+	unsigned char *buf = pattern(len, 91);
+	uint64_t ino = make_file(f, "p", buf, len, 0);
+	pid_t pid;
+	int st;
+
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_close(f->s), 0);	/* on disk only */
+	f->s = NULL;
+	memset(buf + CHUNK + 8192, 'x', 4096);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct objfs_store_config cfg = { .data_dir = f->dir,
+			.arena_size = f->arena, .chunk_size = CHUNK };
+
+		if (objfs_store_open(&cfg, &f->s, NULL, NULL) != 0 ||
+		    objfs_store_write(f->s, ino, CHUNK + 8192, buf + CHUNK + 8192,
+				4096, &wr, &(int){0}, &n) != 0)
+			_exit(1);
+		free(buf);
+		_exit(0);			/* killed, nothing written out */
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	reopen(f);
+	memset(buf + CHUNK + 5 * 4096, 'y', 4096);
+	assert_int_equal(objfs_store_write(f->s, ino, CHUNK + 5 * 4096,
+			buf + CHUNK + 5 * 4096, 4096, &wr, &(int){0}, &n), 0);
+	assert_content(f, ino, buf, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+}
+
+
+/*
+ * A small write into a spilled chunk does not restore it, but one that
+ * continues the last write (a writer going through the file in order)
+ * does, while the arena has room: one read of the chunk instead of one
+ * per sub-block.
+ */
+static void
+test_small_writes_restore_only_in_order(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 4 * CHUNK, n;
+	unsigned char *buf = pattern(len, 95);
+	struct objfs_store_stats a, b;
+	uint64_t ino = make_file(f, "w", buf, len, 0);
+
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);				/* on disk only, arena empty */
+	memset(buf + 2 * CHUNK - 100, 'a', 4196);
+	objfs_store_get_stats(f->s, &a);
+	assert_int_equal(objfs_store_write(f->s, ino, 2 * CHUNK - 100,
+			buf + 2 * CHUNK - 100, 100, &wr, &(int){0}, &n), 0);
+	objfs_store_get_stats(f->s, &b);
+	assert_int_equal(b.restored_chunks, a.restored_chunks);
+	/* the rest of the sub-block it covers in part */
+	assert_int_equal(b.part_reads - a.part_reads, 1);
+	assert_int_equal(objfs_store_write(f->s, ino, 2 * CHUNK,
+			buf + 2 * CHUNK, 4096, &wr, &(int){0}, &n), 0);
+	objfs_store_get_stats(f->s, &a);
+	assert_int_equal(a.restored_chunks - b.restored_chunks, 1);
+	assert_int_equal(a.part_reads, b.part_reads);
+	assert_content(f, ino, buf, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+}
+
 static void
 test_rename_rules(void **state)
 {
@@ -2117,6 +2203,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_adopt_after_kill, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_adopt_partial_clean, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_adopt_partial_then_write,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(
+				test_small_writes_restore_only_in_order, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(
 				test_jumping_reads_restore_second_time, setup,
