@@ -72,8 +72,6 @@ struct objfs_arena_intent {
 };
 #define INTENT_BUSY	UINT64_MAX
 
-enum { ARENA_LIVE = 1, ARENA_KEPT = 2 };
-
 struct objfs_arena_hdr {
 	uint64_t magic;
 	uint32_t version;
@@ -82,8 +80,7 @@ struct objfs_arena_hdr {
 	_Atomic uint64_t used;
 	uint64_t dir_id;
 	_Atomic uint64_t seq;		/* the last tag published */
-	uint32_t state;			/* ARENA_LIVE, ARENA_KEPT */
-	uint32_t pad;
+	uint64_t pad;
 	char boot_id[40];
 	struct objfs_arena_intent intents[OBJFS_ARENA_INTENTS];
 };
@@ -346,7 +343,6 @@ init_header(struct objfs_arena *a, uint64_t dir_id)
 	h->chunk_size = a->chunk_size;
 	h->capacity = a->capacity;
 	h->dir_id = dir_id;
-	h->state = ARENA_LIVE;
 	read_boot_id(h->boot_id, sizeof(h->boot_id));
 	atomic_store(&h->used, a->used);
 }
@@ -445,7 +441,6 @@ void
 objfs_arena_keep(struct objfs_arena *a)
 {
 	a->kept = 1;
-	a->hdr->state = ARENA_KEPT;
 }
 
 /* ---- adoption ------------------------------------------------------------ */
@@ -488,8 +483,7 @@ by_chunk_newest(const void *x, const void *y)
 		return p->ino < q->ino ? -1 : 1;
 	if (p->idx != q->idx)
 		return p->idx < q->idx ? -1 : 1;
-	/* csum is the tag's seq until the end of the scan */
-	return p->csum > q->csum ? -1 : p->csum < q->csum;
+	return p->seq > q->seq ? -1 : p->seq < q->seq;
 }
 
 /* Is the file at @fd, in the directory of @path, ours alone? */
@@ -634,7 +628,8 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 			.off = (uint64_t)i * OBJFS_ARENA_MIN_BLOCK,
 			.cap = (uint32_t)OBJFS_ARENA_MIN_BLOCK << order,
 			.flags = f & 0xff, .size = t->size,
-			.mtime_ns = t->mtime_ns, .csum = t->seq,
+			.mtime_ns = t->mtime_ns, .seq = t->seq,
+			.csum = t->csum,
 			.valid = { t->valid[0], t->valid[1] },
 		};
 		if (t->seq > seq)
@@ -662,7 +657,6 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 		}
 		a->own_ino[b] = v[i].ino;
 		a->own_idx[b] = v[i].idx;
-		v[i].csum = t->csum;
 		v[m++] = v[i];
 	}
 	atomic_store(&a->hdr->used, a->used);
@@ -678,7 +672,6 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 			it->a, it->b };
 		(*nredo)++;
 	}
-	a->hdr->state = ARENA_LIVE;
 	*found = v;
 	*nfound = m;
 	*out = a;

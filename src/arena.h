@@ -66,6 +66,7 @@ struct objfs_arena_found {
 	uint64_t size;		/* the file's size as of its last change */
 	int64_t mtime_ns;	/* the time of the last write into it */
 	uint64_t csum;		/* clean: the checksum of the disk copy */
+	uint64_t seq;		/* when it was published (newest wins) */
 	uint64_t valid[2];	/* PARTIAL: the sub-blocks it holds */
 };
 
@@ -92,7 +93,8 @@ int objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 		const char **why);
 
 /* Remove the arena's file and directory (a clean unmount: its bytes are
- * all on disk), or mark it kept for the next mount (-o keep_arena). */
+ * all on disk), or keep it for the next mount (-o keep_arena): frees from
+ * then on leave the tags as they are. */
 void objfs_arena_remove(struct objfs_arena *a);
 void objfs_arena_keep(struct objfs_arena *a);
 /* The path of a shared arena, or NULL for a memfd. */

@@ -726,8 +726,8 @@ objfs_data_adopt(struct objfs_store *s, struct objfs_inode *ip,
 	c = objfs_chunkmap_get(&ip->chunks, f->idx);
 	if (c && c->cap)
 		return 0;
-	/* A PARTIAL block marked clean was written out and about to go:
-	 * it holds only some sub-blocks, never the whole chunk. */
+	/* A PARTIAL block never holds the whole chunk: never clean (the
+	 * write-out leaves its tag dirty; this is the check that says so). */
 	if (!dirty && ((f->flags & OBJFS_ARENA_TAG_PARTIAL) ||
 	    !(c && (c->flags & OBJFS_CHUNK_ONDISK) &&
 	      c->csum == f->csum && f->cap >= c->disk_len)))

@@ -530,6 +530,7 @@ open_arena(struct objfs_store *s, const struct objfs_store_config *cfg,
 			struct objfs_arena_stats st;
 
 			objfs_arena_get_stats(s->arena, &st);
+			s->adopted = 1;
 			snprintf(s->arena_note, sizeof(s->arena_note),
 				"adopted %s", old);
 			if (cfg->arena_size && cfg->arena_size / s->chunk_size !=
@@ -1119,7 +1120,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		*msg = "cannot write to the index";
 		goto err_table;
 	}
-	if (objfs_arena_path(s->arena) && ad.found)
+	if (s->adopted)
 		adopt_blocks(s, &ad);
 	{
 		const struct objfs_spiller_config sc = {
@@ -1146,13 +1147,13 @@ objfs_store_open(const struct objfs_store_config *cfg,
 err_table:
 	/* An adopted arena stays for the next try: freeing its blocks
 	 * would forget them. */
-	if (ad.found || strncmp(s->arena_note, "adopted", 7) == 0)
+	if (s->adopted)
 		objfs_arena_keep(s->arena);
 	free_table(s);
 err_arena:
 	free(ad.found);
 	destroy_locks(s);
-	if (strncmp(s->arena_note, "adopted", 7) != 0) {
+	if (!s->adopted) {
 		objfs_arena_remove(s->arena);
 		remove_arena_pointer(s);
 	}

@@ -167,6 +167,7 @@ struct objfs_store {
 	char *data_dir;			/* as given at open */
 	int failed;			/* objfs_store_note_failure() */
 	int keep_arena;			/* -o keep_arena */
+	int adopted;			/* the arena is a dead daemon's */
 	char arena_note[4096 + 256];		/* how the arena came to be (status) */
 	struct objfs_latency lat[OBJFS_OP_NCLASS];	/* metrics.h */
 	uint32_t chunk_size;

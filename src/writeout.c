@@ -311,7 +311,11 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		c->disk_len = w[k].len;
 		c->rec_seq = seq;
 		objfs_arena_mark_clean(s->arena, c->off);
-		objfs_arena_tag_clean(s->arena, c->off, c->csum);
+		/* A PARTIAL block goes below and never holds the whole chunk:
+		 * its tag stays dirty (adopting it so rewrites what is
+		 * already there), never clean. */
+		if (!(c->flags & OBJFS_CHUNK_PARTIAL))
+			objfs_arena_tag_clean(s->arena, c->off, c->csum);
 		atomic_fetch_add(&s->written_out_chunks, 1);
 		if (w[k].subs)
 			atomic_fetch_add(&s->sub_writeouts, 1);
