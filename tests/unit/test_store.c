@@ -750,20 +750,14 @@ test_stray_backing_files_removed(void **state)
 
 
 /*
- * A daemon killed (a child that _exits, as SIGKILL would) with writes not
- * written out, one file being truncated and one being zeroed (their
- * intents recorded, their commits not made): the next open adopts the
- * arena, every byte written is there, and both changes are finished; and
- * so they stay after a clean close.
+ * A daemon killed: close the store, run @work in a child with a store of
+ * its own, and let the child _exit (as SIGKILL would: nothing written
+ * out, its arena left for the next open to adopt).  @work returns 0 when
+ * it did what the test needs; the test fails otherwise.
  */
 static void
-test_adopt_after_kill(void **state)
+die_after(struct fx *f, int (*work)(struct fx *f, void *arg), void *arg)
 {
-	struct fx *f = *state;
-	size_t la = 3 * CHUNK + 100, lb = 2 * CHUNK, lc = 3 * CHUNK;
-	unsigned char *buf = pattern(la, 41), *want;
-	struct objfs_attr a;
-	uint64_t ia, ib, ic;
 	pid_t pid;
 	int st;
 
@@ -776,19 +770,53 @@ test_adopt_after_kill(void **state)
 			.arena_size = f->arena, .chunk_size = CHUNK };
 
 		if (objfs_store_open(&cfg, &f->s, NULL, NULL) != 0)
-			_exit(1);
-		ia = make_file(f, "a", buf, la, 0);
-		ib = make_file(f, "b", buf, lb, 0);
-		ic = make_file(f, "c", buf, lc, 0);
-		objfs_arena_intent(f->s->arena, ib, OBJFS_INTENT_TRUNCATE,
-				CHUNK + 10, 0);
-		objfs_arena_intent(f->s->arena, ic, OBJFS_INTENT_ZERO,
-				CHUNK / 2, CHUNK);
-		free(buf);	/* valgrind checks the child for leaks too */
-		_exit(0);
+			_exit(100);
+		_exit(work(f, arg));
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+struct kill_job {
+	const unsigned char *buf;
+	uint64_t ino;
+};
+
+static int
+write_three_cut_two(struct fx *f, void *arg)
+{
+	const struct kill_job *j = arg;
+	uint64_t ib, ic;
+
+	make_file(f, "a", j->buf, 3 * CHUNK + 100, 0);
+	ib = make_file(f, "b", j->buf, 2 * CHUNK, 0);
+	ic = make_file(f, "c", j->buf, 3 * CHUNK, 0);
+	objfs_arena_intent(f->s->arena, ib, OBJFS_INTENT_TRUNCATE, CHUNK + 10,
+			0);
+	objfs_arena_intent(f->s->arena, ic, OBJFS_INTENT_ZERO, CHUNK / 2,
+			CHUNK);
+	return 0;
+}
+
+/*
+ * A daemon killed (a child that _exits, as SIGKILL would) with writes not
+ * written out, one file being truncated and one being zeroed (their
+ * intents recorded, their commits not made): the next open adopts the
+ * arena, every byte written is there, and both changes are finished; and
+ * so they stay after a clean close.
+ */
+static void
+test_adopt_after_kill(void **state)
+{
+	struct fx *f = *state;
+	size_t la = 3 * CHUNK + 100, lc = 3 * CHUNK;
+	unsigned char *buf = pattern(la, 41), *want;
+	struct kill_job job = { buf, 0 };
+	struct objfs_attr a;
+	uint64_t ia, ib, ic;
+
+	die_after(f, write_three_cut_two, &job);
 	want = malloc(lc);
 	memcpy(want, buf, lc);
 	memset(want + CHUNK / 2, 0, CHUNK);
@@ -821,6 +849,27 @@ test_adopt_after_kill(void **state)
  * out and it was about to be freed when the daemon died — is never
  * adopted as the whole chunk: the chunk reads as its disk copy.
  */
+static int
+write_partial_mark_clean(struct fx *f, void *arg)
+{
+	const struct kill_job *j = arg;
+	unsigned char x[4096];
+	struct objfs_inode *ip;
+	struct objfs_chunk *c;
+	size_t n;
+
+	memset(x, 'x', sizeof(x));
+	if (objfs_store_write(f->s, j->ino, CHUNK + 8192, x, sizeof(x), &wr,
+			&(int){0}, &n) != 0 ||
+	    objfs_inode_get(f->s, j->ino, &ip) != 0)
+		return 1;
+	c = objfs_chunkmap_get(&ip->chunks, 1);
+	if (!c || !(c->flags & OBJFS_CHUNK_PARTIAL))
+		return 2;
+	objfs_arena_tag_clean(f->s->arena, c->off, c->csum);
+	return 0;
+}
+
 static void
 test_adopt_partial_clean(void **state)
 {
@@ -828,38 +877,10 @@ test_adopt_partial_clean(void **state)
 	size_t len = 4 * CHUNK;
 	unsigned char *buf = pattern(len, 71);
 	uint64_t ino = make_file(f, "p", buf, len, 0);
-	pid_t pid;
-	int st;
+	struct kill_job job = { buf, ino };
 
 	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
-	assert_int_equal(objfs_store_close(f->s), 0);	/* on disk only */
-	f->s = NULL;
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct objfs_store_config cfg = { .data_dir = f->dir,
-			.arena_size = f->arena, .chunk_size = CHUNK };
-		unsigned char x[4096];
-		struct objfs_inode *ip;
-		struct objfs_chunk *c;
-		size_t n;
-
-		memset(x, 'x', sizeof(x));
-		free(buf);
-		if (objfs_store_open(&cfg, &f->s, NULL, NULL) != 0 ||
-		    objfs_store_write(f->s, ino, CHUNK + 8192, x, sizeof(x),
-				&wr, &(int){0}, &n) != 0 ||
-		    objfs_inode_get(f->s, ino, &ip) != 0)
-			_exit(1);
-		c = objfs_chunkmap_get(&ip->chunks, 1);
-		if (!c || !(c->flags & OBJFS_CHUNK_PARTIAL))
-			_exit(2);
-		objfs_arena_tag_clean(f->s->arena, c->off, c->csum);
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	die_after(f, write_partial_mark_clean, &job);	/* killed */
 	reopen(f);
 	assert_content(f, ino, buf, len, 0);
 	free(buf);
@@ -907,6 +928,16 @@ test_jumping_reads_restore_second_time(void **state)
  * a reopen all see the chunk's bytes, the sub-blocks never written coming
  * from disk.
  */
+static int
+write_one_partial(struct fx *f, void *arg)
+{
+	const struct kill_job *j = arg;
+	size_t n;
+
+	return objfs_store_write(f->s, j->ino, CHUNK + 8192,
+			j->buf + CHUNK + 8192, 4096, &wr, &(int){0}, &n) != 0;
+}
+
 static void
 test_adopt_partial_then_write(void **state)
 {
@@ -914,29 +945,11 @@ test_adopt_partial_then_write(void **state)
 	size_t len = 4 * CHUNK, n;
 	unsigned char *buf = pattern(len, 91);
 	uint64_t ino = make_file(f, "p", buf, len, 0);
-	pid_t pid;
-	int st;
+	struct kill_job job = { buf, ino };
 
 	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
-	assert_int_equal(objfs_store_close(f->s), 0);	/* on disk only */
-	f->s = NULL;
 	memset(buf + CHUNK + 8192, 'x', 4096);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct objfs_store_config cfg = { .data_dir = f->dir,
-			.arena_size = f->arena, .chunk_size = CHUNK };
-
-		if (objfs_store_open(&cfg, &f->s, NULL, NULL) != 0 ||
-		    objfs_store_write(f->s, ino, CHUNK + 8192, buf + CHUNK + 8192,
-				4096, &wr, &(int){0}, &n) != 0)
-			_exit(1);
-		free(buf);
-		_exit(0);			/* killed, nothing written out */
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	die_after(f, write_one_partial, &job);		/* killed */
 	reopen(f);
 	memset(buf + CHUNK + 5 * 4096, 'y', 4096);
 	assert_int_equal(objfs_store_write(f->s, ino, CHUNK + 5 * 4096,
