@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../src/base/bits.h"
+
 #define OBJFS_NAME_MAX		255
 #define OBJFS_XATTR_NAME_MAX	255
 #define OBJFS_XATTR_SIZE_MAX	65536
@@ -76,7 +78,7 @@ struct objfs_chunk_rec {
 				 * (shift != 0); valid during the call */
 	int has_alt;		/* some sub-blocks may be in slot @alt */
 	uint64_t alt;		/* the chunk's second slot (has_alt) */
-	uint64_t map[2];	/* bit i: sub-block i is at its place in
+	uint64_t map[OBJFS_BITS_WORDS];	/* bit i: sub-block i is at its place in
 				 * slot @alt, not in slot @slot */
 };
 
@@ -140,6 +142,8 @@ int objfs_meta_super_get(struct objfs_meta_txn *t, const char *key,
 		uint64_t *val);
 int objfs_meta_super_put(struct objfs_meta_txn *t, const char *key,
 		uint64_t val);
+/* (A key this objfs no longer writes; the tests make older indexes.) */
+int objfs_meta_super_del(struct objfs_meta_txn *t, const char *key);
 
 int objfs_meta_inode_get(struct objfs_meta_txn *t, uint64_t ino,
 		struct objfs_attr *a);

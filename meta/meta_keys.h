@@ -37,7 +37,13 @@
 #ifndef OBJFS_META_KEYS_H
 #define OBJFS_META_KEYS_H
 
-#define OBJFS_META_SCHEMA	3u
+/* Schema 4: sub-blocks of a 256th of a chunk (4 KiB for 1 MiB chunks),
+ * named by the super record "sub_shift", and chunk records with more
+ * than 128 sums (their map of the second slot 32 bytes).  An index of
+ * schema 3 has no "sub_shift": its sub-blocks are a 128th of a chunk,
+ * and it stays 3 (an objfs of schema 3 can still read it). */
+#define OBJFS_META_SCHEMA	4u
+#define OBJFS_META_SCHEMA_V3	3u
 
 #define OBJFS_DB_SUPER		"super"
 #define OBJFS_DB_INODE		"inode"
@@ -55,6 +61,8 @@
 #define OBJFS_SUPER_NEXT_INO	"next_ino"
 #define OBJFS_SUPER_NEXT_COOKIE	"next_cookie"
 #define OBJFS_SUPER_ID		"id"		/* this data directory's */
+#define OBJFS_SUPER_SUB_SHIFT	"sub_shift"	/* log2 of the sub-block
+						 * size (schema 4) */
 #define OBJFS_SUPER_JOURNAL	"journal_seq"	/* last record checkpointed */
 #define OBJFS_SUPER_CLEAN	"clean"		/* 1: the last daemon stopped
 						 * cleanly */

@@ -29,8 +29,12 @@
 #define JOURNAL_SIZE	(8u << 20)
 #define JOURNAL_MIN	(1u << 20)
 #define CHUNK_VAL	20		/* csum 8, len 4, slot 8 */
-#define CHUNK_ALT	24		/* alt slot 8, map 16 */
-#define CHUNK_VAL_MAX	(CHUNK_VAL + 1 + 4 * 128 + CHUNK_ALT)
+#define CHUNK_ALT(n)	(8 + 8 * CHUNK_MAP_WORDS(n))	/* alt slot, map */
+#define CHUNK_MAP_WORDS(n)	((n) <= 128 ? 2u : ((n) + 63) / 64)
+					/* 16 bytes up to 128 sub-blocks
+					 * (schema 3's only size) */
+#define CHUNK_VAL_MAX	(CHUNK_VAL + 1 + 4 * OBJFS_SUMS_MAX + \
+			 CHUNK_ALT(OBJFS_SUMS_MAX))
 					/* shift 1, sums, alt */
 
 

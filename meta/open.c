@@ -338,7 +338,7 @@ migrate_db(struct objfs_meta *m, MDB_txn *txn, int db,
 			memcpy(buf, &a, sizeof(a));
 		} else if (db == DB_SUPER && k.mv_size == 6 &&
 			   memcmp(kb, OBJFS_SUPER_SCHEMA, 6) == 0) {
-			uint64_t two = OBJFS_META_SCHEMA;
+			uint64_t two = OBJFS_META_SCHEMA_V3;
 
 			memcpy(buf, &two, 8);
 		} else if (plen) {

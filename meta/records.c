@@ -55,6 +55,12 @@ objfs_meta_super_put(struct objfs_meta_txn *t, const char *key, uint64_t val)
 }
 
 int
+objfs_meta_super_del(struct objfs_meta_txn *t, const char *key)
+{
+	return meta_del(t, DB_SUPER, key, strlen(key));
+}
+
+int
 objfs_meta_inode_get(struct objfs_meta_txn *t, uint64_t ino,
 		struct objfs_attr *a)
 {
@@ -389,9 +395,9 @@ objfs_meta_chunk_put(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
 		vlen += 1 + 4 * (size_t)n;
 		if (r->has_alt) {
 			put_be64(vb + vlen, r->alt);
-			put_be64(vb + vlen + 8, r->map[0]);
-			put_be64(vb + vlen + 16, r->map[1]);
-			vlen += CHUNK_ALT;
+			for (uint32_t w = 0; w < CHUNK_MAP_WORDS(n); w++)
+				put_be64(vb + vlen + 8 + 8 * w, r->map[w]);
+			vlen += CHUNK_ALT(n);
 		}
 	} else if (r->has_alt) {
 		return -EINVAL;		/* a second slot needs sub-blocks */
@@ -399,8 +405,8 @@ objfs_meta_chunk_put(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
 	return meta_put(t, DB_CHUNK, kb, 16, vb, vlen, 0);
 }
 
-_Static_assert(CHUNK_VAL_MAX == CHUNK_VAL + 1 + 4 * OBJFS_SUMS_MAX + CHUNK_ALT,
-		"a chunk value holds the largest table of sums");
+_Static_assert(CHUNK_MAP_WORDS(OBJFS_SUMS_MAX) == OBJFS_BITS_WORDS,
+		"a chunk value holds the largest map of sub-blocks");
 
 /* Decode a chunk value of @vlen bytes (trailer off) into @r, its table
  * pointing into @v; 0 when it is not one objfs writes. */
@@ -408,6 +414,7 @@ static int
 chunk_decode(const unsigned char *v, size_t vlen, struct objfs_chunk_rec *r)
 {
 	size_t base;
+	uint32_t n;
 
 	if (vlen < CHUNK_VAL)
 		return 0;
@@ -419,7 +426,7 @@ chunk_decode(const unsigned char *v, size_t vlen, struct objfs_chunk_rec *r)
 	r->tab = NULL;
 	r->has_alt = 0;
 	r->alt = 0;
-	r->map[0] = r->map[1] = 0;
+	objfs_bits_zero(r->map);
 	if (vlen == CHUNK_VAL)
 		return 1;
 	r->shift = v[CHUNK_VAL];
@@ -427,15 +434,16 @@ chunk_decode(const unsigned char *v, size_t vlen, struct objfs_chunk_rec *r)
 	if (r->shift < OBJFS_SUMS_MIN_SHIFT || r->shift > 31 ||
 	    objfs_nsums(r->len, r->shift) > OBJFS_SUMS_MAX)
 		return 0;
-	base = CHUNK_VAL + 1 + 4 * (size_t)objfs_nsums(r->len, r->shift);
+	n = objfs_nsums(r->len, r->shift);
+	base = CHUNK_VAL + 1 + 4 * (size_t)n;
 	if (vlen == base)
 		return 1;
-	if (vlen != base + CHUNK_ALT)
+	if (vlen != base + CHUNK_ALT(n))
 		return 0;
 	r->has_alt = 1;
 	r->alt = get_be64(v + base);
-	r->map[0] = get_be64(v + base + 8);
-	r->map[1] = get_be64(v + base + 16);
+	for (uint32_t w = 0; w < CHUNK_MAP_WORDS(n); w++)
+		r->map[w] = get_be64(v + base + 8 + 8 * w);
 	return 1;
 }
 

@@ -60,7 +60,9 @@ struct objfs_arena_tag {
 	int64_t mtime_ns;
 	uint32_t idx;
 	_Atomic uint32_t flags;		/* TAG_DIRTY, TAG_PARTIAL; order << 8 */
-	uint64_t valid[2];
+	uint64_t valid[2];		/* PARTIAL: sub-blocks 0-127; the next
+					 * ones in the @valid of the block's
+					 * next entries (tag_valid_*) */
 };
 _Static_assert(sizeof(struct objfs_arena_tag) == 64, "tag layout is shared");
 
@@ -114,6 +116,43 @@ struct objfs_arena {
 	_Atomic uint64_t dirty;		/* bytes of blocks flagged DIRTY */
 	uint32_t hand;			/* protected by lock: clock position */
 };
+
+static struct objfs_arena_tag *
+tag_of(struct objfs_arena *a, uint64_t off)
+{
+	assert(off % OBJFS_ARENA_MIN_BLOCK == 0 && off < a->capacity);
+	return &a->tags[off / OBJFS_ARENA_MIN_BLOCK];
+}
+
+/*
+ * A PARTIAL block's set of sub-blocks is longer than one entry holds when
+ * its chunk has more than 128: the rest goes into the @valid of the
+ * block's next entries, which nothing else uses (a block's entries after
+ * its first are never published while it is one).  Only blocks of more
+ * than 128 sub-blocks of 4 KiB have such sets, and so the entries.
+ */
+#define TAG_WORDS	2u
+static void
+tag_valid_put(struct objfs_arena_tag *t, unsigned order, const uint64_t *valid)
+{
+	for (unsigned w = 0; w < OBJFS_BITS_WORDS; w++) {
+		uint64_t v = valid ? valid[w] : 0;
+
+		if (w / TAG_WORDS >= (1u << order)) {
+			assert(v == 0);
+			continue;
+		}
+		t[w / TAG_WORDS].valid[w % TAG_WORDS] = v;
+	}
+}
+
+static void
+tag_valid_get(const struct objfs_arena_tag *t, unsigned order, uint64_t *valid)
+{
+	for (unsigned w = 0; w < OBJFS_BITS_WORDS; w++)
+		valid[w] = w / TAG_WORDS < (1u << order) ?
+			t[w / TAG_WORDS].valid[w % TAG_WORDS] : 0;
+}
 
 static unsigned
 order_of(size_t size)
@@ -630,8 +669,8 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 			.flags = f & 0xff, .size = t->size,
 			.mtime_ns = t->mtime_ns, .seq = t->seq,
 			.csum = t->csum,
-			.valid = { t->valid[0], t->valid[1] },
 		};
+		tag_valid_get(t, order, v[n - 1].valid);
 		if (t->seq > seq)
 			seq = t->seq;
 		i += (1u << order) - 1;		/* its own entries */
@@ -912,13 +951,6 @@ objfs_arena_clock(struct objfs_arena *a, int clean_only,
 
 /* ---- tags and intents ---------------------------------------------------- */
 
-static struct objfs_arena_tag *
-tag_of(struct objfs_arena *a, uint64_t off)
-{
-	assert(off % OBJFS_ARENA_MIN_BLOCK == 0 && off < a->capacity);
-	return &a->tags[off / OBJFS_ARENA_MIN_BLOCK];
-}
-
 void
 objfs_arena_publish(struct objfs_arena *a, uint64_t off, uint64_t ino,
 		uint64_t idx, uint32_t flags, uint64_t size, int64_t mtime_ns,
@@ -936,8 +968,7 @@ objfs_arena_publish(struct objfs_arena *a, uint64_t off, uint64_t ino,
 	t->csum = csum;
 	t->mtime_ns = mtime_ns;
 	t->idx = (uint32_t)idx;
-	t->valid[0] = valid ? valid[0] : 0;
-	t->valid[1] = valid ? valid[1] : 0;
+	tag_valid_put(t, a->state[i], valid);
 	atomic_store_explicit(&t->flags, flags | ((uint32_t)a->state[i] << 8),
 			memory_order_relaxed);
 	/* Everything above, then the name: the moment it counts. */
@@ -975,10 +1006,9 @@ objfs_arena_tag_write(struct objfs_arena *a, uint64_t off, uint64_t size,
 	if (size > t->size)
 		t->size = size;
 	t->mtime_ns = mtime_ns;
-	if (valid) {
-		t->valid[0] = valid[0];
-		t->valid[1] = valid[1];
-	}
+	if (valid)
+		tag_valid_put(t, atomic_load_explicit(&t->flags,
+				memory_order_relaxed) >> 8, valid);
 }
 
 void

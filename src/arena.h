@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/bits.h"
+
 #define OBJFS_ARENA_MIN_BLOCK	4096u
 #define OBJFS_ARENA_MAGIC	0x414e4552414a424fULL	/* "OBJAREN A" */
 #define OBJFS_ARENA_VERSION	2u
@@ -67,7 +69,8 @@ struct objfs_arena_found {
 	int64_t mtime_ns;	/* the time of the last write into it */
 	uint64_t csum;		/* clean: the checksum of the disk copy */
 	uint64_t seq;		/* when it was published (newest wins) */
-	uint64_t valid[2];	/* PARTIAL: the sub-blocks it holds */
+	uint64_t valid[OBJFS_BITS_WORDS];	/* PARTIAL: the sub-blocks it
+						 * holds */
 };
 
 #define OBJFS_ARENA_INTENTS	64

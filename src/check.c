@@ -437,9 +437,9 @@ ck_read_super(struct ck *c, const char *data_dir, int dirfd)
 	if (schema == 2)
 		note(c, "schema 2: the next mount marks it 3 (its chunk "
 			"records stay as they are)");
-	else if (schema != OBJFS_META_SCHEMA)
-		problem(c, "schema %" PRIu64 ", this objfs writes %u", schema,
-			OBJFS_META_SCHEMA);
+	else if (schema != OBJFS_META_SCHEMA && schema != OBJFS_META_SCHEMA_V3)
+		problem(c, "schema %" PRIu64 ", this objfs reads %u and %u",
+			schema, OBJFS_META_SCHEMA_V3, OBJFS_META_SCHEMA);
 	if (chunk < 4096 || chunk > (1u << 30) || (chunk & (chunk - 1))) {
 		problem(c, "chunk size %" PRIu64 " is not one objfs makes",
 			chunk);

@@ -70,10 +70,10 @@ struct objfs_chunk {
 				 * crash brings back */
 	uint64_t alt;		/* the second slot (OBJFS_CHUNK_ALT); which
 				 * sub-blocks are there is in the record */
-	uint64_t dsub[2];	/* sub-blocks changed since the block last
-				 * equalled the disk copy (all ones: not
-				 * known) */
-	uint64_t valid[2];	/* (PARTIAL) sub-blocks the block holds */
+	/* Sub-blocks changed since the block last equalled the disk copy
+	 * (all ones: not known), and (PARTIAL) those the block holds. */
+	uint64_t dsub[OBJFS_BITS_WORDS];
+	uint64_t valid[OBJFS_BITS_WORDS];
 };
 
 /*

@@ -342,7 +342,7 @@ data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	c->flags &= ~OBJFS_CHUNK_PARTREAD;
 	objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 0);
 	c->dirty_lo = UINT32_MAX;
-	c->dsub[0] = c->dsub[1] = 0;
+	objfs_bits_zero(c->dsub);
 	data_publish(s, ip, idx, c, ip->attr.size, data_mtime_ns(ip));
 	atomic_fetch_add(&s->restored_chunks, 1);
 	atomic_fetch_add(&s->restored_bytes, c->disk_len);
@@ -577,7 +577,7 @@ data_complete(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (rc < 0)
 		return rc;
 	c->flags &= ~OBJFS_CHUNK_PARTIAL;
-	c->valid[0] = c->valid[1] = 0;
+	objfs_bits_zero(c->valid);
 	objfs_arena_tag_whole(s->arena, c->off);
 	return 0;
 }
@@ -621,8 +621,8 @@ make_partial(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	p = objfs_arena_ptr(s->arena, c->off);
 	memset(p + c->disk_len, 0, c->cap - c->disk_len);
 	c->flags |= OBJFS_CHUNK_PARTIAL;
-	c->valid[0] = c->valid[1] = 0;
-	c->dsub[0] = c->dsub[1] = 0;
+	objfs_bits_zero(c->valid);
+	objfs_bits_zero(c->dsub);
 	c->dirty_lo = UINT32_MAX;
 	return 1;
 }
@@ -660,7 +660,9 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 
 	if (c->cap && (c->flags & OBJFS_CHUNK_PARTIAL)) {
 		uint32_t n = objfs_nsums(c->disk_len, s->sub_shift);
-		uint64_t m[2] = { c->valid[0], c->valid[1] };
+		uint64_t m[OBJFS_BITS_WORDS];
+
+		objfs_bits_copy(m, c->valid);
 
 		if (need > wlo && need <= c->disk_len) {
 			for (uint32_t i = wlo >> s->sub_shift;
@@ -745,18 +747,18 @@ objfs_data_adopt(struct objfs_store *s, struct objfs_inode *ip,
 	if (dirty) {
 		objfs_chunkmap_set_dirty(&ip->chunks, f->idx, c, 1);
 		c->dirty_lo = 0;	/* what changed is not known */
-		c->dsub[0] = c->dsub[1] = UINT64_MAX;
+		objfs_bits_fill(c->dsub);
 		if (f->flags & OBJFS_ARENA_TAG_PARTIAL) {
 			/* What it holds, all of it taken as changed (a write
 			 * adds its changed sub-blocks to the held ones: all
 			 * ones here would claim the whole chunk). */
 			c->flags |= OBJFS_CHUNK_PARTIAL;
-			c->valid[0] = c->dsub[0] = f->valid[0];
-			c->valid[1] = c->dsub[1] = f->valid[1];
+			objfs_bits_copy(c->valid, f->valid);
+			objfs_bits_copy(c->dsub, f->valid);
 		}
 	} else {
 		c->dirty_lo = UINT32_MAX;
-		c->dsub[0] = c->dsub[1] = 0;
+		objfs_bits_zero(c->dsub);
 	}
 	/* Block bytes past the end of the file are zero. */
 	in = data_extent_in_file(s, ip, f->idx);
@@ -808,8 +810,7 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			c->dirty_lo = co;
 		data_mark_subs(s, c, co, n);
 		if (c->flags & OBJFS_CHUNK_PARTIAL) {	/* held now */
-			c->valid[0] |= c->dsub[0];
-			c->valid[1] |= c->dsub[1];
+			objfs_bits_or(c->valid, c->dsub);
 		}
 		if (!now)
 			now = objfs_time_ns();
@@ -926,7 +927,9 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	if (rc == 0 && shorten) {
 		struct objfs_chunk_rec r = { csum, c->slot, tail,
 			s->sub_shift, tab, !!(c->flags & OBJFS_CHUNK_ALT),
-			alt.slot, { alt.map[0], alt.map[1] } };
+			alt.slot, { 0 } };
+
+		objfs_bits_copy(r.map, alt.map);
 
 		rc = objfs_meta_chunk_put(t, ip->ino, keep - 1, &r);
 	}
@@ -1044,7 +1047,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 					+ lo, 0, min64(hi, c->cap) - lo);
 			objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 1);
 			c->dirty_lo = 0;	/* conservative */
-			c->dsub[0] = c->dsub[1] = UINT64_MAX;
+			objfs_bits_fill(c->dsub);
 			objfs_arena_touch(s->arena, c->off, 1);
 		}
 	}

@@ -159,7 +159,7 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 {
 	struct objfs_meta_txn *t;
 	struct objfs_attr root;
-	uint64_t schema, chunk, ninodes;
+	uint64_t schema, chunk, ninodes, sub;
 	size_t objects;
 	int rc;
 
@@ -212,6 +212,9 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 		if ((rc = objfs_meta_super_put(t, OBJFS_SUPER_SCHEMA,
 					OBJFS_META_SCHEMA)) < 0 ||
 		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_CHUNK, chunk)) < 0 ||
+		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_SUB_SHIFT,
+				objfs_sub_shift((uint32_t)chunk,
+					OBJFS_SUMS_MAX))) < 0 ||
 		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO, 2)) < 0 ||
 		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
 					FIRST_COOKIE)) < 0 ||
@@ -239,13 +242,14 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 		if (rc < 0)
 			return rc;
 		rc = objfs_meta_super_put(t, OBJFS_SUPER_SCHEMA,
-				OBJFS_META_SCHEMA);
+				OBJFS_META_SCHEMA_V3);
 		if (rc < 0)
 			goto err_abort;
 		objfs_log(OBJFS_LOG_INFO, "index: schema 2 taken up as 3 "
 			"(chunks written from now on carry sub-block "
 			"checksums)");
-	} else if (schema != OBJFS_META_SCHEMA) {
+	} else if (schema != OBJFS_META_SCHEMA &&
+		   schema != OBJFS_META_SCHEMA_V3) {
 		*msg = "the index was written by an incompatible objfs version";
 		rc = -EPROTO;
 		goto err_abort;
@@ -268,10 +272,22 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 				&s->next_cookie)) < 0 ||
 	    (rc = objfs_meta_inode_count(t, &ninodes)) < 0)
 		goto err_abort;
+	/* Made before schema 4: a 128th of a chunk. */
+	rc = objfs_meta_super_get(t, OBJFS_SUPER_SUB_SHIFT, &sub);
+	if (rc == -ENOENT)
+		sub = objfs_sub_shift((uint32_t)chunk, OBJFS_SUMS_V3);
+	else if (rc < 0)
+		goto err_abort;
 	atomic_store(&s->ninodes, ninodes);
 	rc = objfs_meta_commit(t);
 	if (rc < 0)
 		return rc;
+	if (sub < OBJFS_SUMS_MIN_SHIFT || sub > 30 || chunk > (1u << 30) ||
+	    objfs_nsums((uint32_t)chunk, (unsigned)sub) > OBJFS_SUMS_MAX) {
+		*msg = "the index's sub-block size is not one objfs makes";
+		return -EPROTO;
+	}
+	s->sub_shift = (unsigned)sub;
 	if (want_chunk && want_chunk != chunk) {
 		static _Thread_local char why[160];
 
@@ -1034,7 +1050,6 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	for (s->chunk_shift = 0; (1u << s->chunk_shift) < s->chunk_size;
 	     s->chunk_shift++)
 		;
-	s->sub_shift = objfs_sub_shift(s->chunk_size);
 	/* The largest file is a number of chunks: what the chunk map and
 	 * the index's chunk keys hold. */
 	_Static_assert(OBJFS_MAX_CHUNKS_SHIFT <= OBJFS_CHUNKMAP_BITS,

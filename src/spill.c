@@ -395,7 +395,7 @@ write_range(int fd, uint64_t slot, uint32_t chunk_size, const char *buf,
 int
 objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 		uint32_t chunk_size, const void *buf, uint32_t len,
-		unsigned shift, const uint64_t dirty[2],
+		unsigned shift, const uint64_t *dirty,
 		const unsigned char *old_tab, unsigned char *tab,
 		uint64_t *csum_out)
 {
@@ -415,8 +415,7 @@ objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 		if (rc < 0)
 			return rc;
 	}
-	alt->map[0] ^= dirty[0];
-	alt->map[1] ^= dirty[1];
+	objfs_bits_xor(alt->map, dirty);
 	objfs_bits_keep(alt->map, n);	/* no bits past the copy */
 	memcpy(tab, old_tab, 4 * (size_t)n);
 	for (uint32_t i = 0; i < n; i++) {

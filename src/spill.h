@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "base/bits.h"
 
 struct objfs_backing;
 
@@ -89,40 +90,8 @@ int objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
  */
 struct objfs_alt {
 	uint64_t slot;
-	uint64_t map[2];
+	uint64_t map[OBJFS_BITS_WORDS];
 };
-
-/* Sets of sub-blocks (at most OBJFS_SUMS_MAX, 128): the map above, and
- * a chunk's changed and held ones (chunk.h). */
-static inline int
-objfs_bits_has(const uint64_t m[2], uint32_t i)
-{
-	return (int)(m[i >> 6] >> (i & 63) & 1);
-}
-
-static inline void
-objfs_bits_set(uint64_t m[2], uint32_t i)
-{
-	m[i >> 6] |= 1ull << (i & 63);
-}
-
-static inline unsigned
-objfs_bits_count(const uint64_t m[2])
-{
-	return (unsigned)(__builtin_popcountll(m[0]) +
-			__builtin_popcountll(m[1]));
-}
-
-/* Keep sub-blocks 0..@n-1 only. */
-static inline void
-objfs_bits_keep(uint64_t m[2], uint32_t n)
-{
-	if (n >= 128)
-		return;
-	m[n >> 6] &= (n & 63) ? (1ull << (n & 63)) - 1 : 0;
-	if (n < 64)
-		m[1] = 0;
-}
 
 static inline int
 objfs_alt_has(const struct objfs_alt *a, uint32_t i)
@@ -142,7 +111,7 @@ objfs_alt_has(const struct objfs_alt *a, uint32_t i)
  */
 int objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 		uint32_t chunk_size, const void *buf, uint32_t len,
-		unsigned shift, const uint64_t dirty[2],
+		unsigned shift, const uint64_t *dirty,
 		const unsigned char *old_tab, unsigned char *tab,
 		uint64_t *csum_out);
 

@@ -349,8 +349,7 @@ static inline const struct objfs_alt *
 objfs_rec_alt(const struct objfs_chunk_rec *r, struct objfs_alt *a)
 {
 	a->slot = r->alt;
-	a->map[0] = r->map[0];
-	a->map[1] = r->map[1];
+	objfs_bits_copy(a->map, r->map);
 	return r->has_alt ? a : NULL;
 }
 

@@ -70,7 +70,7 @@ write_subs(struct objfs_store *s, struct objfs_inode *ip, int fd, uint64_t i,
 		return 0;
 	x->new_alt = !(c->flags & OBJFS_CHUNK_ALT);
 	if (x->new_alt) {
-		x->alt.map[0] = x->alt.map[1] = 0;
+		objfs_bits_zero(x->alt.map);
 		rc = objfs_slots_alloc(&ip->slots, nchunks, nchunks,
 				&x->alt.slot);
 		if (rc < 0)
@@ -271,8 +271,9 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		for (size_t k = 0; r == 0 && k < n; k++) {
 			struct objfs_chunk_rec rec = { w[k].csum, w[k].slot,
 				w[k].len, s->sub_shift, w[k].tab, w[k].subs,
-				w[k].alt.slot, { w[k].alt.map[0],
-				w[k].alt.map[1] } };
+				w[k].alt.slot, { 0 } };
+
+			objfs_bits_copy(rec.map, w[k].alt.map);
 
 			r = objfs_meta_chunk_put(t, ip->ino, w[k].idx, &rec);
 		}
@@ -304,7 +305,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			c->flags |= OBJFS_CHUNK_ALT;
 			c->alt = w[k].alt.slot;
 		}
-		c->dsub[0] = c->dsub[1] = 0;
+		objfs_bits_zero(c->dsub);
 		c->dirty_lo = UINT32_MAX;
 		c->slot = w[k].slot;
 		c->csum = w[k].csum;
@@ -325,7 +326,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		 * else to give: the chunk is on disk alone now. */
 		if (c->flags & OBJFS_CHUNK_PARTIAL) {
 			objfs_chunkmap_drop(&ip->chunks, w[k].idx, c, s->arena);
-			c->valid[0] = c->valid[1] = 0;
+			objfs_bits_zero(c->valid);
 		}
 	}
 	ip->attr.nrec = a.nrec;

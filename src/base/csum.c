@@ -40,11 +40,11 @@ objfs_csum_from_canonical(const unsigned char in[8])
 }
 
 unsigned
-objfs_sub_shift(uint32_t chunk_size)
+objfs_sub_shift(uint32_t chunk_size, uint32_t sums)
 {
 	unsigned shift = OBJFS_SUMS_MIN_SHIFT;
 
-	while ((1u << shift) * OBJFS_SUMS_MAX < chunk_size)
+	while ((uint64_t)(1u << shift) * sums < chunk_size)
 		shift++;
 	return shift;
 }

@@ -3,12 +3,14 @@
  * csum.h - chunk checksums.
  *
  * Every chunk written to the backing directory carries a checksum of its
- * bytes.  Chunks written since schema 3 are checked in sub-blocks (4 KiB,
- * or a 128th of the chunk when that is larger): a 32-bit sum per
- * sub-block (the low half of its xxh3-64, seeded with its number), kept
- * big-endian in the chunk's record, so that part of a chunk can be read
- * from disk and verified alone; the chunk's checksum is the xxh3-64 of
- * that table, seeded with the length and the sub-block size.  Records of
+ * bytes.  Chunks written since schema 3 are checked in sub-blocks: a
+ * 32-bit sum per sub-block (the low half of its xxh3-64, seeded with its
+ * number), kept big-endian in the chunk's record, so that part of a chunk
+ * can be read from disk and verified alone; the chunk's checksum is the
+ * xxh3-64 of that table, seeded with the length and the sub-block size.
+ * Sub-blocks are 4 KiB, or a 256th of the chunk when that is larger, in
+ * data directories made since schema 4; a 128th in those made before
+ * (the index records which: meta_keys.h).  Records of
  * older indexes (shift 0) carry the xxh3-64 of the bytes and are read
  * whole.  In LMDB checksums are stored in canonical (big-endian) form, so
  * an index is portable between hosts of either byte order.
@@ -24,11 +26,14 @@ uint64_t objfs_csum64(const void *buf, size_t len);
 /* The same with a seed, to chain several pieces into one checksum. */
 uint64_t objfs_csum64_seed(const void *buf, size_t len, uint64_t seed);
 
-/* Sub-block sums per chunk at most, and the log2 of the sub-block size
- * for chunks of @chunk_size bytes. */
-#define OBJFS_SUMS_MAX		128u
+/* Sub-block sums per chunk at most: in a data directory made since
+ * schema 4, and in one made before. */
+#define OBJFS_SUMS_MAX		256u
+#define OBJFS_SUMS_V3		128u
 #define OBJFS_SUMS_MIN_SHIFT	12u
-unsigned objfs_sub_shift(uint32_t chunk_size);
+/* The log2 of the sub-block size for chunks of @chunk_size bytes with at
+ * most @sums sub-blocks. */
+unsigned objfs_sub_shift(uint32_t chunk_size, uint32_t sums);
 
 /* Sums for @len bytes in sub-blocks of 1 << @shift. */
 static inline uint32_t

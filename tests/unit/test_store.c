@@ -183,6 +183,7 @@ struct fx {
 	char dir[64];
 	struct objfs_store *s;
 	uint64_t arena;
+	uint32_t chunk;		/* 0: CHUNK */
 };
 
 static const struct objfs_cred cr = { 0, 0 };
@@ -192,7 +193,8 @@ static void
 reopen(struct fx *f)
 {
 	struct objfs_store_config cfg = {
-		.data_dir = f->dir, .arena_size = f->arena, .chunk_size = CHUNK,
+		.data_dir = f->dir, .arena_size = f->arena,
+		.chunk_size = f->chunk ? f->chunk : CHUNK,
 	};
 
 	if (f->s)
@@ -767,7 +769,8 @@ die_after(struct fx *f, int (*work)(struct fx *f, void *arg), void *arg)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct objfs_store_config cfg = { .data_dir = f->dir,
-			.arena_size = f->arena, .chunk_size = CHUNK };
+			.arena_size = f->arena,
+			.chunk_size = f->chunk ? f->chunk : CHUNK };
 
 		if (objfs_store_open(&cfg, &f->s, NULL, NULL) != 0)
 			_exit(100);
@@ -2156,6 +2159,225 @@ test_page_cache_after_direct_writes(void **state)
 	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
 }
 
+/* Start again in an empty data directory with chunks of @chunk bytes. */
+static void
+fresh_dir(struct fx *f, uint32_t chunk)
+{
+	char cmd[200];
+
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir %s", f->dir, f->dir);
+	assert_int_equal(system(cmd), 0);
+	f->chunk = chunk;
+	reopen(f);
+}
+
+/* The index's super record @key, and the record of chunk @idx of @ino
+ * (its sums into @tab), read with the store closed. */
+static uint64_t
+index_super(struct fx *f, const char *key)
+{
+	struct objfs_meta *m;
+	struct objfs_meta_txn *t;
+	char path[128];
+	uint64_t v = UINT64_MAX;
+
+	snprintf(path, sizeof(path), "%s/index", f->dir);
+	assert_int_equal(objfs_meta_open(path, OBJFS_META_RDONLY, &m, NULL), 0);
+	assert_int_equal(objfs_meta_begin(m, 0, &t), 0);
+	if (objfs_meta_super_get(t, key, &v) < 0)
+		v = UINT64_MAX;
+	objfs_meta_abort(t);
+	assert_int_equal(objfs_meta_close(m), 0);
+	return v;
+}
+
+static void
+index_chunk(struct fx *f, uint64_t ino, uint64_t idx,
+		struct objfs_chunk_rec *r, unsigned char *tab)
+{
+	struct objfs_meta *m;
+	struct objfs_meta_txn *t;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/index", f->dir);
+	assert_int_equal(objfs_meta_open(path, OBJFS_META_RDONLY, &m, NULL), 0);
+	assert_int_equal(objfs_meta_begin(m, 0, &t), 0);
+	assert_int_equal(objfs_meta_chunk_get(t, ino, idx, r, tab), 0);
+	r->tab = NULL;		/* valid during the transaction only */
+	objfs_meta_abort(t);
+	assert_int_equal(objfs_meta_close(m), 0);
+}
+
+/*
+ * A data directory made since schema 4 checks 1 MiB chunks in 256
+ * sub-blocks of 4 KiB: an aligned 4 KiB write into a spilled chunk reads
+ * nothing from disk and writes 4 KiB back, in whichever quarter of the
+ * chunk it falls (each word of the sets of sub-blocks); the changed ones
+ * go to the chunk's second slot (its map 32 bytes in the record) and
+ * back, and every byte reads back after each reopen.
+ */
+static void
+test_subs_of_large_chunks(void **state)
+{
+	struct fx *f = *state;
+	const uint32_t mib = 1u << 20;
+	static const uint32_t sub[] = { 3, 70, 130, 200, 255 };
+	const size_t nsub = sizeof(sub) / sizeof(sub[0]), len = 4u << 20;
+	unsigned char *buf, tab[4 * OBJFS_SUMS_MAX];
+	struct objfs_store_stats a, b;
+	struct objfs_chunk_rec r;
+	uint64_t ino, want[OBJFS_BITS_WORDS] = { 0 };
+
+	f->arena = 16u << 20;
+	fresh_dir(f, mib);
+	assert_int_equal(index_super(f, OBJFS_SUPER_SCHEMA), 4);
+	assert_int_equal(index_super(f, OBJFS_SUPER_SUB_SHIFT), 12);
+	buf = pattern(len, 97);
+	ino = make_file(f, "big", buf, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	for (size_t i = 0; i < nsub; i++)
+		objfs_bits_set(want, sub[i]);
+	for (unsigned round = 0; round < 2; round++) {
+		reopen(f);			/* on disk only, arena empty */
+		objfs_store_get_stats(f->s, &a);
+		for (size_t i = 0; i < nsub; i++)
+			overwrite(f, ino, buf, mib + sub[i] * 4096u, 4096,
+					98 + 10 * round + (unsigned)i);
+		objfs_store_get_stats(f->s, &b);
+		assert_int_equal(b.part_reads, a.part_reads);	/* none */
+		assert_int_equal(b.restored_chunks, a.restored_chunks);
+		assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+		objfs_store_get_stats(f->s, &a);
+		assert_int_equal(a.written_out_bytes - b.written_out_bytes,
+				nsub * 4096);
+		assert_int_equal(a.sub_writeouts - b.sub_writeouts, 1);
+		assert_content(f, ino, buf, len, 0);
+		assert_int_equal(objfs_store_close(f->s), 0);
+		f->s = NULL;
+		index_chunk(f, ino, 1, &r, tab);
+		assert_int_equal(r.shift, 12);
+		assert_int_equal(r.len, mib);
+		assert_true(r.has_alt);
+		/* In the second slot after the first round, back in the
+		 * first after the second. */
+		for (unsigned w = 0; w < OBJFS_BITS_WORDS; w++)
+			assert_int_equal(r.map[w], round ? 0 : want[w]);
+	}
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+}
+
+/*
+ * A PARTIAL block of a 1 MiB chunk holds sub-blocks past the 128th,
+ * which its arena tag keeps in the block's second entry: a daemon killed
+ * after such writes leaves them to the next one, with the sub-blocks
+ * never written still coming from disk.
+ */
+static int
+write_far_subs(struct fx *f, void *arg)
+{
+	const struct kill_job *j = arg;
+	unsigned char p[4096];
+	size_t n;
+
+	for (uint32_t i = 0; i < 3; i++) {
+		uint64_t off = (2u << 20) + (uint64_t)(60 + 95 * i) * 4096;
+
+		memcpy(p, j->buf + off, sizeof(p));
+		if (objfs_store_write(f->s, j->ino, off, p, sizeof(p), &wr,
+				&(int){0}, &n) != 0 || n != sizeof(p))
+			return 1;
+	}
+	return 0;		/* sub-blocks 60, 155 and 250 */
+}
+
+static void
+test_adopt_far_subs(void **state)
+{
+	struct fx *f = *state;
+	const size_t len = 4u << 20;
+	unsigned char *buf, *old;
+	struct kill_job job;
+	uint64_t ino;
+
+	f->arena = 16u << 20;
+	fresh_dir(f, 1u << 20);
+	old = pattern(len, 111);
+	ino = make_file(f, "far", old, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);				/* on disk only */
+	buf = malloc(len);
+	memcpy(buf, old, len);
+	for (uint32_t i = 0; i < 3; i++)
+		memset(buf + (2u << 20) + (uint64_t)(60 + 95 * i) * 4096,
+				'a' + (int)i, 4096);
+	job.buf = buf;
+	job.ino = ino;
+	die_after(f, write_far_subs, &job);	/* killed, nothing written out */
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+	free(old);
+}
+
+/*
+ * A data directory made before schema 4 (an index of schema 3, without
+ * "sub_shift") keeps its 8 KiB sub-blocks for 1 MiB chunks: what it
+ * holds reads back, chunks written from then on get 128 sums of 8 KiB,
+ * and the index stays schema 3, so that the objfs that made it can still
+ * read it.
+ */
+static void
+test_schema3_keeps_its_subs(void **state)
+{
+	struct fx *f = *state;
+	const uint32_t mib = 1u << 20;
+	const size_t len = 3u << 20;
+	unsigned char *buf, tab[4 * OBJFS_SUMS_MAX];
+	struct objfs_chunk_rec r;
+	struct objfs_meta *m;
+	struct objfs_meta_txn *t;
+	char path[128];
+	uint64_t ino;
+
+	f->arena = 16u << 20;
+	fresh_dir(f, mib);
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+	snprintf(path, sizeof(path), "%s/index", f->dir);
+	assert_int_equal(objfs_meta_open(path, 0, &m, NULL), 0);
+	assert_int_equal(objfs_meta_begin(m, OBJFS_META_WRITE, &t), 0);
+	assert_int_equal(objfs_meta_super_put(t, OBJFS_SUPER_SCHEMA, 3), 0);
+	assert_int_equal(objfs_meta_super_del(t, OBJFS_SUPER_SUB_SHIFT), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	assert_int_equal(objfs_meta_close(m), 0);
+	reopen(f);
+	buf = pattern(len, 121);
+	ino = make_file(f, "v3", buf, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	reopen(f);
+	overwrite(f, ino, buf, mib + 4096, 4096, 122);	/* half a sub-block */
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_content(f, ino, buf, len, 0);
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+	assert_int_equal(index_super(f, OBJFS_SUPER_SCHEMA), 3);
+	assert_int_equal(index_super(f, OBJFS_SUPER_SUB_SHIFT), UINT64_MAX);
+	index_chunk(f, ino, 1, &r, tab);
+	assert_int_equal(r.shift, 13);
+	assert_true(r.has_alt);
+	assert_int_equal(r.map[0], 1);		/* its sub-block 0 moved */
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	free(buf);
+}
+
 int
 main(void)
 {
@@ -2228,6 +2450,12 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 				test_small_writes_restore_only_in_order, setup,
 				teardown),
+		cmocka_unit_test_setup_teardown(test_subs_of_large_chunks,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_adopt_far_subs,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_schema3_keeps_its_subs,
+				setup, teardown),
 		cmocka_unit_test_setup_teardown(
 				test_jumping_reads_restore_second_time, setup,
 				teardown),
