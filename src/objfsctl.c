@@ -49,6 +49,7 @@ usage(FILE *f)
 	fprintf(f,
 "usage: objfsctl status MOUNTPOINT\n"
 "       objfsctl stat FILE...\n"
+"       objfsctl sum FILE...\n"
 "       objfsctl sync MOUNTPOINT\n"
 "       objfsctl umount MOUNTPOINT\n"
 "       objfsctl log MOUNTPOINT\n"
@@ -59,6 +60,9 @@ usage(FILE *f)
 "status  the mount's arena, spill and restore figures (MOUNTPOINT/.objfs-status)\n"
 "stat    for each file in an objfs mount: bytes in the arena, not yet on\n"
 "        disk, on disk, only on disk, and its chunks\n"
+"sum     for each file in an objfs mount, its whole-object checksum\n"
+"        (equal bytes, equal sums; scripts/objfs-sum computes it from the\n"
+"        bytes anywhere), as sha256sum prints its sums\n"
 "sync    write every byte of the mount out and make it durable; shows\n"
 "        what is left, the rate and the time left\n"
 "umount  sync, unmount, wait for the daemon to exit; exit 0 only when it\n"
@@ -435,6 +439,32 @@ cmd_stat(int n, char **files)
 	return status;
 }
 
+static int
+cmd_sum(int n, char **files)
+{
+	char hex[64];
+	int status = 0;
+
+	for (int i = 0; i < n; i++) {
+		ssize_t len = getxattr(files[i], "user.objfs.checksum", hex,
+				sizeof(hex) - 1);
+
+		if (len != 32) {
+			int e = len < 0 ? errno : EIO;
+
+			fprintf(stderr, "objfsctl: %s: %s\n", files[i],
+				e == ENODATA || e == ENOTSUP ?
+				"not a regular file in an objfs mount" :
+				strerror(e));
+			status = 1;
+			continue;
+		}
+		hex[32] = '\0';
+		printf("%s  %s\n", hex, files[i]);
+	}
+	return status;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -450,6 +480,8 @@ main(int argc, char **argv)
 	}
 	if (argc == 3 && strcmp(argv[1], "status") == 0)
 		return cmd_status(argv[2]);
+	if (argc >= 3 && strcmp(argv[1], "sum") == 0)
+		return cmd_sum(argc - 2, argv + 2);
 	if (argc >= 3 && strcmp(argv[1], "stat") == 0)
 		return cmd_stat(argc - 2, argv + 2);
 	if (argc == 3 && strcmp(argv[1], "sync") == 0)

@@ -10,6 +10,7 @@
 #define OBJFS_STATUS_NAME	".objfs-status"
 #define OBJFS_STATUS_INO	(UINT64_MAX - 1)
 #define OBJFS_XATTR_PREFIX	"user.objfs."
+#define OBJFS_XATTR_CHECKSUM	OBJFS_XATTR_PREFIX "checksum"
 
 #include "store.h"
 

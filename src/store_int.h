@@ -251,6 +251,9 @@ void objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip);
 /* Remove the object's index records, and its backing file once that is
  * durable. */
 int objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip);
+/* objsum.c: the whole-object checksum (csum.h), 32 hex digits. */
+int objfs_data_object_sum(struct objfs_store *s, struct objfs_inode *ip,
+		char hex[33]);
 /* May @ip have a backing file?  Then deleting it records a tombstone. */
 int objfs_data_has_file(const struct objfs_inode *ip);
 /* @ip left the index in commit @seq: its backing file goes when that is

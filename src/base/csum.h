@@ -56,6 +56,24 @@ uint64_t objfs_sums_csum(const unsigned char *tab, uint32_t len,
 /* The sum of sub-block @i, whose @len bytes are at @buf. */
 uint32_t objfs_sub_sum(const void *buf, uint32_t len, uint32_t i);
 
+/*
+ * The whole-object checksum (doc/design.md, "Object checksums";
+ * scripts/objfs-sum computes it from the bytes alone): the xxh3-128 of
+ * be64(size) and then, for each 1 MiB piece of the object in order (the
+ * last one shorter), be64 of its piece hash: objfs_chunk_csum() of the
+ * piece with 4 KiB sub-blocks (OBJFS_OSUM_SHIFT).  objfs_osum_new()
+ * returns NULL when out of memory; objfs_osum_end() writes 32 hex digits
+ * and a NUL, and frees @o.
+ */
+#define OBJFS_OSUM_PIECE	(1u << 20)
+#define OBJFS_OSUM_SHIFT	12u
+struct objfs_osum;
+struct objfs_osum *objfs_osum_new(uint64_t size);
+void objfs_osum_piece(struct objfs_osum *o, uint64_t piece_hash);
+void objfs_osum_end(struct objfs_osum *o, char hex[33]);
+/* The piece hash of a piece of @len zero bytes. */
+uint64_t objfs_osum_zero_piece(uint32_t len);
+
 /* Canonical big-endian byte form of a checksum, and back. */
 void objfs_csum_to_canonical(uint64_t h, unsigned char out[8]);
 uint64_t objfs_csum_from_canonical(const unsigned char in[8]);

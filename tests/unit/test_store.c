@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <xxhash.h>
 
 #include "meta/meta.h"
 #include "meta/meta_keys.h"
@@ -2378,6 +2379,162 @@ test_schema3_keeps_its_subs(void **state)
 	free(buf);
 }
 
+/* ---- whole-object checksums ------------------------------------------ */
+
+/* The definition of csum.h, written again from it with xxhash alone. */
+static void
+ref_sum(const unsigned char *b, uint64_t size, char hex[33])
+{
+	XXH3_state_t *st = XXH3_createState();
+	unsigned char be[8];
+	XXH128_canonical_t c;
+
+	assert_non_null(st);
+	XXH3_128bits_reset(st);
+	for (int i = 0; i < 8; i++)
+		be[i] = (unsigned char)(size >> (56 - 8 * i));
+	XXH3_128bits_update(st, be, 8);
+	for (uint64_t off = 0; off < size; off += 1u << 20) {
+		uint64_t len = size - off < (1u << 20) ? size - off : 1u << 20;
+		unsigned char sums[4 * 256];
+		size_t ns = 0;
+		uint64_t h;
+
+		for (uint64_t o = 0, j = 0; o < len; o += 4096, j++) {
+			size_t l = len - o < 4096 ? len - o : 4096;
+			uint32_t s = (uint32_t)XXH3_64bits_withSeed(b + off + o,
+					l, j);
+
+			for (int i = 0; i < 4; i++)
+				sums[ns++] = (unsigned char)(s >> (24 - 8 * i));
+		}
+		h = XXH3_64bits_withSeed(sums, ns, len * 256 + 12);
+		for (int i = 0; i < 8; i++)
+			be[i] = (unsigned char)(h >> (56 - 8 * i));
+		XXH3_128bits_update(st, be, 8);
+	}
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+	for (int i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", c.digest[i]);
+	XXH3_freeState(st);
+}
+
+/* The checksum xattr of @ino equals the definition's for @want. */
+static void
+assert_sum(struct fx *f, uint64_t ino, const unsigned char *want,
+		uint64_t size)
+{
+	char got[40] = "", ref[33];
+	size_t n = 0;
+
+	assert_int_equal(objfs_store_getxattr(f->s, ino, "user.objfs.checksum",
+				NULL, 0, &n), 0);
+	assert_int_equal(n, 32);
+	assert_int_equal(objfs_store_getxattr(f->s, ino, "user.objfs.checksum",
+				got, 31, &n), -ERANGE);
+	assert_int_equal(objfs_store_getxattr(f->s, ino, "user.objfs.checksum",
+				got, sizeof(got), &n), 0);
+	assert_int_equal(n, 32);
+	got[32] = '\0';
+	ref_sum(want, size, ref);
+	assert_string_equal(got, ref);
+}
+
+/*
+ * The whole-object checksum equals its definition in every state a file's
+ * chunks can be in: resident and dirty, clean, spilled (from the chunk
+ * checksums objfs keeps, without reading anything), PARTIAL, a disk copy
+ * shorter than its piece, holes; for 1 MiB chunks (the default) and for
+ * the fixture's 64 KiB ones (read).  Equal bytes written differently
+ * have equal checksums; it cannot be set or removed, and is not listed.
+ */
+static void
+check_sums(struct fx *f, int spilled_without_io)
+{
+	const size_t len = 3u * (1u << 20) + 5000;
+	unsigned char *buf = pattern(len, 131), *m = calloc(1, 6u << 20);
+	struct objfs_setattr grow = { .valid = OBJFS_SET_SIZE,
+		.size = 5u << 20 };
+	struct objfs_store_stats a, b;
+	struct objfs_attr at;
+	uint64_t ino, twin, empty, sparse;
+	size_t n, lst = 0;
+	char names[512];
+
+	empty = make_file(f, "empty", NULL, 0, 0);
+	assert_sum(f, empty, buf, 0);
+	ino = make_file(f, "obj", buf, len, 0);
+	assert_sum(f, ino, buf, len);			/* resident, dirty */
+	/* The same bytes, written backwards in odd pieces and rewritten. */
+	twin = make_file(f, "twin", NULL, 0, 0);
+	for (size_t end = len; end > 0;) {
+		size_t piece = end > 77777 ? 77777 : end;
+		unsigned char junk[100];
+
+		memset(junk, 0xee, sizeof(junk));
+		assert_int_equal(objfs_store_write(f->s, twin, end - piece,
+				junk, piece < 100 ? piece : 100, &wr, &(int){0},
+				&n), 0);
+		assert_int_equal(objfs_store_write(f->s, twin, end - piece,
+				buf + end - piece, piece, &wr, &(int){0}, &n), 0);
+		end -= piece;
+	}
+	assert_sum(f, twin, buf, len);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_sum(f, ino, buf, len);			/* clean */
+	/* Holes, and a disk copy shorter than its piece. */
+	sparse = make_file(f, "sparse", buf, 100, (2u << 20) + 7);
+	memcpy(m + (2u << 20) + 7, buf, 100);
+	assert_int_equal(objfs_store_fsync(f->s, sparse, 0), 0);
+	assert_int_equal(objfs_store_setattr(f->s, sparse, &grow, &at), 0);
+	assert_sum(f, sparse, m, 5u << 20);
+	reopen(f);				/* spilled, arena empty */
+	objfs_store_get_stats(f->s, &a);
+	assert_sum(f, ino, buf, len);
+	assert_sum(f, twin, buf, len);
+	objfs_store_get_stats(f->s, &b);
+	if (spilled_without_io) {	/* from the chunk checksums alone */
+		assert_int_equal(b.restored_chunks, a.restored_chunks);
+		assert_int_equal(b.part_reads, a.part_reads);
+	}
+	assert_sum(f, sparse, m, 5u << 20);	/* its 107-byte copy read */
+	/* A 4 KiB write into a spilled chunk: PARTIAL. */
+	overwrite(f, ino, buf, (1u << 20) + 3 * 4096, 4096, 132);
+	assert_sum(f, ino, buf, len);
+	assert_content(f, ino, buf, len, 0);
+	assert_sum(f, ino, buf, len);
+	/* Read-only, and not listed (so cp -a does not try to copy it). */
+	assert_int_equal(objfs_store_setxattr(f->s, ino, "user.objfs.checksum",
+				"0", 1, 0), -EPERM);
+	assert_int_equal(objfs_store_removexattr(f->s, ino,
+				"user.objfs.checksum"), -EPERM);
+	assert_int_equal(objfs_store_listxattr(f->s, ino, names, sizeof(names),
+				&lst), 0);
+	assert_int_equal(lst, 0);
+	assert_int_equal(objfs_store_getxattr(f->s, 1, "user.objfs.checksum",
+				names, sizeof(names), &n), -ENODATA);
+	reopen(f);
+	assert_sum(f, ino, buf, len);
+	free(buf);
+	free(m);
+}
+
+static void
+test_object_sum(void **state)
+{
+	struct fx *f = *state;
+
+	f->arena = 16u << 20;
+	fresh_dir(f, 1u << 20);
+	check_sums(f, 1);
+}
+
+static void
+test_object_sum_small_chunks(void **state)
+{
+	check_sums(*state, 0);			/* 64 KiB chunks: read */
+}
+
 int
 main(void)
 {
@@ -2455,6 +2612,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_adopt_far_subs,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema3_keeps_its_subs,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_object_sum, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_object_sum_small_chunks,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(
 				test_jumping_reads_restore_second_time, setup,
