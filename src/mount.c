@@ -272,10 +272,14 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 				&s->next_cookie)) < 0 ||
 	    (rc = objfs_meta_inode_count(t, &ninodes)) < 0)
 		goto err_abort;
-	/* Made before schema 4: a 128th of a chunk. */
+	/* Made before schema 4: a 128th of a chunk.  (A schema 4 index
+	 * whose record went, in a salvage say, had the one size schema 4
+	 * makes.) */
 	rc = objfs_meta_super_get(t, OBJFS_SUPER_SUB_SHIFT, &sub);
 	if (rc == -ENOENT)
-		sub = objfs_sub_shift((uint32_t)chunk, OBJFS_SUMS_V3);
+		sub = objfs_sub_shift((uint32_t)chunk,
+				schema >= OBJFS_META_SCHEMA ?
+				OBJFS_SUMS_MAX : OBJFS_SUMS_V3);
 	else if (rc < 0)
 		goto err_abort;
 	atomic_store(&s->ninodes, ninodes);

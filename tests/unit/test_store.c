@@ -2266,6 +2266,30 @@ test_subs_of_large_chunks(void **state)
 		for (unsigned w = 0; w < OBJFS_BITS_WORDS; w++)
 			assert_int_equal(r.map[w], round ? 0 : want[w]);
 	}
+	/* A schema 4 index that lost its sub_shift record (a salvage)
+	 * still has 4 KiB sub-blocks: its records are not taken for
+	 * damaged ones. */
+	{
+		struct objfs_meta *m;
+		struct objfs_meta_txn *t;
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/index", f->dir);
+		assert_int_equal(objfs_meta_open(path, 0, &m, NULL), 0);
+		assert_int_equal(objfs_meta_begin(m, OBJFS_META_WRITE, &t), 0);
+		assert_int_equal(objfs_meta_super_del(t, OBJFS_SUPER_SUB_SHIFT),
+				0);
+		assert_int_equal(objfs_meta_commit(t), 0);
+		assert_int_equal(objfs_meta_close(m), 0);
+	}
+	reopen(f);
+	assert_content(f, ino, buf, len, 0);
+	overwrite(f, ino, buf, 2 * mib + 7 * 4096, 4096, 120);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+	index_chunk(f, ino, 2, &r, tab);
+	assert_int_equal(r.shift, 12);
 	reopen(f);
 	assert_content(f, ino, buf, len, 0);
 	free(buf);
