@@ -146,7 +146,8 @@ set_nonblock(int fd, int on)
  * woken (on the other CPU, often) by every FORGET: 12 % of rm -rf's time
  * went to those wake-ups.  The kernel batches forgets that wait, so the
  * readers look every POLL_NS instead.  libfuse ends its loop on EAGAIN,
- * so that never goes back to it; EINTR once the session has exited does.
+ * so that never goes back to it, whichever way the fd is set; EINTR once
+ * the session has exited does.
  */
 static ssize_t
 read_polling(struct objfs_fuse *f, int fd, void *buf, size_t len)
@@ -158,14 +159,18 @@ read_polling(struct objfs_fuse *f, int fd, void *buf, size_t len)
 	ssize_t n;
 
 	for (;;) {
-		if (!atomic_load(&f->reader_poll)) {
-			if (nb_fd == fd && set_nonblock(fd, 0) == 0)
-				nb_fd = -1;
-			return read(fd, buf, len);
-		}
-		if (nb_fd != fd && set_nonblock(fd, 1) == 0)
+		int poll = atomic_load(&f->reader_poll);
+
+		if (!poll && nb_fd == fd && set_nonblock(fd, 0) == 0)
+			nb_fd = -1;
+		else if (poll && nb_fd != fd && set_nonblock(fd, 1) == 0)
 			nb_fd = fd;
 		n = read(fd, buf, len);
+		/* EAGAIN is no request yet, also for a blocking read: the
+		 * fd's flags are shared by every reader, so a read that began
+		 * blocking and was restarted after a signal (a debugger
+		 * attaching: strace -p ended the mount) finds it non-blocking
+		 * if another reader set it meanwhile. */
 		if (n >= 0 || errno != EAGAIN)
 			return n;
 		if (fuse_session_exited(f->se)) {
@@ -189,6 +194,11 @@ io_read(int fd, void *buf, size_t len, void *userdata)
 	struct objfs_fuse *f = userdata;
 	ssize_t n = f->init_seen == 2 ? read_polling(f, fd, buf, len) :
 		read(fd, buf, len);
+
+	/* A read begun before INIT was answered, restarted after a stop,
+	 * may find the fd made non-blocking since (read_polling). */
+	if (n < 0 && errno == EAGAIN)
+		n = read_polling(f, fd, buf, len);
 
 	if (n >= K_IN_HDR) {
 		memcpy(&cur_req.unique, (char *)buf + 8, 8);

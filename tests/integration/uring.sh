@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # FUSE over io_uring (-o io_uring=auto): every operation of posix_ops.py,
 # a tree, large files, mmap and xattrs through the rings; a clean stop on
-# unmount and on SIGTERM; -o io_uring=idle beside CPU hogs; a SIGKILLed daemon leaves a mount that can be
+# unmount and on SIGTERM; SIGSTOP and SIGCONT; -o io_uring=idle beside CPU hogs; a SIGKILLed daemon leaves a mount that can be
 # taken down and data that the next mount has; and /dev/fuse when the
 # kernel does not offer io_uring.  The kernel offers it only while the
 # fuse module's enable_uring is Y: the test sets it for each mount (a
@@ -132,6 +132,7 @@ parallel() {	# both queues at once, from processes on each CPU
 }
 ok "requests from every CPU at once" parallel
 
+
 ok "unmount: the daemon exits 0" stop_objfs
 ok "it served the requests through its rings" served 20000
 
@@ -141,6 +142,32 @@ again() {
 	stop_objfs
 }
 ok "everything is there on a mount without io_uring" again
+
+# Stopped and continued (Ctrl-Z and fg on a daemon in the foreground, a
+# debugger attaching): each /dev/fuse read the stop interrupts is
+# restarted, and finds the fd left non-blocking by the readers that poll
+# while the rings serve (the readers of a fresh mount all wait in such a
+# read).  That EAGAIN ended the mount, every time.
+stopped() {
+	local i=0 k
+	rm -f "$T/stop"
+	( while [ ! -e "$T/stop" ]; do i=$((i + 1)); echo "$i" >"$MNT/s" || exit 1; cat "$MNT/s" >/dev/null || exit 1; done ) &
+	k=$!
+	sleep 0.3
+	for i in $(seq 1 20); do
+		kill -STOP "$OBJFS_PID"; sleep 0.02; kill -CONT "$OBJFS_PID"; sleep 0.05
+	done
+	touch "$T/stop"
+	if wait "$k" && mountpoint -q "$MNT" && echo after >"$MNT/after" &&
+	   [ "$(cat "$MNT/after")" = after ]; then
+		return 0
+	fi
+	tail -n 5 "$LOG"
+	return 1
+}
+ok "a fresh mount with io_uring" mount_uring
+ok "stopped and continued 20 times under load: still mounted" stopped
+ok "unmount: the daemon exits 0" stop_objfs
 
 term() {
 	mount_uring || return 1
