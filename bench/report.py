@@ -291,6 +291,28 @@ if rand:
             name, mine, base, r, "yes" if r >= 0.5 else "**no**"))
     say("")
 
+if any(k[1] == "cp_inside" for k in M):
+    say("## Copies and checkpoints\n")
+    say("`cp` of a 4 GiB file inside the mount, and ten saves of a 1 GiB "
+        "checkpoint (16 tensors of 64 MiB, 13 of them the same bytes as in "
+        "the save before) as ten files. Medians. Memory and disk: what "
+        "each added, measured once everything written is durable (objfs: "
+        "its arena's use and its backing files' blocks; tmpfs: its use).\n")
+    say("| workload | objfs s | tmpfs s | ratio | objfs memory GiB | objfs disk GiB | tmpfs memory GiB |")
+    say("|---|---|---|---|---|---|---|")
+    for t, name in (("cp_inside", "cp of a 4 GiB file inside"),
+                    ("ckpt_saves", "ten saves of a 1 GiB checkpoint")):
+        size = next((k[2] for k in M if k[1] == t), None)
+        o, tm = get("objfs", t, size), get("tmpfs", t, size)
+        om, od = get("objfs", t + "_mem", size), get("objfs", t + "_disk", size)
+        tmm = get("tmpfs", t + "_mem", size)
+        fmt = lambda v, scale=1.0, f="%.2f": "-" if v is None else f % (v / scale)
+        say("| %s | %s | %s | %s | %s | %s | %s |" % (
+            name, fmt(o), fmt(tm),
+            "-" if o is None or tm is None else "%.2f" % (tm / o),
+            fmt(om, GiB), fmt(od, GiB), fmt(tmm, GiB)))
+    say("")
+
 restart = sorted({k[2] for k in M if k[1] == "restart_adopt"})
 if restart:
     say("## Restart: adopting a killed daemon's arena\n")

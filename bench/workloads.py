@@ -15,6 +15,15 @@
       4 KiB random writes, then reads, in FILE of SIZE bytes, one at a
       time; with "direct" through O_DIRECT (the disk's own rate).  Prints
       the rows randwrite_4k and randread_4k (MiB/s in the seconds column).
+  workloads.py share DIR SYSTEM REP USED
+      copies and checkpoints: cp of a 4 GiB file inside DIR (cp_inside),
+      then ten saves of a 1 GiB checkpoint (16 tensors of 64 MiB, three of
+      them new each time, the others the same bytes again) as ten files
+      (ckpt_saves, seconds for all ten).  USED is a command that prints
+      the bytes SYSTEM holds (memory and disk: "MEM DISK") after making
+      what is written durable; the rows cp_inside_mem/_disk and
+      ckpt_saves_mem/_disk give what each added (bytes in the seconds
+      column).
 
 Every workload checks what it read back; a wrong byte stops the benchmark.
 """
@@ -248,17 +257,76 @@ def randio(path, system, rep, size, direct):
     print("%s,randread_4k,%d,%s,%.3f" % (system, size, rep, mb / r))
 
 
+def share(d, system, rep, used):
+    def held():
+        out = subprocess.run(used, shell=True, check=True,
+                             stdout=subprocess.PIPE, text=True).stdout.split()
+        return int(out[0]), int(out[1])
+
+    rows = []
+    big = os.path.join(d, "big")
+    piece = os.urandom(64 * MiB)
+    with open(big, "wb") as f:
+        for i in range(64):     # 4 GiB, no two MiB alike
+            f.write(bytes([i]) + piece[1:])
+        f.flush()
+        os.fsync(f.fileno())
+    m0, d0 = held()
+    rows.append(("cp_inside", 4 * GiB, timed(run, "cp", big, big + ".copy")))
+    m1, d1 = held()
+    rows.append(("cp_inside_mem", 4 * GiB, m1 - m0))
+    rows.append(("cp_inside_disk", 4 * GiB, d1 - d0))
+    if file_digest(big) != file_digest(big + ".copy"):
+        sys.exit("share: the copy differs from its source")
+    os.unlink(big)
+    os.unlink(big + ".copy")
+    rnd = random.Random(13)
+    tensors = [os.urandom(64 * MiB) for _ in range(16)]
+    m0, d0 = held()
+    t = time.monotonic()
+    for e in range(10):
+        if e:
+            for k in rnd.sample(range(16), 3):
+                tensors[k] = os.urandom(64 * MiB)
+        with open(os.path.join(d, "ckpt-%d" % e), "wb") as f:
+            for x in tensors:
+                f.write(x)
+    rows.append(("ckpt_saves", 10 * GiB, time.monotonic() - t))
+    m1, d1 = held()
+    rows.append(("ckpt_saves_mem", 10 * GiB, m1 - m0))
+    rows.append(("ckpt_saves_disk", 10 * GiB, d1 - d0))
+    last = hashlib.sha256(b"".join(tensors)).hexdigest()
+    if file_digest(os.path.join(d, "ckpt-9")) != last:
+        sys.exit("share: the last checkpoint read back wrong")
+    for e in range(10):
+        os.unlink(os.path.join(d, "ckpt-%d" % e))
+    for test, size, v in rows:
+        print("%s,%s,%d,%s,%.6f" % (system, test, size, rep, v))
+
+
+def file_digest(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(MiB)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+
+
 def main():
     if sys.argv[1] == "prepare":
         prepare(sys.argv[2])
     elif sys.argv[1] == "run":
         d, system, rep, aux, disk = sys.argv[2:7]
         run_all(d, system, rep, aux, disk)
+    elif sys.argv[1] == "share":
+        share(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     elif sys.argv[1] == "randio":
         randio(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]),
                len(sys.argv) > 6 and sys.argv[6] == "direct")
     else:
-        sys.exit("workloads.py: prepare | run | randio")
+        sys.exit("workloads.py: prepare | run | randio | share")
 
 
 if __name__ == "__main__":
