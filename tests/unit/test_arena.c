@@ -264,7 +264,8 @@ test_adopt(void **state)
 	struct objfs_arena *a;
 	struct shared sh;
 	struct stat st;
-	uint64_t o1, o2, o3, o4, v[2] = { 5, 0 };
+	/* Sub-blocks 0, 2 and 199: the last in the block's second entry. */
+	uint64_t o1, o2, o3, o4, v[OBJFS_BITS_WORDS] = { 5, 0, 0, 1ull << 7 };
 	uint32_t c1, c2, c3, c4;
 	char dir[256];
 	size_t n;
@@ -318,6 +319,9 @@ test_adopt(void **state)
 	assert_int_equal(f[2].flags, OBJFS_ARENA_TAG_PARTIAL);
 	assert_int_equal(f[2].csum, 77);
 	assert_int_equal(f[2].valid[0], 5);
+	assert_int_equal(f[2].valid[1], 0);
+	assert_int_equal(f[2].valid[2], 0);
+	assert_int_equal(f[2].valid[3], 1ull << 7);
 	assert_int_equal(nredo, 1);
 	assert_int_equal(redo[0].ino, 7);
 	assert_int_equal(redo[0].kind, OBJFS_INTENT_TRUNCATE);
