@@ -80,6 +80,12 @@ struct objfs_chunk_rec {
 	uint64_t alt;		/* the chunk's second slot (has_alt) */
 	uint64_t map[OBJFS_BITS_WORDS];	/* bit i: sub-block i is at its place in
 				 * slot @alt, not in slot @slot */
+	uint64_t home;		/* 0: the copy is this object's alone;
+				 * else (schema 5) it is shared, and @slot
+				 * is a slot of object @home's backing file
+				 * (@home may be this object); the share DB
+				 * counts the records pointing at it.  A
+				 * shared record has sums and no @alt. */
 };
 
 /*
@@ -208,6 +214,26 @@ int objfs_meta_chunk_del_from(struct objfs_meta_txn *t, uint64_t ino,
 int objfs_meta_chunk_list(struct objfs_meta_txn *t, uint64_t ino,
 		int (*cb)(void *arg, uint64_t idx,
 			const struct objfs_chunk_rec *r), void *arg);
+
+/*
+ * Shared disk copies (schema 5): slot @slot of object @home's backing
+ * file, pointed at by @n chunk records (every one with home == @home).
+ * The count changes in the commit that adds or removes such a record,
+ * so a crash never leaves it different from the records.  _get: -ENOENT
+ * when the copy is not shared; _put with @n 0 deletes the entry.
+ */
+int objfs_meta_share_get(struct objfs_meta_txn *t, uint64_t home,
+		uint64_t slot, uint64_t *n);
+int objfs_meta_share_put(struct objfs_meta_txn *t, uint64_t home,
+		uint64_t slot, uint64_t n);
+/* Each shared copy in @home's backing file, in slot order. */
+int objfs_meta_share_list(struct objfs_meta_txn *t, uint64_t home,
+		int (*cb)(void *arg, uint64_t slot, uint64_t n), void *arg);
+/* Each shared copy of every object; a damaged entry is logged and
+ * comes with @n 0. */
+int objfs_meta_share_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t home, uint64_t slot, uint64_t n),
+		void *arg);
 
 /* Orphans: inodes with no name that were still open. */
 int objfs_meta_orphan_add(struct objfs_meta_txn *t, uint64_t ino);

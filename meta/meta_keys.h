@@ -18,6 +18,10 @@
  *	orphan		ino				(empty): unlinked, still open
  *	deleted		ino				(empty): gone from the index;
  *							its backing file may remain
+ *	share		home . slot			u64 count (big-endian): the
+ *							chunk records that point at
+ *							slot @slot of @home's
+ *							backing file (schema 5)
  *
  * Every value ends with an 8-byte trailer: the xxh3 (canonical BE) of the
  * DB's number, the key and the value, so a damaged record is detected and
@@ -44,6 +48,14 @@
  * and it stays 3 (an objfs of schema 3 can still read it). */
 #define OBJFS_META_SCHEMA	4u
 #define OBJFS_META_SCHEMA_V3	3u
+/* Schema 5: some chunk records share a disk copy (a copy made by
+ * copy_file_range, or equal content): such a record ends with the inode
+ * whose backing file holds it, and the share DB counts the records of
+ * each such copy.  An index is marked 5 by the commit that first shares
+ * a copy, so that an objfs that knows nothing of sharing (and would give
+ * a shared slot back while another file still needs it) refuses it; one
+ * that never shared stays 4 (or 3). */
+#define OBJFS_META_SCHEMA_SHARE	5u
 
 #define OBJFS_DB_SUPER		"super"
 #define OBJFS_DB_INODE		"inode"
@@ -54,7 +66,8 @@
 #define OBJFS_DB_CHUNK		"chunk"
 #define OBJFS_DB_ORPHAN		"orphan"
 #define OBJFS_DB_DELETED	"deleted"
-#define OBJFS_META_NDBS		9
+#define OBJFS_DB_SHARE		"share"
+#define OBJFS_META_NDBS		10
 
 #define OBJFS_SUPER_SCHEMA	"schema"
 #define OBJFS_SUPER_CHUNK	"chunk_size"

@@ -33,6 +33,8 @@
 #define CHUNK_MAP_WORDS(n)	((n) <= 128 ? 2u : ((n) + 63) / 64)
 					/* 16 bytes up to 128 sub-blocks
 					 * (schema 3's only size) */
+#define CHUNK_HOME	8		/* a shared copy's home inode, in
+					 * place of alt and map (schema 5) */
 #define CHUNK_VAL_MAX	(CHUNK_VAL + 1 + 4 * OBJFS_SUMS_MAX + \
 			 CHUNK_ALT(OBJFS_SUMS_MAX))
 					/* shift 1, sums, alt */

@@ -393,14 +393,19 @@ objfs_meta_chunk_put(struct objfs_meta_txn *t, uint64_t ino, uint64_t idx,
 		vb[CHUNK_VAL] = (unsigned char)r->shift;
 		memcpy(vb + CHUNK_VAL + 1, r->tab, 4 * (size_t)n);
 		vlen += 1 + 4 * (size_t)n;
-		if (r->has_alt) {
+		if (r->home && r->has_alt)
+			return -EINVAL;	/* a shared copy has no second slot */
+		if (r->home) {
+			put_be64(vb + vlen, r->home);
+			vlen += CHUNK_HOME;
+		} else if (r->has_alt) {
 			put_be64(vb + vlen, r->alt);
 			for (uint32_t w = 0; w < CHUNK_MAP_WORDS(n); w++)
 				put_be64(vb + vlen + 8 + 8 * w, r->map[w]);
 			vlen += CHUNK_ALT(n);
 		}
-	} else if (r->has_alt) {
-		return -EINVAL;		/* a second slot needs sub-blocks */
+	} else if (r->has_alt || r->home) {
+		return -EINVAL;		/* both need sub-blocks */
 	}
 	return meta_put(t, DB_CHUNK, kb, 16, vb, vlen, 0);
 }
@@ -426,6 +431,7 @@ chunk_decode(const unsigned char *v, size_t vlen, struct objfs_chunk_rec *r)
 	r->tab = NULL;
 	r->has_alt = 0;
 	r->alt = 0;
+	r->home = 0;
 	objfs_bits_zero(r->map);
 	if (vlen == CHUNK_VAL)
 		return 1;
@@ -438,6 +444,10 @@ chunk_decode(const unsigned char *v, size_t vlen, struct objfs_chunk_rec *r)
 	base = CHUNK_VAL + 1 + 4 * (size_t)n;
 	if (vlen == base)
 		return 1;
+	if (vlen == base + CHUNK_HOME) {	/* CHUNK_ALT is longer */
+		r->home = get_be64(v + base);
+		return r->home != 0;
+	}
 	if (vlen != base + CHUNK_ALT(n))
 		return 0;
 	r->has_alt = 1;
@@ -535,6 +545,88 @@ objfs_meta_chunk_all(struct objfs_meta_txn *t,
 	struct chunk_list_ctx c = { NULL, cb, arg };
 
 	return meta_walk_db(t, DB_CHUNK, chunk_list_one, &c);
+}
+
+/* ---- shared disk copies ------------------------------------------------ */
+
+int
+objfs_meta_share_get(struct objfs_meta_txn *t, uint64_t home, uint64_t slot,
+		uint64_t *n)
+{
+	unsigned char kb[16];
+	MDB_val v;
+	int rc;
+
+	put_be64(kb, home);
+	put_be64(kb + 8, slot);
+	rc = meta_get(t, DB_SHARE, kb, 16, &v);
+	if (rc < 0)
+		return rc;
+	if (v.mv_size != 8)
+		return meta_damaged(DB_SHARE, kb, 16);
+	*n = get_be64(v.mv_data);
+	return 0;
+}
+
+int
+objfs_meta_share_put(struct objfs_meta_txn *t, uint64_t home, uint64_t slot,
+		uint64_t n)
+{
+	unsigned char kb[16], vb[8];
+	int rc;
+
+	put_be64(kb, home);
+	put_be64(kb + 8, slot);
+	if (n == 0) {
+		rc = meta_del(t, DB_SHARE, kb, 16);
+		return rc == -ENOENT ? 0 : rc;
+	}
+	put_be64(vb, n);
+	return meta_put(t, DB_SHARE, kb, 16, vb, 8, 0);
+}
+
+struct share_ctx {
+	int (*cb)(void *arg, uint64_t slot, uint64_t n);
+	int (*cb_all)(void *arg, uint64_t home, uint64_t slot, uint64_t n);
+	void *arg;
+};
+
+static int
+share_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct share_ctx *c = arg;
+	uint64_t home, slot, n = 0;
+
+	if (k->mv_size != 16)
+		return meta_damaged(DB_SHARE, k->mv_data, k->mv_size);
+	home = get_be64(k->mv_data);
+	slot = get_be64((unsigned char *)k->mv_data + 8);
+	if (ok && v->mv_size == 8)
+		n = get_be64(v->mv_data);
+	else
+		(void)meta_damaged(DB_SHARE, k->mv_data, k->mv_size);
+	if (c->cb)
+		return n ? c->cb(c->arg, slot, n) : -EIO;
+	return c->cb_all(c->arg, home, slot, n);
+}
+
+int
+objfs_meta_share_list(struct objfs_meta_txn *t, uint64_t home,
+		int (*cb)(void *arg, uint64_t slot, uint64_t n), void *arg)
+{
+	struct share_ctx c = { cb, NULL, arg };
+
+	return meta_range(t, DB_SHARE, home, NULL, 0, share_one, &c);
+}
+
+int
+objfs_meta_share_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t home, uint64_t slot, uint64_t n),
+		void *arg)
+{
+	struct share_ctx c = { NULL, cb, arg };
+
+	return meta_walk_db(t, DB_SHARE, share_one, &c);
 }
 
 /* The DBs keyed by inode number alone, with empty values. */

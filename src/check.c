@@ -223,10 +223,13 @@ check_owner(void *arg, const char *db, uint64_t ino, int ok)
 struct chunks {
 	struct ck *c;
 	uint64_t ino;		/* the file whose records come now */
-	int fd;
+	int fd, opened;
 	struct objfs_slotmap slots;
 	unsigned char *buf;
 	uint64_t verified, bytes, bad;
+	struct shref { uint64_t home, slot; } *sh;	/* shared records */
+	size_t nsh, csh;
+	uint64_t shared;	/* of them, counted in the share DB */
 };
 
 static void
@@ -256,17 +259,24 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 	struct ck *c = k->c;
 	struct ino *x = ck_find(c, ino);
 	struct objfs_alt alt;
-	int rc;
+	int rc, fd;
 
 	if (ino != k->ino) {
 		chunks_done(k);
 		k->ino = ino;
+		k->opened = 0;
+	}
+	/* Opened for the first record in its own file (an object whose
+	 * records all share other objects' copies has none). */
+	if (!k->opened && !(r && r->home && r->home != ino)) {
+		k->opened = 1;
 		k->fd = ck_open_backing(c->bdir, ino);
 		if (k->fd < 0 && r)
 			problem(c, "inode %" PRIu64 ": its chunks are recorded "
 				"but its backing file cannot be opened: %s",
 				ino, strerror(errno));
 	}
+	fd = k->fd;
 	if (!r) {
 		problem(c, "inode %" PRIu64 ": a chunk record is damaged", ino);
 		return 0;
@@ -286,21 +296,47 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 			"more than a chunk", ino, idx, r->len);
 		return 0;
 	}
-	rc = objfs_slots_take(&k->slots, r->slot);
-	if (rc == -EEXIST)
+	if (r->home) {
+		/* A shared copy: counted against the share DB below. */
+		if (k->nsh == k->csh) {
+			size_t n = k->csh ? 2 * k->csh : 64;
+			struct shref *v = realloc(k->sh, n * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			k->sh = v;
+			k->csh = n;
+		}
+		k->sh[k->nsh++] = (struct shref){ r->home, r->slot };
+	}
+	rc = r->home && r->home != ino ? 0 :
+		objfs_slots_take(&k->slots, r->slot);
+	if (rc == -EEXIST && r->home != ino)
 		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": slot %" PRIu64
 			" is used by another chunk too", ino, idx, r->slot);
 	if (r->has_alt && objfs_slots_take(&k->slots, r->alt) == -EEXIST)
 		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": its second "
 			"slot %" PRIu64 " is used by another chunk too", ino,
 			idx, r->alt);
-	if (k->fd < 0)
+	if (r->home && r->home != ino) {
+		fd = ck_open_backing(c->bdir, r->home);
+		if (fd < 0) {
+			problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": the "
+				"backing file of %" PRIu64 ", whose copy it "
+				"shares, cannot be opened: %s", ino, idx,
+				r->home, strerror(errno));
+			return 0;
+		}
+	}
+	if (fd < 0)
 		return 0;
 	if (r->shift && objfs_sums_csum(r->tab, r->len, r->shift) != r->csum)
 		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": its sub-block "
 			"sums do not match its checksum", ino, idx);
-	rc = objfs_spill_read(k->fd, ino, idx, r->slot, objfs_rec_alt(r, &alt),
+	rc = objfs_spill_read(fd, ino, idx, r->slot, objfs_rec_alt(r, &alt),
 			c->chunk, k->buf, r->len, r->shift, r->csum);
+	if (fd != k->fd)
+		close(fd);
 	if (rc == 0) {
 		k->verified++;
 		k->bytes += r->len;
@@ -312,6 +348,60 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 			"the backing file is short or unreadable");
 	}
 	return 0;
+}
+
+static int
+shref_cmp(const void *a, const void *b)
+{
+	const struct shref *x = a, *y = b;
+
+	if (x->home != y->home)
+		return x->home < y->home ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* One entry of the share DB against the shared records found (sorted):
+ * the count must be theirs, and each is marked counted (home 0). */
+static int
+check_share(void *arg, uint64_t home, uint64_t slot, uint64_t n)
+{
+	struct chunks *k = arg;
+	struct shref key = { home, slot }, *p;
+	uint64_t have = 0;
+
+	if (n == 0) {
+		problem(k->c, "the count of shared copy %" PRIu64 ":%" PRIu64
+			" is damaged", home, slot);
+		return 0;
+	}
+	p = k->nsh ? bsearch(&key, k->sh, k->nsh, sizeof(*p), shref_cmp) :
+		NULL;
+	while (p && p > k->sh && shref_cmp(p - 1, &key) == 0)
+		p--;
+	for (; p && p < k->sh + k->nsh && shref_cmp(p, &key) == 0; p++)
+		have++;
+	if (have != n)
+		problem(k->c, "shared copy %" PRIu64 ":%" PRIu64 " is counted "
+			"%" PRIu64 " times but %" PRIu64 " records point at it",
+			home, slot, n, have);
+	k->shared += have;
+	return 0;
+}
+
+/* Every shared record is counted in the share DB. */
+static int
+check_shares(struct chunks *k)
+{
+	int rc;
+
+	qsort(k->sh, k->nsh, sizeof(*k->sh), shref_cmp);
+	k->shared = 0;
+	rc = objfs_meta_share_all(k->c->t, check_share, k);
+	if (rc == 0 && k->shared != k->nsh)
+		problem(k->c, "%zu chunk record(s) name a shared copy that no "
+			"count has (%" PRIu64 " are counted)", k->nsh,
+			k->shared);
+	return rc;
 }
 
 /* ---- the backing directory ------------------------------------------- */
@@ -352,6 +442,8 @@ check_file(void *arg, uint64_t ino)
 	struct ino *x = ck_find(c, ino);
 	int dead = objfs_meta_deleted_get(c->t, ino) == 0;
 
+	if (!x && objfs_data_file_shared(c->t, ino) == 1)
+		return 0;	/* a deleted object's, holding shared copies */
 	if (dead)
 		note(c, "backing file of deleted object %" PRIu64 " is still "
 			"there; the next mount removes it", ino);
@@ -437,9 +529,10 @@ ck_read_super(struct ck *c, const char *data_dir, int dirfd)
 	if (schema == 2)
 		note(c, "schema 2: the next mount marks it 3 (its chunk "
 			"records stay as they are)");
-	else if (schema != OBJFS_META_SCHEMA && schema != OBJFS_META_SCHEMA_V3)
-		problem(c, "schema %" PRIu64 ", this objfs reads %u and %u",
-			schema, OBJFS_META_SCHEMA_V3, OBJFS_META_SCHEMA);
+	else if (schema != OBJFS_META_SCHEMA && schema != OBJFS_META_SCHEMA_V3 &&
+		 schema != OBJFS_META_SCHEMA_SHARE)
+		problem(c, "schema %" PRIu64 ", this objfs reads %u to %u",
+			schema, OBJFS_META_SCHEMA_V3, OBJFS_META_SCHEMA_SHARE);
 	if (chunk < 4096 || chunk > (1u << 30) || (chunk & (chunk - 1))) {
 		problem(c, "chunk size %" PRIu64 " is not one objfs makes",
 			chunk);
@@ -531,7 +624,8 @@ objfs_check(const char *data_dir, FILE *out)
 	    (rc = objfs_meta_orphan_list(c.t, mark_orphan, &c)) < 0 ||
 	    (rc = objfs_meta_deleted_list(c.t, mark_dead, &c)) < 0 ||
 	    (rc = objfs_meta_owner_all(c.t, check_owner, &c)) < 0 ||
-	    (rc = objfs_meta_chunk_all(c.t, check_chunk, &k)) < 0)
+	    (rc = objfs_meta_chunk_all(c.t, check_chunk, &k)) < 0 ||
+	    (rc = check_shares(&k)) < 0)
 		goto out;
 	chunks_done(&k);
 	if (!ck_find(&c, OBJFS_ROOT_INO))
@@ -583,6 +677,7 @@ out:
 	objfs_log_max = saved_log;
 	chunks_done(&k);
 	free(k.buf);
+	free(k.sh);
 	if (c.t)
 		objfs_meta_abort(c.t);
 	if (m)

@@ -22,7 +22,9 @@
  * slot s at byte s * chunk size.  Chunk i goes to slot i when that slot is
  * free; a new version never goes to the slot of a copy that an index
  * record, durable or not, still points at (copy-on-write), so it then
- * takes another one.  The slot map says which slots are taken.
+ * takes another one.  The slot map says which slots are taken.  A disk
+ * copy may be shared with other chunks, of this object or others
+ * (share.c): then @home names the object whose file holds it.
  *
  * Not thread-safe: the owner (the inode) holds its lock around every call.
  */
@@ -70,6 +72,9 @@ struct objfs_chunk {
 				 * crash brings back */
 	uint64_t alt;		/* the second slot (OBJFS_CHUNK_ALT); which
 				 * sub-blocks are there is in the record */
+	uint64_t home;		/* 0: the disk copy is this object's alone;
+				 * else it is shared (share.c), in slot
+				 * @slot of object @home's backing file */
 	/* Sub-blocks changed since the block last equalled the disk copy
 	 * (all ones: not known), and (PARTIAL) those the block holds. */
 	uint64_t dsub[OBJFS_BITS_WORDS];

@@ -74,7 +74,12 @@ chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 	c = objfs_chunkmap_add(&ip->chunks, idx);
 	if (!c)
 		return -ENOMEM;
-	rc = objfs_slots_take(&ip->slots, r->slot);
+	/* A copy shared from another object's file takes no slot of this
+	 * one's; one of its own that is shared is counted once (below). */
+	rc = r->home && r->home != ip->ino ? 0 :
+		objfs_slots_take(&ip->slots, r->slot);
+	if (rc == -EEXIST && r->home == ip->ino)
+		rc = 0;		/* copies of one shared copy */
 	if (rc == -EEXIST) {		/* two records, one slot */
 		l->bad = 1;
 		return 0;
@@ -100,10 +105,23 @@ chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 		(r->has_alt ? OBJFS_CHUNK_ALT : 0);
 	c->csum = r->csum;
 	c->slot = r->slot;
+	c->home = r->home;
 	c->disk_len = r->len;
 	c->rec_seq = l->seq;
 	l->n++;
 	return 0;
+}
+
+/* A copy of @ip's file that records of other objects share stays taken,
+ * whatever @ip's own records say. */
+static int
+share_slot(void *arg, uint64_t slot, uint64_t n)
+{
+	struct objfs_inode *ip = arg;
+	int rc = objfs_slots_take(&ip->slots, slot);
+
+	(void)n;
+	return rc == -EEXIST ? 0 : rc;
 }
 
 /* Slots of @ino that wait to be given back are taken. */
@@ -139,6 +157,8 @@ objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 	if (rc < 0)
 		return rc;
 	rc = objfs_meta_chunk_list(t, ip->ino, chunk_record, &l);
+	if (rc == 0)
+		rc = objfs_meta_share_list(t, ip->ino, share_slot, ip);
 	objfs_meta_abort(t);
 	if (rc == 0)
 		rc = take_deferred(s, ip);
@@ -261,6 +281,7 @@ data_chunk_rec(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	rc = objfs_meta_chunk_get(t, ip->ino, idx, r, tab);
 	objfs_meta_abort(t);
 	if (rc == 0 && (r->slot != c->slot || r->len != c->disk_len ||
+	    r->home != c->home ||
 	    r->csum != c->csum || r->shift != data_sub_shift(s, c) ||
 	    !r->has_alt != !(c->flags & OBJFS_CHUNK_ALT) ||
 	    (r->has_alt && r->alt != c->alt) ||
@@ -284,25 +305,28 @@ int
 data_read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		const struct objfs_chunk *c, void *buf)
 {
-	int fd = data_backing_fd(s, ip, 0, NULL);
 	unsigned char tab[4 * OBJFS_SUMS_MAX];
 	struct objfs_chunk_rec r;
 	struct objfs_alt alt;
-	int rc;
+	int rc, own, fd = data_copy_fd(s, ip, c, &own);
 
 	if (fd < 0) {
-		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": backing file: %s",
-			ip->ino, strerror(-fd));
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": backing file of "
+			"%" PRIu64 ": %s", ip->ino, c->home ? c->home : ip->ino,
+			strerror(-fd));
 		return -EIO;
 	}
 	/* Which sub-blocks are in the second slot is in the record. */
 	if ((c->flags & OBJFS_CHUNK_ALT) &&
-	    (rc = data_chunk_rec(s, ip, idx, c, &r, tab, &alt)) < 0)
+	    (rc = data_chunk_rec(s, ip, idx, c, &r, tab, &alt)) < 0) {
+		data_copy_fd_done(fd, own);
 		return rc;
+	}
 	rc = objfs_spill_read(fd, ip->ino, idx, c->slot,
 			(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL,
 			s->chunk_size, buf, c->disk_len, data_sub_shift(s, c),
 			c->csum);
+	data_copy_fd_done(fd, own);
 	if (rc == -EBADMSG) {
 		atomic_fetch_add(&s->csum_failures, 1);
 		rc = -EIO;
@@ -520,7 +544,7 @@ fill_subs(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	unsigned char tab[4 * OBJFS_SUMS_MAX], *p;
 	struct objfs_chunk_rec r;
 	struct objfs_alt alt;
-	int rc, fd, have = 0;
+	int rc, fd, own, have = 0;
 
 	if (last >= n)
 		last = n ? n - 1 : 0;
@@ -540,7 +564,7 @@ fill_subs(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 				return rc;
 			have = 1;
 		}
-		fd = data_backing_fd(s, ip, 0, NULL);
+		fd = data_copy_fd(s, ip, c, &own);
 		if (fd < 0)
 			return -EIO;
 		hi = (uint32_t)min64((uint64_t)j << s->sub_shift, c->disk_len);
@@ -548,6 +572,7 @@ fill_subs(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 				(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL,
 				s->chunk_size, p + lo, lo, hi, c->disk_len,
 				s->sub_shift, tab);
+		data_copy_fd_done(fd, own);
 		if (rc == -EBADMSG) {
 			atomic_fetch_add(&s->csum_failures, 1);
 			rc = -EIO;
@@ -874,8 +899,9 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	uint32_t tail = (uint32_t)(size & (s->chunk_size - 1));
 	struct objfs_chunk *c = NULL;
 	struct objfs_meta_txn *t;
-	uint64_t nrec = ip->attr.nrec, cut = 0, csum = 0, seq, i;
+	uint64_t nrec = ip->attr.nrec, cut = 0, csum = 0, seq, i, k;
 	unsigned char tab[4 * OBJFS_SUMS_MAX], otab[4 * OBJFS_SUMS_MAX];
+	unsigned *what = NULL;
 	struct objfs_alt alt = { 0, { 0, 0 } };
 	struct objfs_chunk_rec orec;
 	struct objfs_chunk *e;
@@ -922,12 +948,21 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		objfs_arena_intent_end(s->arena, slot);
 		return rc;
 	}
-	if (cut)
+	if (cut && !(what = malloc(cut * sizeof(*what))))
+		rc = -ENOMEM;
+	/* The copies cut lose a reference each (share.c). */
+	k = 0;
+	if (rc == 0)
+		OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e)
+			if ((e->flags & OBJFS_CHUNK_ONDISK) &&
+			    (rc = data_copy_drop(s, t, ip, e, &what[k++])) < 0)
+				break;
+	if (rc == 0 && cut)
 		rc = objfs_meta_chunk_del_from(t, ip->ino, keep);
 	if (rc == 0 && shorten) {
 		struct objfs_chunk_rec r = { csum, c->slot, tail,
 			s->sub_shift, tab, !!(c->flags & OBJFS_CHUNK_ALT),
-			alt.slot, { 0 } };
+			alt.slot, { 0 }, c->home };
 
 		objfs_bits_copy(r.map, alt.map);
 
@@ -937,15 +972,15 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		rc = objfs_meta_inode_put(t, a);
 	rc = data_commit_or_abort(t, rc, &seq);
 	if (rc < 0) {
+		free(what);
 		objfs_arena_intent_end(s->arena, slot);
 		return rc;
 	}
-	OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e) {
+	k = 0;
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e)
 		if (e->flags & OBJFS_CHUNK_ONDISK)
-			data_defer_slot(s, ip->ino, e->slot, seq);
-		if (e->flags & OBJFS_CHUNK_ALT)
-			data_defer_slot(s, ip->ino, e->alt, seq);
-	}
+			data_copy_release(s, ip, e, what[k++], seq);
+	free(what);
 	if (shorten) {
 		c->flags |= OBJFS_CHUNK_SUMS;
 		c->csum = csum;
@@ -980,6 +1015,8 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	struct objfs_meta_txn *t = NULL;
 	uint64_t end = off + len, ends[2] = { off, end }, seq = 0, idx;
 	struct objfs_attr a = ip->attr;
+	unsigned *what = NULL;
+	size_t nwhat = 0, cwhat = 0;
 	struct objfs_chunk *c;
 	int rc = 0, slot;
 
@@ -1010,7 +1047,19 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		if (!t && (rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL,
 				&t)) < 0)
 			break;
-		rc = objfs_meta_chunk_del(t, ip->ino, idx);
+		if (nwhat == cwhat) {
+			unsigned *w = realloc(what, (cwhat = cwhat ? 2 * cwhat :
+					64) * sizeof(*w));
+
+			if (!w) {
+				rc = -ENOMEM;
+				break;
+			}
+			what = w;
+		}
+		rc = data_copy_drop(s, t, ip, c, &what[nwhat++]);
+		if (rc == 0)
+			rc = objfs_meta_chunk_del(t, ip->ino, idx);
 		if (rc < 0)
 			break;
 		a.nrec--;
@@ -1021,10 +1070,12 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		rc = data_commit_or_abort(t, rc, &seq);
 	}
 	if (rc < 0) {
+		free(what);
 		objfs_arena_intent_end(s->arena, slot);
 		return rc;
 	}
 	/* Nothing can fail from here on. */
+	nwhat = 0;
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, off >> s->chunk_shift, idx, c) {
 		uint64_t cs = idx << s->chunk_shift;
 		uint64_t lo = off > cs ? off - cs : 0, hi;
@@ -1036,11 +1087,10 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		hi = min64(end, cs + s->chunk_size) - cs;
 		if (lo == 0 && hi == s->chunk_size) {
 			if (c->flags & OBJFS_CHUNK_ONDISK)
-				data_defer_slot(s, ip->ino, c->slot, seq);
-			if (c->flags & OBJFS_CHUNK_ALT)
-				data_defer_slot(s, ip->ino, c->alt, seq);
+				data_copy_release(s, ip, c, what[nwhat++], seq);
 			objfs_chunkmap_drop(&ip->chunks, idx, c, s->arena);
 			c->flags = 0;
+			c->home = 0;
 		} else if (lo < c->cap) {
 			objfs_arena_tag_dirty(s->arena, c->off);
 			memset((unsigned char *)objfs_arena_ptr(s->arena, c->off)
@@ -1052,6 +1102,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		}
 	}
 	objfs_arena_intent_end(s->arena, slot);
+	free(what);
 	ip->attr.nrec = a.nrec;
 	return 0;
 }
@@ -1212,19 +1263,10 @@ objfs_data_has_file(const struct objfs_inode *ip)
 }
 
 
-void
-objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip, uint64_t seq)
-{
-	objfs_inode_assert_locked(ip);
-	objfs_data_unload(s, ip);
-	data_forget_deferred(s, ip->ino);
-	if (objfs_data_has_file(ip))
-		data_defer_slot(s, ip->ino, OBJFS_WHOLE_FILE, seq);
-}
-
 int
 objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 {
+	struct objfs_data_doomed d;
 	struct objfs_meta_txn *t;
 	uint64_t seq;
 	int rc;
@@ -1233,16 +1275,21 @@ objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (rc < 0)
 		return rc;
+	rc = objfs_data_doom(s, t, ip, &d);
+	if (rc < 0) {
+		objfs_meta_abort(t);
+		return rc;
+	}
 	rc = objfs_meta_inode_del(t, ip->ino);
 	if (rc == -ENOENT)
 		rc = 0;
 	if (rc == 0)
 		rc = objfs_meta_orphan_del(t, ip->ino);
-	if (rc == 0 && objfs_data_has_file(ip))
-		rc = objfs_meta_deleted_add(t, ip->ino);
 	rc = data_commit_or_abort(t, rc, &seq);
-	if (rc < 0)
+	if (rc < 0) {
+		objfs_data_doomed_free(&d);
 		return rc;
-	objfs_data_gone(s, ip, seq);
+	}
+	objfs_data_gone(s, ip, seq, &d);
 	return 0;
 }

@@ -99,6 +99,28 @@ int data_read_from_disk(struct objfs_store *s, struct objfs_inode *ip,
 /* Is a read-ahead of slot @slot under way (without the inode lock)? */
 int data_slot_loading(const struct objfs_inode *ip, uint64_t slot);
 
+/* share.c */
+#define DATA_COPY_FREE	1u	/* no record points at the copy any more */
+#define DATA_COPY_FILE	2u	/* ... and its home is gone: the whole file */
+/* The fd through which chunk @c's disk copy is read: @ip's backing file,
+ * or, for a copy shared from another object's, that file opened for
+ * this read (*@own: data_copy_fd_done() closes it). */
+int data_copy_fd(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_chunk *c, int *own);
+void data_copy_fd_done(int fd, int own);
+/* In @t, chunk @c of @ip stops pointing at its disk copy (rewritten,
+ * cut, punched, deleted): *@what gets DATA_COPY_FREE when the copy is to
+ * be given back once @t is durable (always, for a copy not shared), and
+ * DATA_COPY_FILE when it was the last one in a deleted object's file
+ * (whose tombstone is then put in @t). */
+int data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
+		const struct objfs_inode *ip, const struct objfs_chunk *c,
+		unsigned *what);
+/* After @t committed as @seq: defer what data_copy_drop() freed, and
+ * @c's second slot. */
+void data_copy_release(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_chunk *c, unsigned what, uint64_t seq);
+
 /* space.c */
 /* Put @slot of @ino on the list of space to give back once commit @seq
  * is durable (it stays taken meanwhile). */

@@ -469,12 +469,63 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 	return 0;
 }
 
+/*
+ * The chunk-aligned part of a copy that can be shared instead of copied
+ * (share.c): whole chunks whose disk copy is current.  The source's
+ * dirty chunks are written out first, under its lock alone; then, under
+ * ns_lock, both inode locks (the lower number first) for the one commit
+ * that shares them.  *@done: the bytes shared (0: copy them).
+ */
+static int
+copy_share(struct objfs_store *s, uint64_t ino_in, uint64_t off_in,
+		uint64_t ino_out, uint64_t off_out, size_t len,
+		const struct objfs_writer *w, int *changed, uint64_t *done)
+{
+	struct objfs_inode *src, *dst, *first, *second;
+	int rc;
+
+	*done = 0;
+	if (((off_in | off_out) & (s->chunk_size - 1)) ||
+	    objfs_is_status_ino(ino_in))
+		return 0;
+	if (objfs_inode_get(s, ino_in, &src) < 0)
+		return 0;	/* the copy reports it */
+	if (objfs_inode_get(s, ino_out, &dst) < 0) {
+		objfs_inode_put(s, src);
+		return 0;
+	}
+	objfs_inode_lock(src);
+	if (S_ISREG(src->attr.mode) && src->attr.nlink && src->chunks.ndirty)
+		(void)objfs_data_flush(s, src);	/* else copied */
+	objfs_inode_unlock(src);
+	first = src->ino <= dst->ino ? src : dst;
+	second = first == src ? dst : src;
+	pthread_mutex_lock(&s->ns_lock);
+	objfs_inode_lock(first);
+	if (second != first)
+		objfs_inode_lock(second);
+	rc = 0;
+	if (S_ISREG(src->attr.mode) && S_ISREG(dst->attr.mode) &&
+	    bytes_allowed(dst->attr.mode, -EINVAL) == 0)
+		rc = objfs_data_share(s, src, off_in, dst, off_out, len, done);
+	if (*done && remove_privs(s, dst, w))
+		*changed = 1;
+	if (second != first)
+		objfs_inode_unlock(second);
+	objfs_inode_unlock(first);
+	pthread_mutex_unlock(&s->ns_lock);
+	objfs_inode_put(s, dst);
+	objfs_inode_put(s, src);
+	return rc;
+}
+
 int
 objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 		uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len,
 		const struct objfs_writer *w, int *changed, size_t *n_out)
 {
 	size_t piece = s->chunk_size, done = 0, got = 0, put = 0;
+	uint64_t shared;
 	int rc = 0, k;
 	char *buf;
 
@@ -487,12 +538,31 @@ objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 	buf = malloc(piece);
 	if (!buf)
 		return -ENOMEM;
-	/* One piece at a time through a buffer: the source's lock is never
-	 * held with the destination's, so copying a file onto itself (the
+	/* Whole chunks are shared where they can be; the rest is copied one
+	 * piece at a time through a buffer: the source's lock is never held
+	 * with the destination's there, so copying a file onto itself (the
 	 * kernel has refused overlapping ranges) cannot deadlock. */
 	while (done < len) {
 		size_t n = len - done < piece ? len - done : piece;
+		uint64_t to_edge = s->chunk_size -
+			((off_in + done) & (s->chunk_size - 1));
 
+		rc = copy_share(s, ino_in, off_in + done, ino_out,
+				off_out + done, len - done, w, &k, &shared);
+		*changed |= k;
+		if (rc < 0)
+			break;
+		done += shared;
+		if (done == len)
+			break;
+		if (shared) {
+			n = len - done < piece ? len - done : piece;
+			to_edge = s->chunk_size;
+		}
+		/* Up to the source's next chunk edge, where sharing may
+		 * start again (both ends must be on one). */
+		if (n > to_edge)
+			n = to_edge;
 		rc = objfs_store_read(s, ino_in, off_in + done, buf, n, &got);
 		if (rc < 0 || got == 0)
 			break;

@@ -249,7 +249,8 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 			"(chunks written from now on carry sub-block "
 			"checksums)");
 	} else if (schema != OBJFS_META_SCHEMA &&
-		   schema != OBJFS_META_SCHEMA_V3) {
+		   schema != OBJFS_META_SCHEMA_V3 &&
+		   schema != OBJFS_META_SCHEMA_SHARE) {
 		*msg = "the index was written by an incompatible objfs version";
 		rc = -EPROTO;
 		goto err_abort;
@@ -283,6 +284,7 @@ init_or_check_index(struct objfs_store *s, int created, uint32_t want_chunk,
 	else if (rc < 0)
 		goto err_abort;
 	atomic_store(&s->ninodes, ninodes);
+	s->schema = (unsigned)(schema == 2 ? OBJFS_META_SCHEMA_V3 : schema);
 	rc = objfs_meta_commit(t);
 	if (rc < 0)
 		return rc;
@@ -397,6 +399,11 @@ sweep_backing(struct objfs_store *s)
 		rc = objfs_meta_deleted_list(t, collect_ino, &tomb);
 		for (size_t i = 0; rc == 0 && i < files.n; i++) {
 			rc = objfs_meta_inode_get(t, files.v[i], &a);
+			/* A deleted object's file that other objects'
+			 * records still share is live too. */
+			if (rc == -ENOENT)
+				rc = objfs_data_file_shared(t, files.v[i]) == 1 ?
+					0 : -ENOENT;
 			if (rc == 0) {
 				files.v[i] = 0;		/* live */
 				continue;

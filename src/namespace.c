@@ -418,9 +418,10 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	struct objfs_inode *dp, *ip;
 	struct objfs_attr a, pa;
 	struct objfs_dirent d;
+	struct objfs_data_doomed doomed;
 	size_t len = strlen(name);
 	uint64_t seq;
-	int rc, gone;
+	int rc, gone, doomed_set = 0;
 
 	if (len > OBJFS_NAME_MAX)
 		return -ENAMETOOLONG;
@@ -477,9 +478,9 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	 * orphan, destroyed at the last close (or at the next mount). */
 	gone = a.nlink == 0 && ip->nopen == 0;
 	if ((rc = objfs_meta_dirent_del(t, parent, name, len)) < 0 ||
-	    (gone && (rc = objfs_meta_inode_del(t, a.ino)) < 0) ||
-	    (gone && objfs_data_has_file(ip) &&
-	     (rc = objfs_meta_deleted_add(t, a.ino)) < 0) ||
+	    (gone && (rc = objfs_data_doom(s, t, ip, &doomed)) < 0) ||
+	    (gone && (doomed_set = 1, rc = objfs_meta_inode_del(t,
+			a.ino)) < 0) ||
 	    (!gone && (rc = objfs_meta_inode_put(t, &a)) < 0) ||
 	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
 	    (a.nlink == 0 && !gone &&
@@ -496,7 +497,8 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 		if (gone) {
 			ip->gone = 1;
 			atomic_fetch_sub(&s->ninodes, 1);
-			objfs_data_gone(s, ip, seq);
+			objfs_data_gone(s, ip, seq, &doomed);
+			doomed_set = 0;
 		}
 	}
 	objfs_inode_unlock(ip);
@@ -504,6 +506,8 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 out_ip:
 	/* Never an inode lock inside a transaction (put may take one). */
 	objfs_meta_abort(t);
+	if (doomed_set)
+		objfs_data_doomed_free(&doomed);
 	objfs_inode_put(s, ip);
 out_dp:
 	objfs_inode_put(s, dp);

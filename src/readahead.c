@@ -232,7 +232,7 @@ read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	struct objfs_alt alt;
 	uint32_t hi, base, end, shift = s->sub_shift;
 	void **nb;
-	int rc, fd;
+	int rc, fd, own;
 
 	if (!(c->flags & OBJFS_CHUNK_SUMS) || idx == ra->last ||
 	    idx == ra->last + 1)
@@ -252,9 +252,6 @@ read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	rc = data_chunk_rec(s, ip, idx, c, &r, tab, &alt);
 	if (rc < 0)
 		return rc;
-	fd = data_backing_fd(s, ip, 0, NULL);
-	if (fd < 0)
-		return 0;	/* reported by the whole read */
 	nb = realloc(v->bounce, (v->nbounce + 1) * sizeof(*nb));
 	if (!nb)
 		return -ENOMEM;
@@ -263,9 +260,13 @@ read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (!b)
 		return -ENOMEM;
 	v->bounce[v->nbounce++] = b;
+	fd = data_copy_fd(s, ip, c, &own);
+	if (fd < 0)
+		return 0;	/* reported by the whole read */
 	rc = objfs_spill_read_part(fd, ip->ino, idx, c->slot,
 			(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL, s->chunk_size,
 			b, co, hi, c->disk_len, shift, tab);
+	data_copy_fd_done(fd, own);
 	if (rc == -EBADMSG) {
 		atomic_fetch_add(&s->csum_failures, 1);
 		rc = -EIO;
@@ -344,7 +345,7 @@ read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
 	unsigned char tab[4 * OBJFS_SUMS_MAX];
 	struct objfs_chunk_rec r;
 	struct objfs_alt alt;
-	int fd, rc = -ESTALE, has_alt = 0;
+	int fd, own = 0, rc = -ESTALE, has_alt = 0;
 
 	objfs_inode_assert_locked(ip);
 	if (!ra || slot < 0 || (unsigned)slot >= ra->n)
@@ -357,7 +358,9 @@ read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
 	csum = sl->csum;
 	len = sl->len;
 	c = objfs_chunkmap_get(&ip->chunks, idx);
-	fd = data_backing_fd(s, ip, 0, NULL);
+	/* A copy shared from another object's file is read through an fd
+	 * of this load's own. */
+	fd = c ? data_copy_fd(s, ip, c, &own) : -ENOENT;
 	if (c && objfs_chunk_state(c) == OBJFS_CHUNK_SPILLED &&
 	    c->slot == dslot && c->csum == csum && c->disk_len == len &&
 	    fd >= 0) {
@@ -381,6 +384,7 @@ read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
 			ra->reading--;
 		}
 	}
+	data_copy_fd_done(fd, own);
 	/* A failure (a chunk rewritten meanwhile, or a bad copy) leaves the
 	 * slot empty: the reader then reads it itself, and reports. */
 	if (sl->state == OBJFS_RA_LOADING && sl->gen == gen) {

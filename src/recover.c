@@ -81,6 +81,7 @@ add_name(void *arg, uint64_t parent, const struct objfs_dirent *d)
 struct copy {
 	struct rv *r;
 	int in, out;
+	uint64_t ino;
 	unsigned char *buf;
 	uint64_t found, bad;
 };
@@ -92,14 +93,21 @@ copy_chunk(void *arg, uint64_t idx, const struct objfs_chunk_rec *rec)
 	struct rv *r = k->r;
 	uint32_t c = r->c.chunk;
 	struct objfs_alt alt;
+	int in = k->in, rc;
 
-	if (!rec || rec->len > c || k->in < 0) {
+	/* A shared copy is in its home's file (share.c). */
+	if (rec && rec->home && rec->home != k->ino)
+		in = ck_open_backing(r->c.bdir, rec->home);
+	if (!rec || rec->len > c || in < 0) {
 		k->bad++;
 		return 0;
 	}
 	k->found++;
-	if (objfs_spill_read(k->in, 0, idx, rec->slot, objfs_rec_alt(rec, &alt),
-			c, k->buf, rec->len, rec->shift, rec->csum) < 0) {
+	rc = objfs_spill_read(in, 0, idx, rec->slot, objfs_rec_alt(rec, &alt),
+			c, k->buf, rec->len, rec->shift, rec->csum);
+	if (in != k->in)
+		close(in);
+	if (rc < 0) {
 		fprintf(r->report, "chunk %" PRIu64 " (slot %" PRIu64 ") does not "
 			"verify: left as zeros\n", idx, rec->slot);
 		k->bad++;
@@ -115,7 +123,7 @@ copy_chunk(void *arg, uint64_t idx, const struct objfs_chunk_rec *rec)
 static int
 save_file(struct rv *r, const struct ino *x)
 {
-	struct copy k = { .r = r, .in = -1 };
+	struct copy k = { .r = r, .in = -1, .ino = x->ino };
 	struct timespec ts[2];
 	char tmp[64], name[64];
 	int rc;

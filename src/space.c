@@ -119,7 +119,14 @@ release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
 	int fd;
 
 	if (objfs_store_iget(s, d[0].ino, &ip) < 0) {
-		undefer(s, d, n);	/* gone; its file goes as a whole */
+		/* Gone.  Its file stayed for copies that other objects
+		 * share (share.c): these slots no record needs any more. */
+		fd = objfs_backing_file(s->backing, d[0].ino, 0, NULL);
+		for (size_t i = 0; fd >= 0 && i < n; i++)
+			(void)objfs_spill_punch(fd, d[i].slot, s->chunk_size);
+		if (fd >= 0)
+			close(fd);
+		undefer(s, d, n);
 		return;
 	}
 	objfs_inode_lock(ip);
@@ -212,7 +219,18 @@ objfs_data_reclaim(struct objfs_store *s)
 
 struct trim_ctx {
 	struct objfs_slotmap slots;
+	uint64_t ino;
 };
+
+/* A shared copy in the file stays, whoever's records point at it. */
+static int
+trim_share(void *arg, uint64_t slot, uint64_t n)
+{
+	struct trim_ctx *t = arg;
+
+	(void)n;
+	return objfs_slots_take(&t->slots, slot) == -ENOMEM ? -ENOMEM : 0;
+}
 
 static int
 trim_take(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
@@ -221,6 +239,8 @@ trim_take(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 
 	if (!r)
 		return 0;
+	if (r->home && r->home != t->ino)
+		return 0;	/* in another object's file */
 	if (objfs_slots_take(&t->slots, r->slot) == -ENOMEM ||
 	    (r->has_alt && objfs_slots_take(&t->slots, r->alt) == -ENOMEM))
 		return -ENOMEM;
@@ -238,10 +258,13 @@ trim_file(struct objfs_store *s, uint64_t ino)
 	int fd, rc;
 
 	objfs_slots_init(&t.slots);
+	t.ino = ino;
 	rc = objfs_meta_begin(s->meta, 0, &txn);
 	if (rc < 0)
 		return 0;
 	rc = objfs_meta_chunk_list(txn, ino, trim_take, &t);
+	if (rc == 0)
+		rc = objfs_meta_share_list(txn, ino, trim_share, &t);
 	objfs_meta_abort(txn);
 	fd = rc == 0 ? objfs_backing_file(s->backing, ino, 0, NULL) : -1;
 	for (data = 0; fd >= 0 && (data = lseek(fd, data, SEEK_DATA)) >= 0;
@@ -279,6 +302,9 @@ trim_one(void *arg, uint64_t ino)
 	if (objfs_meta_begin(s->meta, 0, &t) < 0)
 		return 0;
 	rc = objfs_meta_inode_get(t, ino, &a);
+	/* A deleted object's file that stays for shared copies too. */
+	if (rc == -ENOENT && objfs_data_file_shared(t, ino) == 1)
+		a.mode = S_IFREG, rc = 0;
 	objfs_meta_abort(t);
 	if (rc == 0 && S_ISREG(a.mode))
 		*freed += trim_file(s, ino);

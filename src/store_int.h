@@ -173,6 +173,10 @@ struct objfs_store {
 	uint32_t chunk_size;
 	unsigned chunk_shift;
 	unsigned sub_shift;		/* sub-block sums (csum.h) */
+	unsigned schema;		/* the index's (meta_keys.h); 5 once a
+					 * disk copy was shared; changed
+					 * under both inode locks of a copy
+					 * and ns_lock */
 	uint64_t max_size;		/* largest file: writes past it EFBIG */
 	uint64_t restore_limit;		/* arena use above which reads are
 					 * served from disk, not restored */
@@ -197,6 +201,7 @@ struct objfs_store {
 	_Atomic uint64_t direct_reads, part_reads, csum_failures;
 	_Atomic uint64_t sub_writeouts;	/* chunks written as a few sub-blocks */
 	_Atomic uint64_t evictions;
+	_Atomic uint64_t shared_chunks;	/* chunks a copy shared, not copied */
 
 	/* Space given back when durable (space.c), a leaf lock. */
 	pthread_mutex_t defer_lock;
@@ -256,10 +261,37 @@ int objfs_data_object_sum(struct objfs_store *s, struct objfs_inode *ip,
 		char hex[33]);
 /* May @ip have a backing file?  Then deleting it records a tombstone. */
 int objfs_data_has_file(const struct objfs_inode *ip);
-/* @ip left the index in commit @seq: its backing file goes when that is
- * durable. */
+/* What deleting an object leaves to give back once its commit is made
+ * (share.c). */
+struct objfs_data_doomed {
+	struct objfs_deferred *v;	/* slots, or whole files (of objects
+					 * gone before, whose last shared copy
+					 * this was) */
+	size_t n, cap;
+	int whole;			/* its own file goes: a tombstone */
+};
+/* In @t, which deletes @ip's records: drop its references to shared
+ * copies, and record its tombstone, unless other objects' records point
+ * into its file (which then stays until the last of them goes).  0 or
+ * -errno (@t is then to be aborted); objfs_data_gone() frees @d. */
+int objfs_data_doom(struct objfs_store *s, struct objfs_meta_txn *t,
+		struct objfs_inode *ip, struct objfs_data_doomed *d);
+/* @ip left the index in commit @seq (objfs_data_doom() said what goes):
+ * its backing file, or the slots doomed, go when that is durable. */
 void objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t seq);
+		uint64_t seq, struct objfs_data_doomed *d);
+void objfs_data_doomed_free(struct objfs_data_doomed *d);
+/* Do records of other objects (or of a deleted @ino) point into @ino's
+ * backing file?  1, 0 or -errno (share.c). */
+int objfs_data_file_shared(struct objfs_meta_txn *t, uint64_t ino);
+/* copy_file_range without copying: chunk-aligned @off_in of @src and
+ * @off_out of @dst, whole chunks (and a last one that ends @src) whose
+ * disk copy is current are shared, in one commit with @dst's size.
+ * *@done: the bytes so shared, from the start (0: copy them).  Both
+ * inode locks held (so ns_lock too; @src may be @dst).  0 or -ENOMEM. */
+int objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
+		uint64_t off_in, struct objfs_inode *dst, uint64_t off_out,
+		uint64_t len, uint64_t *done);
 /* Give back the space deferred until commits that are durable now (all
  * of it with @all, after a final sync).  No lock held. */
 void objfs_data_release(struct objfs_store *s, int all);

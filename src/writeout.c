@@ -29,6 +29,7 @@ struct written {
 	int subs;		/* only its changed sub-blocks, at their other
 				 * place (slot or alt.slot) */
 	int new_alt;		/* ... into a second slot taken for it */
+	unsigned drop;		/* what its old copy gives (share.c) */
 	unsigned nsubs;		/* ... how many */
 	struct objfs_alt alt;	/* (subs) the second slot, and the map */
 	unsigned char tab[4 * OBJFS_SUMS_MAX];	/* its sub-block sums */
@@ -58,8 +59,9 @@ write_subs(struct objfs_store *s, struct objfs_inode *ip, int fd, uint64_t i,
 	unsigned k = objfs_bits_count(c->dsub);
 	int rc;
 
+	/* Never into a shared copy (share.c). */
 	if ((c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) !=
-			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) ||
+			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) || c->home ||
 	    x->len != c->disk_len || c->rec_seq > durable || k == 0 ||
 	    k > n / SUBS_MAX_PART)
 		return 0;
@@ -101,7 +103,7 @@ subs_waiting(struct objfs_store *s, struct objfs_inode *ip,
 
 		if (!c || !c->cap || !(c->flags & OBJFS_CHUNK_DIRTY) ||
 		    (c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) !=
-			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) ||
+			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) || c->home ||
 		    c->rec_seq <= durable)
 			continue;
 		d = objfs_bits_count(c->dsub);
@@ -196,7 +198,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			break;
 		/* (Not with a second slot: the bytes before the copy's end
 		 * are not all in the first.) */
-		x->tail = (c->flags & OBJFS_CHUNK_ONDISK) &&
+		x->tail = (c->flags & OBJFS_CHUNK_ONDISK) && !c->home &&
 			!(c->flags & OBJFS_CHUNK_ALT) &&
 			c->dirty_lo >= c->disk_len && x->len > c->disk_len &&
 			c->rec_seq <= durable;
@@ -271,11 +273,19 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		for (size_t k = 0; r == 0 && k < n; k++) {
 			struct objfs_chunk_rec rec = { w[k].csum, w[k].slot,
 				w[k].len, s->sub_shift, w[k].tab, w[k].subs,
-				w[k].alt.slot, { 0 } };
+				w[k].alt.slot, { 0 }, 0 };
 
 			objfs_bits_copy(rec.map, w[k].alt.map);
 
-			r = objfs_meta_chunk_put(t, ip->ino, w[k].idx, &rec);
+			/* A whole write leaves the old copy: it loses this
+			 * record's reference (a shared one may stay). */
+			c = objfs_chunkmap_get(&ip->chunks, w[k].idx);
+			w[k].drop = 0;
+			if (!w[k].tail && !w[k].subs)
+				r = data_copy_drop(s, t, ip, c, &w[k].drop);
+			if (r == 0)
+				r = objfs_meta_chunk_put(t, ip->ino, w[k].idx,
+						&rec);
 		}
 		if (r == 0)
 			r = objfs_meta_inode_put(t, &a);
@@ -293,11 +303,9 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		 * one, go once this commit is durable.  A write of changed
 		 * sub-blocks keeps both slots (the places it did not write
 		 * still hold versions the record points at). */
-		if ((c->flags & OBJFS_CHUNK_ONDISK) && !w[k].tail &&
-		    !w[k].subs)
-			data_defer_slot(s, ip->ino, c->slot, seq);
-		if ((c->flags & OBJFS_CHUNK_ALT) && !w[k].subs)
-			data_defer_slot(s, ip->ino, c->alt, seq);
+		if (!w[k].tail && !w[k].subs)
+			data_copy_release(s, ip, c, w[k].drop, seq);
+		c->home = 0;
 		objfs_chunkmap_set_dirty(&ip->chunks, w[k].idx, c, 0);
 		c->flags |= OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS;
 		c->flags &= ~OBJFS_CHUNK_ALT;

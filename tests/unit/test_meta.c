@@ -197,7 +197,7 @@ static void
 put_chunk(struct objfs_meta_txn *t, uint64_t ino, uint64_t i)
 {
 	struct objfs_chunk_rec r = { i * 1000, i + 100, (uint32_t)i + 1, 0,
-		NULL, 0, 0, { 0, 0 } };
+		NULL, 0, 0, { 0, 0 }, 0 };
 
 	assert_int_equal(objfs_meta_chunk_put(t, ino, i, &r), 0);
 }
@@ -228,7 +228,7 @@ test_chunk_record_sums(void **state)
 	struct fx *f = *state;
 	unsigned char tab[16], got[4 * OBJFS_SUMS_MAX];
 	struct objfs_chunk_rec r = { 77, 5, 3 * 4096 + 1, 12, tab, 0, 0,
-		{ 0, 0 } }, g;
+		{ 0, 0 }, 0 }, g;
 
 	for (int i = 0; i < 16; i++)
 		tab[i] = (unsigned char)(0xa0 + i);
@@ -266,6 +266,79 @@ test_chunk_record_sums(void **state)
 	r.has_alt = 0;
 	r.len = (OBJFS_SUMS_MAX + 1) * 4096;	/* 129 sums */
 	assert_int_equal(objfs_meta_chunk_put(f->t, 9, 3, &r), -EINVAL);
+}
+
+static int
+share_listed(void *arg, uint64_t slot, uint64_t n)
+{
+	uint64_t *v = arg;
+
+	v[0]++;
+	v[1] += slot * 100 + n;
+	return 0;
+}
+
+static int
+share_all(void *arg, uint64_t home, uint64_t slot, uint64_t n)
+{
+	uint64_t *v = arg;
+
+	v[0]++;
+	v[1] += home * 10000 + slot * 100 + n;
+	return 0;
+}
+
+/* A shared record names its home and comes back with it, beside the
+ * sums; it has no second slot, and neither it nor a record without
+ * sums can be written with one.  The share DB counts per (home, slot),
+ * one object's entries apart from another's, and a count of 0 is no
+ * entry. */
+static void
+test_shared_records(void **state)
+{
+	struct fx *f = *state;
+	unsigned char tab[16], got[4 * OBJFS_SUMS_MAX];
+	struct objfs_chunk_rec r = { 77, 5, 3 * 4096 + 1, 12, tab, 0, 0,
+		{ 0, 0 }, 31 }, g;
+	uint64_t n, v[2] = { 0, 0 };
+
+	memset(tab, 0x5a, sizeof(tab));
+	assert_int_equal(objfs_meta_chunk_put(f->t, 40, 2, &r), 0);
+	assert_int_equal(objfs_meta_chunk_get(f->t, 40, 2, &g, got), 0);
+	assert_int_equal(g.home, 31);
+	assert_int_equal(g.slot, 5);
+	assert_int_equal(g.has_alt, 0);
+	assert_memory_equal(got, tab, 16);
+	r.has_alt = 1;
+	assert_int_equal(objfs_meta_chunk_put(f->t, 40, 3, &r), -EINVAL);
+	r.has_alt = 0;
+	r.shift = 0;
+	assert_int_equal(objfs_meta_chunk_put(f->t, 40, 3, &r), -EINVAL);
+	r.home = 0;
+	r.shift = 12;
+	assert_int_equal(objfs_meta_chunk_put(f->t, 40, 2, &r), 0);
+	assert_int_equal(objfs_meta_chunk_get(f->t, 40, 2, &g, got), 0);
+	assert_int_equal(g.home, 0);
+
+	assert_int_equal(objfs_meta_share_get(f->t, 31, 5, &n), -ENOENT);
+	assert_int_equal(objfs_meta_share_put(f->t, 31, 5, 2), 0);
+	assert_int_equal(objfs_meta_share_put(f->t, 31, 7, 3), 0);
+	assert_int_equal(objfs_meta_share_put(f->t, 32, 0, 4), 0);
+	assert_int_equal(objfs_meta_share_get(f->t, 31, 5, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(objfs_meta_share_list(f->t, 31, share_listed, v), 0);
+	assert_int_equal(v[0], 2);
+	assert_int_equal(v[1], 502 + 703);
+	v[0] = v[1] = 0;
+	assert_int_equal(objfs_meta_share_all(f->t, share_all, v), 0);
+	assert_int_equal(v[0], 3);
+	assert_int_equal(v[1], 310502 + 310703 + 320004);
+	assert_int_equal(objfs_meta_share_put(f->t, 31, 5, 0), 0);
+	assert_int_equal(objfs_meta_share_get(f->t, 31, 5, &n), -ENOENT);
+	assert_int_equal(objfs_meta_share_put(f->t, 31, 5, 0), 0);
+	v[0] = v[1] = 0;
+	assert_int_equal(objfs_meta_share_list(f->t, 31, share_listed, v), 0);
+	assert_int_equal(v[0], 1);
 }
 
 static void
@@ -981,6 +1054,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_dirents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listing_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_xattrs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_records, setup,
+				teardown),
 		cmocka_unit_test_setup_teardown(test_chunk_record_sums,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chunks_and_inode_delete,

@@ -36,6 +36,7 @@
 #include "meta/meta_keys.h"
 #include "src/base/csum.h"
 #include "src/base/log.h"
+#include "src/check.h"
 #include "src/status.h"
 #include "src/store.h"
 #include "src/arena.h"
@@ -2559,11 +2560,221 @@ test_object_sum_small_chunks(void **state)
 	check_sums(*state, 0);			/* 64 KiB chunks: read */
 }
 
+/* ---- copies that share chunks (share.c) ------------------------------- */
+
+/* The first @len bytes of @ino are @want. */
+static void
+assert_prefix(struct fx *f, uint64_t ino, const unsigned char *want,
+		size_t len)
+{
+	unsigned char *got = malloc(len);
+	size_t n;
+
+	assert_int_equal(objfs_store_read(f->s, ino, 0, got, len, &n), 0);
+	assert_int_equal(n, len);
+	assert_memory_equal(got, want, len);
+	free(got);
+}
+
+/* objfsctl check on the data directory, closed, must find nothing. */
+static void
+assert_checks_clean(struct fx *f)
+{
+	FILE *out = tmpfile();
+	char line[512];
+	int n;
+
+	assert_non_null(out);
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+	n = objfs_check(f->dir, out);
+	if (n != 0) {
+		rewind(out);
+		while (fgets(line, sizeof(line), out))
+			fputs(line, stderr);
+	}
+	fclose(out);
+	assert_int_equal(n, 0);
+	reopen(f);
+}
+
+static uint64_t
+backing_files(struct fx *f)
+{
+	char path[128];
+	struct dirent *e;
+	uint64_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/backing", f->dir);
+	d = opendir(path);
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += strlen(e->d_name) == 16;
+	closedir(d);
+	return n;
+}
+
+/* Give back what waits for a durable commit, as the maintenance thread
+ * does once a second. */
+static void
+give_back(struct fx *f)
+{
+	assert_int_equal(objfs_meta_sync(f->s->meta), 0);
+	objfs_data_release(f->s, 0);
+}
+
+/*
+ * copy_file_range over whole chunks shares their disk copies: no byte is
+ * copied, and the copy reads the same.  A write to either side changes
+ * that side alone, before and after a remount; unlinking the source
+ * keeps the copy whole (its backing file stays for the shared chunks),
+ * and once the last user of each shared chunk is gone, truncated,
+ * punched or unlinked, every backing file goes.  objfsctl check agrees
+ * with the counts at each step.
+ */
+static void
+test_copy_shares_chunks(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 5 * CHUNK + 1000, n;
+	unsigned char *a = pattern(len, 41), *b = malloc(len);
+	unsigned char x[100];
+	struct objfs_attr at;
+	uint64_t src, dst, before, written;
+	int changed;
+
+	memset(x, 0xee, sizeof(x));
+	src = make_file(f, "src", a, len, 0);
+	assert_int_equal(objfs_store_create(f->s, 1, "dst", 0644, O_RDWR, 0,
+				&cr, &at), 0);
+	dst = at.ino;
+	/* The source is dirty: the copy writes it out, then shares it. */
+	before = atomic_load(&f->s->shared_chunks);
+	assert_int_equal(objfs_store_copy_range(f->s, src, 0, dst, 0, len,
+				&wr, &changed, &n), 0);
+	assert_int_equal(n, len);
+	assert_int_equal(atomic_load(&f->s->shared_chunks) - before, 6);
+	written = atomic_load(&f->s->written_out_bytes);
+	assert_content(f, dst, a, len, 0);
+	assert_int_equal(objfs_store_getattr(f->s, dst, &at), 0);
+	assert_int_equal(at.size, len);
+	/* Copied again onto itself: the counts stay right. */
+	assert_int_equal(objfs_store_copy_range(f->s, src, 0, dst, 0, len,
+				&wr, &changed, &n), 0);
+	assert_int_equal(n, len);
+	assert_int_equal(atomic_load(&f->s->written_out_bytes), written);
+
+	/* A write to the copy leaves the source as it was, and back. */
+	memcpy(b, a, len);
+	assert_int_equal(objfs_store_write(f->s, dst, CHUNK + 10, x, 100, &wr,
+				&changed, &n), 0);
+	memcpy(b + CHUNK + 10, x, 100);
+	assert_int_equal(objfs_store_write(f->s, src, 3 * CHUNK, x, 50, &wr,
+				&changed, &n), 0);
+	memcpy(a + 3 * CHUNK, x, 50);
+	assert_content(f, src, a, len, 0);
+	assert_content(f, dst, b, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, src, 0), 0);
+	assert_int_equal(objfs_store_fsync(f->s, dst, 0), 0);
+	assert_content(f, src, a, len, 0);
+	assert_content(f, dst, b, len, 0);
+	assert_int_equal(objfs_store_release(f->s, src, O_RDWR, 0), 0);
+	assert_checks_clean(f);
+	assert_content(f, src, a, len, 0);
+	assert_content(f, dst, b, len, 0);
+
+	/* The source goes: its file stays for the chunks the copy shares. */
+	assert_int_equal(objfs_store_unlink(f->s, 1, "src"), 0);
+	give_back(f);
+	assert_int_equal(backing_files(f), 2);
+	assert_checks_clean(f);
+	assert_content(f, dst, b, len, 0);
+	/* Cut, punched, rewritten: the shared chunks lose their users... */
+	assert_int_equal(objfs_store_fallocate(f->s, dst, FALLOC_FL_PUNCH_HOLE |
+				FALLOC_FL_KEEP_SIZE, 0, CHUNK), 0);
+	memset(b, 0, CHUNK);
+	assert_int_equal(objfs_store_write(f->s, dst, 2 * CHUNK, x, 100, &wr,
+				&changed, &n), 0);
+	memcpy(b + 2 * CHUNK, x, 100);
+	assert_int_equal(objfs_store_fsync(f->s, dst, 0), 0);
+	{
+		struct objfs_setattr sa = { .valid = OBJFS_SET_SIZE,
+			.size = 2 * CHUNK + 500 };
+
+		assert_int_equal(objfs_store_setattr(f->s, dst, &sa, &at), 0);
+	}
+	assert_content(f, dst, b, 2 * CHUNK + 500, 0);
+	assert_checks_clean(f);
+	assert_content(f, dst, b, 2 * CHUNK + 500, 0);
+	/* ... and with the last one, the source's file goes too. */
+	{
+		struct objfs_setattr sa = { .valid = OBJFS_SET_SIZE,
+			.size = 2 * CHUNK };
+
+		assert_int_equal(objfs_store_setattr(f->s, dst, &sa, &at), 0);
+	}
+	assert_int_equal(objfs_store_release(f->s, dst, O_RDWR, 0), 0);
+	give_back(f);
+	assert_int_equal(backing_files(f), 1);
+	assert_checks_clean(f);
+	assert_content(f, dst, b, 2 * CHUNK, 0);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "dst"), 0);
+	give_back(f);
+	assert_int_equal(backing_files(f), 0);
+	assert_checks_clean(f);
+	free(a);
+	free(b);
+}
+
+/* Unlinking the copy first leaves the source whole and its file as it
+ * was; copies within one file, and of a file beyond the arena, share
+ * too, and survive a remount. */
+static void
+test_copy_shares_within_and_beyond(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 200 * CHUNK, n;	/* 12.5 MiB through an 8 MiB arena */
+	unsigned char *a = pattern(len, 42);
+	struct objfs_attr at;
+	uint64_t src, dst;
+	int changed;
+
+	src = make_file(f, "big", a, len, 0);
+	assert_int_equal(objfs_store_create(f->s, 1, "copy", 0644, O_RDWR, 0,
+				&cr, &at), 0);
+	dst = at.ino;
+	assert_int_equal(objfs_store_copy_range(f->s, src, 0, dst, 0, len,
+				&wr, &changed, &n), 0);
+	assert_int_equal(n, len);
+	/* Within one file: its first 10 chunks again, past its end. */
+	assert_int_equal(objfs_store_copy_range(f->s, src, 0, src, len,
+				10 * CHUNK, &wr, &changed, &n), 0);
+	assert_int_equal(n, 10 * CHUNK);
+	assert_int_equal(objfs_store_release(f->s, src, O_RDWR, 0), 0);
+	assert_int_equal(objfs_store_release(f->s, dst, O_RDWR, 0), 0);
+	assert_checks_clean(f);
+	assert_content(f, dst, a, len, 0);
+	assert_prefix(f, src, a, len);
+	assert_content(f, src, a, 10 * CHUNK, len);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "copy"), 0);
+	give_back(f);
+	assert_int_equal(backing_files(f), 1);
+	assert_checks_clean(f);
+	assert_prefix(f, src, a, len);
+	assert_content(f, src, a, 10 * CHUNK, len);
+	free(a);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roundtrip_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_shares_chunks, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_copy_shares_within_and_beyond,
+				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_eio, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_zero_write, setup, teardown),

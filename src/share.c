@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * share.c - disk copies that several chunks share: copies made by
+ * copy_file_range over whole chunks (objfs_data_share), and the rules
+ * every other path follows for them.
+ *
+ * A shared copy stays where it was written: slot S of the backing file
+ * of object H (its "home").  Every chunk record that points at it ends
+ * with H (meta.h, schema 5), and the index's share DB counts those
+ * records: (H, S) -> n.  The count changes in the very commit that adds
+ * or removes a record, so no crash can leave it unlike the records: a
+ * copy is never given back while a record (durable or not) points at
+ * it, and never left behind once none does.
+ *
+ *	- Nothing is ever written into a shared copy: a chunk whose record
+ *	  is shared is written out whole, to a free slot of its own file
+ *	  (no append in place, no sub-blocks in a second slot), and its
+ *	  old record's reference is dropped in the same commit.
+ *	- Dropping the last reference gives the slot back as any freed
+ *	  slot is: once the commit is durable, through the deferred list
+ *	  (space.c), in H's file, whoever dropped it.
+ *	- H's own slot map keeps S taken while the share DB counts it, even
+ *	  after H's own record went elsewhere (data.c loads both).
+ *	- H's backing file outlives H while other objects' records point
+ *	  into it: deleting H writes no tombstone then.  The commit that
+ *	  drops the last reference into the file of a deleted H writes it,
+ *	  and the file goes once that commit is durable.
+ *
+ * Called with the inode lock(s) held (store_int.h): objfs_data_share()
+ * with both, which only ns_lock permits.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../meta/meta_keys.h"
+#include "base/log.h"
+#include "data_int.h"
+
+int
+data_copy_fd(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_chunk *c, int *own)
+{
+	*own = 0;
+	if (!c->home || c->home == ip->ino)
+		return data_backing_fd(s, ip, 0, NULL);
+	*own = 1;
+	return objfs_backing_file(s->backing, c->home, 0, NULL);
+}
+
+void
+data_copy_fd_done(int fd, int own)
+{
+	if (own && fd >= 0)
+		close(fd);
+}
+
+static int
+any_share(void *arg, uint64_t slot, uint64_t n)
+{
+	(void)slot;
+	(void)n;
+	*(int *)arg = 1;
+	return 1;		/* stops the walk */
+}
+
+int
+objfs_data_file_shared(struct objfs_meta_txn *t, uint64_t home)
+{
+	int found = 0, rc = objfs_meta_share_list(t, home, any_share, &found);
+
+	return rc < 0 ? rc : found;
+}
+
+int
+data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
+		const struct objfs_inode *ip, const struct objfs_chunk *c,
+		unsigned *what)
+{
+	struct objfs_attr a;
+	uint64_t n;
+	int rc;
+
+	(void)s;
+	*what = 0;
+	if (!(c->flags & OBJFS_CHUNK_ONDISK))
+		return 0;
+	if (!c->home) {
+		*what = DATA_COPY_FREE;
+		return 0;
+	}
+	rc = objfs_meta_share_get(t, c->home, c->slot, &n);
+	if (rc == -ENOENT) {
+		/* Counted nowhere: a record of a copy that is not shared
+		 * after all (the count went with a damaged record).  Never
+		 * give back what another record may still name. */
+		objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": shared copy "
+			"%" PRIu64 ":%" PRIu64 " has no count; kept", ip->ino,
+			c->home, c->slot);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_share_put(t, c->home, c->slot, n - 1);
+	if (rc < 0 || n > 1)
+		return rc;
+	*what = DATA_COPY_FREE;
+	if (c->home == ip->ino)
+		return 0;
+	/* The last reference into the file of an object that is gone: the
+	 * file goes too, once this commit is durable. */
+	rc = objfs_meta_inode_get(t, c->home, &a);
+	if (rc != -ENOENT)
+		return rc < 0 ? rc : 0;
+	rc = objfs_data_file_shared(t, c->home);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	*what |= DATA_COPY_FILE;
+	return objfs_meta_deleted_add(t, c->home);
+}
+
+void
+data_copy_release(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_chunk *c, unsigned what, uint64_t seq)
+{
+	uint64_t home = c->home ? c->home : ip->ino;
+
+	if (what & DATA_COPY_FILE)
+		data_defer_slot(s, home, OBJFS_WHOLE_FILE, seq);
+	else if (what & DATA_COPY_FREE)
+		data_defer_slot(s, home, c->slot, seq);
+	/* A second slot is never shared. */
+	if (c->flags & OBJFS_CHUNK_ALT)
+		data_defer_slot(s, ip->ino, c->alt, seq);
+}
+
+/* ---- deleting an object ------------------------------------------------ */
+
+static int
+doomed_add(struct objfs_data_doomed *d, uint64_t ino, uint64_t slot)
+{
+	struct objfs_deferred *v;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 8;
+
+		v = realloc(d->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		d->v = v;
+		d->cap = cap;
+	}
+	d->v[d->n++] = (struct objfs_deferred){ ino, slot, 0 };
+	return 0;
+}
+
+int
+objfs_data_doom(struct objfs_store *s, struct objfs_meta_txn *t,
+		struct objfs_inode *ip, struct objfs_data_doomed *d)
+{
+	struct objfs_chunk *c;
+	uint64_t i;
+	int rc = 0, kept;
+
+	memset(d, 0, sizeof(*d));
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
+		unsigned what;
+
+		if (!(c->flags & OBJFS_CHUNK_ONDISK))
+			continue;
+		rc = data_copy_drop(s, t, ip, c, &what);
+		if (rc == 0 && (what & DATA_COPY_FILE))
+			rc = doomed_add(d, c->home, OBJFS_WHOLE_FILE);
+		else if (rc == 0 && (what & DATA_COPY_FREE) && c->home &&
+			 c->home != ip->ino)
+			rc = doomed_add(d, c->home, c->slot);
+		if (rc < 0)
+			goto fail;
+	}
+	/* Its own copies are given back one by one if the file must
+	 * stay; with the file otherwise. */
+	kept = objfs_data_file_shared(t, ip->ino);
+	if (kept < 0) {
+		rc = kept;
+		goto fail;
+	}
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
+		uint64_t n;
+
+		if (!kept || !(c->flags & OBJFS_CHUNK_ONDISK) ||
+		    (c->home && c->home != ip->ino))
+			continue;
+		/* One of its shared copies still counted: not its to give. */
+		if (c->home && objfs_meta_share_get(t, ip->ino, c->slot, &n) == 0)
+			continue;
+		rc = doomed_add(d, ip->ino, c->slot);
+		if (rc == 0 && (c->flags & OBJFS_CHUNK_ALT))
+			rc = doomed_add(d, ip->ino, c->alt);
+		if (rc < 0)
+			goto fail;
+	}
+	d->whole = !kept && objfs_data_has_file(ip);
+	if (d->whole && (rc = objfs_meta_deleted_add(t, ip->ino)) < 0)
+		goto fail;
+	return 0;
+
+fail:
+	objfs_data_doomed_free(d);
+	return rc;
+}
+
+void
+objfs_data_doomed_free(struct objfs_data_doomed *d)
+{
+	free(d->v);
+	d->v = NULL;
+	d->n = d->cap = 0;
+}
+
+void
+objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip, uint64_t seq,
+		struct objfs_data_doomed *d)
+{
+	objfs_inode_assert_locked(ip);
+	objfs_data_unload(s, ip);
+	if (d->whole) {
+		data_forget_deferred(s, ip->ino);
+		data_defer_slot(s, ip->ino, OBJFS_WHOLE_FILE, seq);
+	}
+	for (size_t k = 0; k < d->n; k++)
+		data_defer_slot(s, d->v[k].ino, d->v[k].slot, seq);
+	objfs_data_doomed_free(d);
+}
+
+/* ---- copies that share ------------------------------------------------- */
+
+/* Can chunk @c's disk copy be shared as it is: on disk, equal to the
+ * arena's block if any, checked in sub-blocks, all in one slot? */
+static int
+shareable(const struct objfs_chunk *c)
+{
+	return c && (c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS |
+			OBJFS_CHUNK_DIRTY | OBJFS_CHUNK_ALT |
+			OBJFS_CHUNK_PARTIAL)) ==
+		(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS);
+}
+
+struct shared_one {
+	uint64_t si, di;	/* source and destination chunk */
+	unsigned drop;		/* what the destination's old copy gives */
+	struct objfs_chunk old;	/* the destination's chunk before */
+	int new_src;		/* the source's record is newly shared */
+};
+
+int
+objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
+		uint64_t off_in, struct objfs_inode *dst, uint64_t off_out,
+		uint64_t len, uint64_t *done)
+{
+	uint64_t cs = s->chunk_size, si = off_in >> s->chunk_shift;
+	uint64_t di = off_out >> s->chunk_shift, n = 0, seq, k, bytes = 0;
+	struct objfs_attr a = dst->attr;
+	struct objfs_meta_txn *t;
+	struct shared_one *v;
+	int rc = 0;
+
+	objfs_inode_assert_locked(src);
+	objfs_inode_assert_locked(dst);
+	*done = 0;
+	if ((off_in | off_out) & (cs - 1) || off_in >= src->attr.size ||
+	    dst->gone || src->gone)
+		return 0;
+	/* Whole chunks, and a last one that ends the source, when nothing
+	 * of the destination lies past it in that chunk. */
+	if (len > src->attr.size - off_in)
+		len = src->attr.size - off_in;
+	if (off_out + len > s->max_size)
+		return 0;
+	n = len >> s->chunk_shift;
+	if ((len & (cs - 1)) && off_in + len == src->attr.size &&
+	    dst->attr.size <= off_out + len)
+		n++;
+	if (n == 0)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	rc = objfs_meta_begin(s->meta, OBJFS_META_WRITE, &t);
+	if (rc < 0) {
+		free(v);
+		return rc;
+	}
+	for (k = 0; k < n; k++) {
+		struct objfs_chunk *c = objfs_chunkmap_get(&src->chunks, si + k);
+		struct objfs_chunk *d = objfs_chunkmap_get(&dst->chunks, di + k);
+		struct shared_one *x = &v[k];
+		unsigned char tab[4 * OBJFS_SUMS_MAX];
+		struct objfs_chunk_rec r;
+		uint64_t home, cnt;
+
+		/* A hole is copied by the caller, and anything else that is
+		 * not a clean disk copy (the flush before failed, or it
+		 * changed since). */
+		if (!shareable(c))
+			break;
+		/* The record as it is, sums included: the destination's is
+		 * the same but for its key and the home. */
+		rc = data_chunk_rec(s, src, si + k, c, &r, tab, NULL);
+		if (rc < 0)
+			break;
+		home = c->home ? c->home : src->ino;
+		rc = objfs_meta_share_get(t, home, c->slot, &cnt);
+		if (rc == -ENOENT && c->home)
+			rc = -EIO;	/* a shared record with no count */
+		if (rc == -ENOENT)
+			cnt = 1;
+		else if (rc < 0)
+			break;
+		x->si = si + k;
+		x->di = di + k;
+		x->drop = 0;
+		x->new_src = !c->home;
+		x->old = d ? *d : (struct objfs_chunk){ 0 };
+		r.home = home;
+		if (x->new_src &&
+		    (rc = objfs_meta_chunk_put(t, src->ino, si + k, &r)) < 0)
+			break;
+		if ((rc = objfs_meta_share_put(t, home, c->slot, cnt + 1)) < 0)
+			break;
+		/* The destination's old copy, if any, loses a reference. */
+		if (d && (rc = data_copy_drop(s, t, dst, d, &x->drop)) < 0)
+			break;
+		if (!(d && (d->flags & OBJFS_CHUNK_ONDISK)))
+			a.nrec++;
+		if ((rc = objfs_meta_chunk_put(t, dst->ino, di + k, &r)) < 0)
+			break;
+		bytes = min64(len, (k + 1) << s->chunk_shift);
+	}
+	n = k;
+	if (n == 0 || rc < 0) {
+		/* Nothing to share, or a failure after some chunks were put
+		 * in this transaction: abort it all (nothing changed), and
+		 * the caller copies bytes instead, which reports any damage
+		 * as a read would. */
+		objfs_meta_abort(t);
+		free(v);
+		return rc == -ENOMEM ? rc : 0;
+	}
+	if (off_out + bytes > a.size)
+		a.size = off_out + bytes;
+	objfs_attr_touch_mc(&a);
+	rc = objfs_meta_inode_put(t, &a);
+	/* The first shared copy marks the index: an objfs that knows
+	 * nothing of sharing must refuse it from now on. */
+	if (rc == 0 && s->schema < OBJFS_META_SCHEMA_SHARE &&
+	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_SCHEMA,
+			OBJFS_META_SCHEMA_SHARE)) == 0)
+		rc = objfs_meta_super_put(t, OBJFS_SUPER_SUB_SHIFT,
+				s->sub_shift);
+	rc = data_commit_or_abort(t, rc, &seq);
+	if (rc < 0) {
+		free(v);
+		return rc == -ENOMEM ? rc : 0;
+	}
+	s->schema = OBJFS_META_SCHEMA_SHARE;
+	for (k = 0; k < n; k++) {
+		struct shared_one *x = &v[k];
+		struct objfs_chunk *c = objfs_chunkmap_get(&src->chunks, x->si);
+		struct objfs_chunk *d = objfs_chunkmap_add(&dst->chunks, x->di);
+
+		if (x->new_src) {
+			c->home = src->ino;
+			c->rec_seq = seq;
+		}
+		data_copy_release(s, dst, &x->old, x->drop, seq);
+		if (!d) {
+			/* No memory for the entry: the record is in the
+			 * index, so the next load finds it; until then the
+			 * chunk reads as before.  Mark the object for it. */
+			objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": out of "
+				"memory for chunk %" PRIu64 " of a copy",
+				dst->ino, x->di);
+			continue;
+		}
+		/* After the commit: a daemon killed before it adopts the old
+		 * block, and the copy did not happen. */
+		objfs_chunkmap_drop(&dst->chunks, x->di, d, s->arena);
+		d->flags = c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS);
+		d->home = c->home;
+		d->slot = c->slot;
+		d->csum = c->csum;
+		d->disk_len = c->disk_len;
+		d->rec_seq = seq;
+		d->dirty_lo = UINT32_MAX;
+		objfs_bits_zero(d->dsub);
+		objfs_bits_zero(d->valid);
+	}
+	atomic_fetch_add(&s->shared_chunks, n);
+	free(v);
+	dst->attr = a;
+	dst->attr_dirty = 0;
+	*done = bytes;
+	return 0;
+}
