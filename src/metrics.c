@@ -138,6 +138,8 @@ static const struct figure {
 	  "Parts of spilled chunks read from disk alone." },
 	{ "subblock_writeouts", "objfs_subblock_writeouts_total", "counter",
 	  "Chunks written out as a few changed sub-blocks." },
+	{ "shared_chunks", "objfs_shared_chunks_total", "counter",
+	  "Chunks that copies shared instead of copying their bytes." },
 	{ "evicted_bytes", "objfs_evicted_bytes_total", "counter",
 	  "Clean bytes dropped from the arena without writing." },
 	{ "writer_waits", "objfs_writer_waits_total", "counter",

@@ -404,9 +404,9 @@ cmd_stat(int n, char **files)
 {
 	static const char *const names[] = {
 		"resident", "dirty", "disk", "spilled", "chunk_size",
-		"chunks_resident", "chunks_spilled", "chunks_hole",
+		"chunks_resident", "chunks_spilled", "chunks_hole", "shared",
 	};
-	uint64_t v[8];
+	uint64_t v[9];
 	char attr[64], h[32];
 	struct stat st;
 	int status = 0;
@@ -414,7 +414,7 @@ cmd_stat(int n, char **files)
 	for (int i = 0; i < n; i++) {
 		int rc = stat(files[i], &st);
 
-		for (int k = 0; rc == 0 && k < 8; k++) {
+		for (int k = 0; rc == 0 && k < 9; k++) {
 			snprintf(attr, sizeof(attr), "user.objfs.%s", names[k]);
 			rc = get_u64(files[i], attr, &v[k]);
 		}
@@ -433,6 +433,7 @@ cmd_stat(int n, char **files)
 		printf("  dirty     %s (in the arena, not yet on disk)\n", objfs_format_size(v[1], h, sizeof(h)));
 		printf("  disk      %s (current copy on disk)\n", objfs_format_size(v[2], h, sizeof(h)));
 		printf("  spilled   %s (only on disk)\n", objfs_format_size(v[3], h, sizeof(h)));
+		printf("  shared    %s (on disk once, for copies too)\n", objfs_format_size(v[8], h, sizeof(h)));
 		printf("  chunks    %" PRIu64 " resident, %" PRIu64 " spilled, %" PRIu64
 			" holes, of %s each\n", v[5], v[6], v[7], objfs_format_size(v[4], h, sizeof(h)));
 	}

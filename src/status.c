@@ -52,6 +52,7 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		"direct_read_chunks: %" PRIu64 "\n"
 		"part_reads: %" PRIu64 "\n"
 		"subblock_writeouts: %" PRIu64 "\n"
+		"shared_chunks: %" PRIu64 "\n"
 		"evicted_bytes: %" PRIu64 "\n"
 		"writer_waits: %" PRIu64 "\n"
 		"checksum_failures: %" PRIu64 "\n"
@@ -66,7 +67,7 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		f->disk_bytes, f->disk_chunks, f->fs_bytes, f->fs_avail,
 		st->written_out_chunks, st->written_out_bytes,
 		st->restored_chunks, st->restored_bytes, st->direct_reads,
-		st->part_reads, st->sub_writeouts,
+		st->part_reads, st->sub_writeouts, st->shared_chunks,
 		st->dropped_bytes, st->write_waits, st->csum_failures,
 		st->inodes_cached, f->pid, f->data_dir, objfs_log_where(),
 		f->arena_note);
@@ -80,7 +81,7 @@ int
 objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 		const char *name, char *buf, size_t size, size_t *len_out)
 {
-	uint64_t resident = 0, dirty = 0, disk = 0, spilled = 0;
+	uint64_t resident = 0, dirty = 0, disk = 0, spilled = 0, shared = 0;
 	uint64_t nres = 0, nspill = 0, nhole = 0, nchunks, v, i;
 	const struct objfs_chunk *c;
 	char tmp[32];
@@ -93,6 +94,11 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 		if ((c->flags & OBJFS_CHUNK_ONDISK) &&
 		    !(c->flags & OBJFS_CHUNK_DIRTY))
 			disk += c->disk_len;
+		/* A disk copy other records point at too (share.c), and
+		 * still this chunk's: counted once on disk, whoever's. */
+		if ((c->flags & OBJFS_CHUNK_ONDISK) && c->home &&
+		    !(c->flags & OBJFS_CHUNK_DIRTY))
+			shared += c->disk_len;
 		switch (objfs_chunk_state(c)) {
 		case OBJFS_CHUNK_SPILLED:
 			spilled += c->disk_len;
@@ -124,6 +130,8 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 		v = nspill;
 	else if (strcmp(name, OBJFS_XATTR_PREFIX "chunks_hole") == 0)
 		v = nhole;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "shared") == 0)
+		v = shared;
 	else
 		return -ENODATA;
 	n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v);

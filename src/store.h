@@ -85,6 +85,7 @@ struct objfs_store_stats {
 	uint64_t part_reads;	/* parts of chunks read from disk alone */
 	uint64_t dirty_bytes;	/* in the arena, not yet on disk */
 	uint64_t sub_writeouts;	/* chunks written out as a few sub-blocks */
+	uint64_t shared_chunks;	/* chunks copies shared instead of copying */
 	uint64_t csum_failures;
 	uint64_t evictions;	/* eviction batches that wrote chunks out */
 	uint64_t dropped_bytes;	/* arena bytes freed by the spiller */
