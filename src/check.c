@@ -394,7 +394,8 @@ check_shares(struct chunks *k)
 {
 	int rc;
 
-	qsort(k->sh, k->nsh, sizeof(*k->sh), shref_cmp);
+	if (k->nsh)
+		qsort(k->sh, k->nsh, sizeof(*k->sh), shref_cmp);
 	k->shared = 0;
 	rc = objfs_meta_share_all(k->c->t, check_share, k);
 	if (rc == 0 && k->shared != k->nsh)
