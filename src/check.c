@@ -620,7 +620,8 @@ objfs_check(const char *data_dir, FILE *out)
 	if ((rc = objfs_meta_inode_all(c.t, ck_add_inode, &c)) < 0 ||
 	    (rc = objfs_meta_dirent_all(c.t, add_dirent, &c)) < 0)
 		goto out;
-	qsort(c.pcv, c.npc, sizeof(*c.pcv), pc_cmp);
+	if (c.npc)	/* an empty root has no names */
+		qsort(c.pcv, c.npc, sizeof(*c.pcv), pc_cmp);
 	if ((rc = objfs_meta_cookie_all(c.t, check_cookie, &c)) < 0 ||
 	    (rc = objfs_meta_orphan_list(c.t, mark_orphan, &c)) < 0 ||
 	    (rc = objfs_meta_deleted_list(c.t, mark_dead, &c)) < 0 ||
