@@ -485,6 +485,7 @@ copy_share(struct objfs_store *s, uint64_t ino_in, uint64_t off_in,
 	int rc;
 
 	*done = 0;
+	*changed = 0;
 	if (((off_in | off_out) & (s->chunk_size - 1)) ||
 	    objfs_is_status_ino(ino_in))
 		return 0;
