@@ -316,6 +316,8 @@ class Workload:
                 nxt[0] += 1
                 fid[o["path"]] = nxt[0] if k == "create" else "D"
             o["fid"] = fid.get(o["path"])
+            if k == "copy":
+                o["sfid"] = fid.get(o["src"])
             if k == "rename":
                 fid[o["dst"]] = fid.pop(o["path"])
             elif k == "unlink":
@@ -329,18 +331,40 @@ class Workload:
             done, c = 0, bytearray()
         c = bytearray(c)
         for o in upto[done:]:
-            wchange(c, o)
+            wchange(c, o, self)
         self.cache[fid] = (len(upto), bytes(c))
         return c
 
+    def copied(self, o):
+        """The bytes copy @o put down: its source's as they were when it
+        began (the workload is one thread: every change to the source
+        that ended before is in, none after)."""
+        key = ("copy", o["t0"])
+        if key not in self.cache:
+            src = [x for x in self.ops if x["fid"] == o["sfid"] and
+                   x["op"] in CONTENT and x["t1"] < o["t0"]]
+            b = bytes(self.content(o["sfid"], src))
+            if len(b) != o["len"]:
+                raise SystemExit("copy at %d: the source had %d bytes, "
+                                 "the workload copied %d" %
+                                 (o["t0"], len(b), o["len"]))
+            self.cache[key] = (0, b)
+        return self.cache[key][1]
 
-def wchange(c, o):
+    def opdata(self, o):
+        """The bytes write, append or copy @o put at o["off"]."""
+        if o["op"] == "copy":
+            return self.copied(o)
+        return wdata(o["seed"], o["len"])
+
+
+def wchange(c, o, w):
     k = o["op"]
-    if k in ("write", "append"):
+    if k in ("write", "append", "copy"):
         end = o["off"] + o["len"]
         if len(c) < end:
             c.extend(bytes(end - len(c)))
-        c[o["off"]:end] = wdata(o["seed"], o["len"])
+        c[o["off"]:end] = w.opdata(o)
     elif k == "truncate":
         resize(c, o["size"])
     elif k == "punch":
@@ -349,7 +373,7 @@ def wchange(c, o):
             c[o["off"]:end] = bytes(end - o["off"])
 
 
-CONTENT = ("write", "append", "truncate", "punch")
+CONTENT = ("write", "append", "copy", "truncate", "punch")
 WINDOW_NS = 3 * 10**9    # the promise is "about a second": 1 s, and slack
 NAMES = ("create", "mkdir", "rename", "unlink")
 
@@ -437,7 +461,7 @@ def check_bytes(w, fid, ops, done, path, name, fails):
     sizes = [len(B)]
     cur = bytearray(B)
     for o in free:
-        wchange(cur, o)
+        wchange(cur, o, w)
         sizes.append(len(cur))
     if not min(sizes) <= len(C) <= max(sizes):
         fails.append("%s: size %d, not one it could have (%d..%d)" %
@@ -448,7 +472,7 @@ def check_bytes(w, fid, ops, done, path, name, fails):
     size = len(B)
     for o in free:
         k = o["op"]
-        if k in ("write", "append"):
+        if k in ("write", "append", "copy"):
             spans.append((o["off"], o["off"] + o["len"], o))
             size = max(size, o["off"] + o["len"])
         elif k == "punch":
@@ -473,17 +497,17 @@ def check_bytes(w, fid, ops, done, path, name, fails):
                              % (name, off))
                 return
             continue
-        if not byte_ok(got, off, B, touch):
+        if not byte_ok(w, got, off, B, touch):
             fails.append("%s: bytes at %d are none that were written" %
                          (name, off))
             return
 
 
-def byte_ok(got, off, B, touch):
+def byte_ok(w, got, off, B, touch):
     cands = [B[off:off + len(got)]]
     for a, b, o in touch:
         if o is not None:
-            d = wdata(o["seed"], o["len"])
+            d = w.opdata(o)
             lo, hi = max(a, off), min(b, off + len(got))
             piece = bytearray(cands[0]) if len(cands[0]) == len(got) else \
                 bytearray(got)
@@ -498,7 +522,7 @@ def byte_ok(got, off, B, touch):
             if ok:
                 break
             if o is not None and a <= p < b:
-                ok = wdata(o["seed"], o["len"])[p - a] == byte
+                ok = w.opdata(o)[p - a] == byte
         if not ok:
             return False
     return True

@@ -4,7 +4,8 @@
 Runs STEPS operations on a mounted objfs: creates, renames, unlinks,
 xattrs, sequential writes, an append-only log with fsync after each
 record, rewrites of fsynced chunks followed by fsync, truncates, hole
-punches, fsyncs of files and directories.  Every operation is logged to
+punches, copies made with copy_file_range (which share chunks), fsyncs of
+files and directories.  Every operation is logged to
 LOG (one JSON object per line) with its start and end (CLOCK_MONOTONIC ns,
 the clock the trace recorder uses) and what it did; the bytes written are
 a function of the logged seed, so the checker (sim.py) can rebuild every
@@ -147,6 +148,30 @@ def main():
                 os.close(fd)
                 if rc == 0:
                     record("punch", t0, path=rel, off=off, len=n)
+        elif r < 0.75 and live:
+            # cp: a new file, the source's bytes copied with
+            # copy_file_range (shared, not copied, in whole chunks).
+            rel = rng.choice(live)
+            nfile += 1
+            dst = "%s/c%d" % (rng.choice("ab"), nfile)
+            create(dst)
+            n = files[rel]
+            t0 = time.monotonic_ns()
+            si = os.open(p(rel), os.O_RDONLY)
+            do = os.open(p(dst), os.O_WRONLY)
+            done = 0
+            while done < n:
+                k = os.copy_file_range(si, do, n - done, done, done)
+                if k <= 0:
+                    raise SystemExit("copy_file_range of %s: %d of %d"
+                                     % (rel, done, n))
+                done += k
+            os.close(si)
+            os.close(do)
+            record("copy", t0, path=dst, src=rel, off=0, len=n)
+            files[dst] = n
+            if rng.random() < 0.7:
+                fsync(dst)
         elif r < 0.78 and len(live) > 1:
             rel = rng.choice([f for f in live if f != "log"])
             nfile += 1
