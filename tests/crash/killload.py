@@ -4,14 +4,17 @@
 First checks the mount against everything earlier rounds were told was
 done (JOURNAL, a file outside the mount, one JSON line before and after
 each operation), then runs a mixed load until the daemon dies under it:
-append-then-fsync logs, rewrite-then-fsync of fsynced files, creates,
-renames and unlinks.  Prints one line:
+append-then-fsync logs, rewrite-then-fsync of fsynced files, copies of
+those files made with copy_file_range and fsynced (which share chunks
+with their source), creates, renames and unlinks.  Prints one line:
     verified BYTES lost BYTES names NAMES missing NAMES
 and exits 1 when anything acknowledged was lost.
 
 What must survive a killed daemon: every byte an fsync acknowledged (a
 byte rewritten later, without fsync, may be the old or the new one), and
-every name change that returned.  With "written" (a daemon whose arena
+every name change that returned; a copy holds its source's bytes as
+they were when it was made, whatever was written to either since.
+With "written" (a daemon whose arena
 the next one adopts), every byte whose write returned, fsynced or not:
 a block rewritten is its last version, a log holds every record
 appended; only the write in flight at the kill may be either.
@@ -24,6 +27,7 @@ import sys
 
 LOGS = ["log%d" % i for i in range(3)]
 FILES = ["rw%d" % i for i in range(3)]
+SNAPS = ["cp%d" % i for i in range(3)]     # copies of FILES[i]
 BLK = 4096
 
 
@@ -39,10 +43,11 @@ def replay(path):
     fsynced, per file its blocks, and the names."""
     logs = {n: {"recs": [], "acked": 0} for n in LOGS}
     files = {}
+    snaps = {}              # copy -> the snap op that made it
     names = set()
     loose = set()           # names an operation in flight may have changed
     if not os.path.exists(path):
-        return logs, files, names, loose
+        return logs, files, names, loose, snaps
     begun = {}
     for line in open(path):
         e = json.loads(line)
@@ -81,6 +86,8 @@ def replay(path):
             for b, seeds in f["later"].items():
                 f["acked"][b] = seeds[-1]
             f["later"] = {}
+        elif k == "snap":
+            snaps[o["path"]] = o
         elif k == "create":
             names.add(o["path"])
         elif k == "rename":
@@ -99,14 +106,34 @@ def replay(path):
                 o["seed"])
         elif k == "make":
             loose.add(o["path"])
-    return logs, files, names, loose
+        elif k == "snap":
+            snaps.pop(o["path"], None)  # cut short: any bytes
+    return logs, files, names, loose, snaps
 
 
 def verify(mnt, journal, now):
     """Check the mount; @now gets, per file, which version each block
     holds now (what the next round starts from)."""
-    logs, files, names, loose = replay(journal)
+    logs, files, names, loose, snaps = replay(journal)
     verified = lost = nnames = missing = 0
+    for name, o in snaps.items():
+        want = bytearray(data(o["seed"], o["size"]))
+        for b, s in o["blocks"].items():
+            lo = int(b) * BLK
+            hi = min(o["size"], lo + BLK)
+            want[lo:hi] = data(s, BLK)[:hi - lo]
+        try:
+            got = open(os.path.join(mnt, name), "rb").read()
+        except OSError as e:
+            got = b""
+            print("# %s: %s" % (name, e))
+        verified += len(want)
+        if got != want:
+            bad = sum(1 for a, b in zip(got, want) if a != b) + \
+                abs(len(want) - len(got))
+            lost += bad
+            print("# %s, a copy of %s: %d of %d bytes differ" %
+                  (name, o["src"], bad, len(want)))
     for name, lg in logs.items():
         want = b"".join(data(s, n) for s, n in lg["recs"][:lg["acked"]])
         if not want:
@@ -165,7 +192,7 @@ def verify(mnt, journal, now):
 def run(mnt, journal, seed, now):
     rng = random.Random(seed)
     jf = open(journal, "a")
-    logs, files, names, _ = replay(journal)
+    logs, files, names, _, _ = replay(journal)
     seq = [0]
 
     def step(op, fn, **kw):
@@ -206,7 +233,12 @@ def run(mnt, journal, seed, now):
                 os.fsync(fd)
                 os.close(fd)
             step("make", make, path=n, seed=s, size=size)
-            files[n] = {"size": size}
+            files[n] = {"size": size, "seed": s}
+    # Which version each block of each file holds now (None: the first).
+    cur = {n: dict(now.get(n, {})) for n in FILES}
+    for n in FILES:
+        if n not in now:
+            cur[n] = {}
     nid = 0
     while True:
         r = rng.random()
@@ -231,9 +263,35 @@ def run(mnt, journal, seed, now):
                 step("rewrite", lambda: os.pwrite(fd, data(s, BLK),
                                                   b * BLK),
                      path=n, blk=b, seed=s)
+                cur[n][b] = s
             if rng.random() < 0.8:
                 step("fsync_file", lambda: os.fsync(fd), path=n)
             os.close(fd)
+        elif r < 0.80:
+            # cp: the whole file through copy_file_range (its chunks
+            # shared), then fsync; the copy must keep these bytes.
+            i = rng.randrange(len(FILES))
+            n, d = FILES[i], SNAPS[i]
+
+            def snap(n=n, d=d):
+                size = files[n]["size"]
+                si = os.open(p(n), os.O_RDONLY)
+                do = os.open(p(d), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                             0o644)
+                done = 0
+                while done < size:
+                    k = os.copy_file_range(si, do, size - done, done, done)
+                    if k <= 0:
+                        raise OSError(errno.EIO, "copy_file_range: %d of %d"
+                                      % (done, size))
+                    done += k
+                os.fsync(do)
+                os.close(do)
+                os.close(si)
+            step("snap", snap, path=d, src=n, seed=files[n]["seed"],
+                 size=files[n]["size"],
+                 blocks={str(b): v for b, v in cur[n].items()
+                         if v is not None})
         elif r < 0.88 or len(names) < 3:
             nid += 1
             n = "ns/n%d_%d" % (seed, nid)
