@@ -80,12 +80,12 @@ struct objfs_chunk_rec {
 	uint64_t alt;		/* the chunk's second slot (has_alt) */
 	uint64_t map[OBJFS_BITS_WORDS];	/* bit i: sub-block i is at its place in
 				 * slot @alt, not in slot @slot */
-	uint64_t home;		/* 0: the copy is this object's alone;
-				 * else (schema 5) it is shared, and @slot
-				 * is a slot of object @home's backing file
-				 * (@home may be this object); the share DB
-				 * counts the records pointing at it.  A
-				 * shared record has sums and no @alt. */
+	uint64_t home;		/* 0: @slot is in this object's backing
+				 * file; else (schema 5) in object @home's,
+				 * a copy shared with it.  Whether a copy is
+				 * shared is the share DB's to say (it counts
+				 * the records pointing at it).  A record
+				 * with a home has sums and no @alt. */
 };
 
 /*

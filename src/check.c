@@ -227,9 +227,13 @@ struct chunks {
 	struct objfs_slotmap slots;
 	unsigned char *buf;
 	uint64_t verified, bytes, bad;
-	struct shref { uint64_t home, slot; } *sh;	/* shared records */
+	struct shref {			/* every record's copy */
+		uint64_t home, slot;
+		int foreign;		/* in another object's file */
+		int counted;		/* the share DB has its copy */
+	} *sh;
 	size_t nsh, csh;
-	uint64_t shared;	/* of them, counted in the share DB */
+	uint64_t shared;	/* foreign ones, counted in the share DB */
 };
 
 static void
@@ -259,6 +263,7 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 	struct ck *c = k->c;
 	struct ino *x = ck_find(c, ino);
 	struct objfs_alt alt;
+	uint64_t home, n;
 	int rc, fd;
 
 	if (ino != k->ino) {
@@ -296,22 +301,25 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 			"more than a chunk", ino, idx, r->len);
 		return 0;
 	}
-	if (r->home) {
-		/* A shared copy: counted against the share DB below. */
+	home = r->home && r->home != ino ? r->home : 0;
+	{
+		/* Every copy's users, counted against the share DB below. */
 		if (k->nsh == k->csh) {
-			size_t n = k->csh ? 2 * k->csh : 64;
-			struct shref *v = realloc(k->sh, n * sizeof(*v));
+			size_t m = k->csh ? 2 * k->csh : 64;
+			struct shref *v = realloc(k->sh, m * sizeof(*v));
 
 			if (!v)
 				return -ENOMEM;
 			k->sh = v;
-			k->csh = n;
+			k->csh = m;
 		}
-		k->sh[k->nsh++] = (struct shref){ r->home, r->slot };
+		k->sh[k->nsh++] = (struct shref){ home ? home : ino, r->slot,
+			!!home, 0 };
 	}
-	rc = r->home && r->home != ino ? 0 :
-		objfs_slots_take(&k->slots, r->slot);
-	if (rc == -EEXIST && r->home != ino)
+	rc = home ? 0 : objfs_slots_take(&k->slots, r->slot);
+	if (rc == -EEXIST && objfs_meta_share_get(c->t, ino, r->slot, &n) == 0)
+		rc = 0;		/* a shared copy of its own */
+	if (rc == -EEXIST)
 		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": slot %" PRIu64
 			" is used by another chunk too", ino, idx, r->slot);
 	if (r->has_alt && objfs_slots_take(&k->slots, r->alt) == -EEXIST)
@@ -366,7 +374,7 @@ static int
 check_share(void *arg, uint64_t home, uint64_t slot, uint64_t n)
 {
 	struct chunks *k = arg;
-	struct shref key = { home, slot }, *p;
+	struct shref key = { home, slot, 0, 0 }, *p;
 	uint64_t have = 0;
 
 	if (n == 0) {
@@ -378,29 +386,35 @@ check_share(void *arg, uint64_t home, uint64_t slot, uint64_t n)
 		NULL;
 	while (p && p > k->sh && shref_cmp(p - 1, &key) == 0)
 		p--;
-	for (; p && p < k->sh + k->nsh && shref_cmp(p, &key) == 0; p++)
+	for (; p && p < k->sh + k->nsh && shref_cmp(p, &key) == 0; p++) {
 		have++;
+		p->counted = 1;
+		k->shared += p->foreign;
+	}
 	if (have != n)
 		problem(k->c, "shared copy %" PRIu64 ":%" PRIu64 " is counted "
 			"%" PRIu64 " times but %" PRIu64 " records point at it",
 			home, slot, n, have);
-	k->shared += have;
 	return 0;
 }
 
-/* Every shared record is counted in the share DB. */
+/* Every record in another object's file is counted in the share DB, and
+ * every count is that of the records of its copy. */
 static int
 check_shares(struct chunks *k)
 {
+	size_t foreign = 0;
 	int rc;
 
 	if (k->nsh)
 		qsort(k->sh, k->nsh, sizeof(*k->sh), shref_cmp);
 	k->shared = 0;
 	rc = objfs_meta_share_all(k->c->t, check_share, k);
-	if (rc == 0 && k->shared != k->nsh)
-		problem(k->c, "%zu chunk record(s) name a shared copy that no "
-			"count has (%" PRIu64 " are counted)", k->nsh,
+	for (size_t i = 0; i < k->nsh; i++)
+		foreign += k->sh[i].foreign;
+	if (rc == 0 && k->shared != foreign)
+		problem(k->c, "%zu chunk record(s) point into another object's "
+			"file, but only %" PRIu64 " are counted", foreign,
 			k->shared);
 	return rc;
 }

@@ -72,9 +72,10 @@ struct objfs_chunk {
 				 * crash brings back */
 	uint64_t alt;		/* the second slot (OBJFS_CHUNK_ALT); which
 				 * sub-blocks are there is in the record */
-	uint64_t home;		/* 0: the disk copy is this object's alone;
-				 * else it is shared (share.c), in slot
-				 * @slot of object @home's backing file */
+	uint64_t home;		/* 0: the disk copy is in this object's
+				 * backing file (shared or not: the share
+				 * DB says); else in object @home's, a copy
+				 * shared with it (share.c) */
 	/* Sub-blocks changed since the block last equalled the disk copy
 	 * (all ones: not known), and (PARTIAL) those the block holds. */
 	uint64_t dsub[OBJFS_BITS_WORDS];

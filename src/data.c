@@ -55,6 +55,7 @@ struct load_ctx {
 	int bad;			/* some could not be used */
 	uint64_t seq;			/* the last commit: records loaded are
 					 * taken as made by it */
+	struct objfs_slotmap shared;	/* its copies the share DB counts */
 };
 
 static int
@@ -62,7 +63,7 @@ chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 {
 	struct load_ctx *l = arg;
 	struct objfs_inode *ip = l->ip;
-	uint64_t max = l->s->max_size >> l->s->chunk_shift;
+	uint64_t max = l->s->max_size >> l->s->chunk_shift, home;
 	struct objfs_chunk *c;
 	int rc;
 
@@ -74,12 +75,12 @@ chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 	c = objfs_chunkmap_add(&ip->chunks, idx);
 	if (!c)
 		return -ENOMEM;
-	/* A copy shared from another object's file takes no slot of this
-	 * one's; one of its own that is shared is counted once (below). */
-	rc = r->home && r->home != ip->ino ? 0 :
-		objfs_slots_take(&ip->slots, r->slot);
-	if (rc == -EEXIST && r->home == ip->ino)
-		rc = 0;		/* copies of one shared copy */
+	/* A copy in another object's file takes no slot of this one's;
+	 * several records may point at one of its own that is shared. */
+	home = r->home == ip->ino ? 0 : r->home;
+	rc = home ? 0 : objfs_slots_take(&ip->slots, r->slot);
+	if (rc == -EEXIST && objfs_slots_taken(&l->shared, r->slot))
+		rc = 0;
 	if (rc == -EEXIST) {		/* two records, one slot */
 		l->bad = 1;
 		return 0;
@@ -105,20 +106,20 @@ chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
 		(r->has_alt ? OBJFS_CHUNK_ALT : 0);
 	c->csum = r->csum;
 	c->slot = r->slot;
-	c->home = r->home;
+	c->home = home;
 	c->disk_len = r->len;
 	c->rec_seq = l->seq;
 	l->n++;
 	return 0;
 }
 
-/* A copy of @ip's file that records of other objects share stays taken,
- * whatever @ip's own records say. */
+/* A copy of @ip's file that the share DB counts stays taken, whatever
+ * @ip's own records say (others may point at it). */
 static int
 share_slot(void *arg, uint64_t slot, uint64_t n)
 {
-	struct objfs_inode *ip = arg;
-	int rc = objfs_slots_take(&ip->slots, slot);
+	struct objfs_slotmap *m = arg;
+	int rc = objfs_slots_take(m, slot);
 
 	(void)n;
 	return rc == -EEXIST ? 0 : rc;
@@ -143,7 +144,7 @@ take_deferred(struct objfs_store *s, struct objfs_inode *ip)
 int
 objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 {
-	struct load_ctx l = { s, ip, 0, 0, 0 };
+	struct load_ctx l = { s, ip, 0, 0, 0, { 0 } };
 	struct objfs_meta_txn *t;
 	int rc = objfs_meta_begin(s->meta, 0, &t);
 
@@ -156,10 +157,16 @@ objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		return rc;
-	rc = objfs_meta_chunk_list(t, ip->ino, chunk_record, &l);
+	objfs_slots_init(&l.shared);
+	rc = objfs_meta_share_list(t, ip->ino, share_slot, &l.shared);
 	if (rc == 0)
-		rc = objfs_meta_share_list(t, ip->ino, share_slot, ip);
+		rc = objfs_meta_chunk_list(t, ip->ino, chunk_record, &l);
 	objfs_meta_abort(t);
+	for (uint64_t k = 0; rc == 0 && k < l.shared.n; k++)
+		for (uint64_t sl = l.shared.run[k].lo; rc == 0 &&
+		     sl < l.shared.run[k].hi; sl++)
+			rc = share_slot(&ip->slots, sl, 0);
+	objfs_slots_fini(&l.shared);
 	if (rc == 0)
 		rc = take_deferred(s, ip);
 	if (rc < 0) {
@@ -281,7 +288,7 @@ data_chunk_rec(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	rc = objfs_meta_chunk_get(t, ip->ino, idx, r, tab);
 	objfs_meta_abort(t);
 	if (rc == 0 && (r->slot != c->slot || r->len != c->disk_len ||
-	    r->home != c->home ||
+	    (r->home == ip->ino ? 0 : r->home) != c->home ||
 	    r->csum != c->csum || r->shift != data_sub_shift(s, c) ||
 	    !r->has_alt != !(c->flags & OBJFS_CHUNK_ALT) ||
 	    (r->has_alt && r->alt != c->alt) ||

@@ -102,6 +102,17 @@ int data_slot_loading(const struct objfs_inode *ip, uint64_t slot);
 /* share.c */
 #define DATA_COPY_FREE	1u	/* no record points at the copy any more */
 #define DATA_COPY_FILE	2u	/* ... and its home is gone: the whole file */
+/* The object whose backing file holds @c's disk copy. */
+static inline uint64_t
+data_copy_home(const struct objfs_inode *ip, const struct objfs_chunk *c)
+{
+	return c->home ? c->home : ip->ino;
+}
+/* Is @c's disk copy shared, so that nothing may be written into it (no
+ * append in place, no sub-blocks in its slots)?  1, 0, or -errno (to be
+ * taken as 1). */
+int data_copy_shared(struct objfs_store *s, const struct objfs_inode *ip,
+		const struct objfs_chunk *c);
 /* The fd through which chunk @c's disk copy is read: @ip's backing file,
  * or, for a copy shared from another object's, that file opened for
  * this read (*@own: data_copy_fd_done() closes it). */

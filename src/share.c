@@ -5,9 +5,12 @@
  * every other path follows for them.
  *
  * A shared copy stays where it was written: slot S of the backing file
- * of object H (its "home").  Every chunk record that points at it ends
- * with H (meta.h, schema 5), and the index's share DB counts those
- * records: (H, S) -> n.  The count changes in the very commit that adds
+ * of object H (its "home").  The index's share DB counts the records
+ * that point at it: (H, S) -> n; a copy without an entry has one record,
+ * H's own.  A record in another object's file ends with H (meta.h,
+ * schema 5); H's own records never name H, so a copy becomes shared
+ * without touching them (or H's lock): whether a copy is shared is the
+ * share DB's to say (data_copy_shared).  The count changes in the very commit that adds
  * or removes a record, so no crash can leave it unlike the records: a
  * copy is never given back while a record (durable or not) points at
  * it, and never left behind once none does.
@@ -77,23 +80,43 @@ objfs_data_file_shared(struct objfs_meta_txn *t, uint64_t home)
 }
 
 int
+data_copy_shared(struct objfs_store *s, const struct objfs_inode *ip,
+		const struct objfs_chunk *c)
+{
+	struct objfs_meta_txn *t;
+	uint64_t n;
+	int rc;
+
+	if (!(c->flags & OBJFS_CHUNK_ONDISK))
+		return 0;
+	if (c->home)
+		return 1;
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_share_get(t, ip->ino, c->slot, &n);
+	objfs_meta_abort(t);
+	return rc == -ENOENT ? 0 : rc < 0 ? rc : 1;
+}
+
+int
 data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
 		const struct objfs_inode *ip, const struct objfs_chunk *c,
 		unsigned *what)
 {
+	uint64_t n, home = data_copy_home(ip, c);
 	struct objfs_attr a;
-	uint64_t n;
 	int rc;
 
 	(void)s;
 	*what = 0;
 	if (!(c->flags & OBJFS_CHUNK_ONDISK))
 		return 0;
-	if (!c->home) {
-		*what = DATA_COPY_FREE;
+	rc = objfs_meta_share_get(t, home, c->slot, &n);
+	if (rc == -ENOENT && !c->home) {
+		*what = DATA_COPY_FREE;		/* its own copy, not shared */
 		return 0;
 	}
-	rc = objfs_meta_share_get(t, c->home, c->slot, &n);
 	if (rc == -ENOENT) {
 		/* Counted nowhere: a record of a copy that is not shared
 		 * after all (the count went with a damaged record).  Never
@@ -105,11 +128,11 @@ data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
 	}
 	if (rc < 0)
 		return rc;
-	rc = objfs_meta_share_put(t, c->home, c->slot, n - 1);
+	rc = objfs_meta_share_put(t, home, c->slot, n - 1);
 	if (rc < 0 || n > 1)
 		return rc;
 	*what = DATA_COPY_FREE;
-	if (c->home == ip->ino)
+	if (!c->home)
 		return 0;
 	/* The last reference into the file of an object that is gone: the
 	 * file goes too, once this commit is durable. */
@@ -127,7 +150,7 @@ void
 data_copy_release(struct objfs_store *s, struct objfs_inode *ip,
 		const struct objfs_chunk *c, unsigned what, uint64_t seq)
 {
-	uint64_t home = c->home ? c->home : ip->ino;
+	uint64_t home = data_copy_home(ip, c);
 
 	if (what & DATA_COPY_FILE)
 		data_defer_slot(s, home, OBJFS_WHOLE_FILE, seq);
@@ -175,8 +198,7 @@ objfs_data_doom(struct objfs_store *s, struct objfs_meta_txn *t,
 		rc = data_copy_drop(s, t, ip, c, &what);
 		if (rc == 0 && (what & DATA_COPY_FILE))
 			rc = doomed_add(d, c->home, OBJFS_WHOLE_FILE);
-		else if (rc == 0 && (what & DATA_COPY_FREE) && c->home &&
-			 c->home != ip->ino)
+		else if (rc == 0 && (what & DATA_COPY_FREE) && c->home)
 			rc = doomed_add(d, c->home, c->slot);
 		if (rc < 0)
 			goto fail;
@@ -191,11 +213,10 @@ objfs_data_doom(struct objfs_store *s, struct objfs_meta_txn *t,
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
 		uint64_t n;
 
-		if (!kept || !(c->flags & OBJFS_CHUNK_ONDISK) ||
-		    (c->home && c->home != ip->ino))
+		if (!kept || !(c->flags & OBJFS_CHUNK_ONDISK) || c->home)
 			continue;
-		/* One of its shared copies still counted: not its to give. */
-		if (c->home && objfs_meta_share_get(t, ip->ino, c->slot, &n) == 0)
+		/* One of its copies still counted: not its to give. */
+		if (objfs_meta_share_get(t, ip->ino, c->slot, &n) == 0)
 			continue;
 		rc = doomed_add(d, ip->ino, c->slot);
 		if (rc == 0 && (c->flags & OBJFS_CHUNK_ALT))
@@ -253,7 +274,6 @@ struct shared_one {
 	uint64_t si, di;	/* source and destination chunk */
 	unsigned drop;		/* what the destination's old copy gives */
 	struct objfs_chunk old;	/* the destination's chunk before */
-	int new_src;		/* the source's record is newly shared */
 };
 
 int
@@ -312,23 +332,21 @@ objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
 		rc = data_chunk_rec(s, src, si + k, c, &r, tab, NULL);
 		if (rc < 0)
 			break;
-		home = c->home ? c->home : src->ino;
+		home = data_copy_home(src, c);
 		rc = objfs_meta_share_get(t, home, c->slot, &cnt);
 		if (rc == -ENOENT && c->home)
 			rc = -EIO;	/* a shared record with no count */
 		if (rc == -ENOENT)
-			cnt = 1;
+			cnt = 1;	/* the source's record alone */
 		else if (rc < 0)
 			break;
 		x->si = si + k;
 		x->di = di + k;
 		x->drop = 0;
-		x->new_src = !c->home;
 		x->old = d ? *d : (struct objfs_chunk){ 0 };
-		r.home = home;
-		if (x->new_src &&
-		    (rc = objfs_meta_chunk_put(t, src->ino, si + k, &r)) < 0)
-			break;
+		/* The source's record stays as it is; the destination's names
+		 * the home, unless that is the destination itself. */
+		r.home = home == dst->ino ? 0 : home;
 		if ((rc = objfs_meta_share_put(t, home, c->slot, cnt + 1)) < 0)
 			break;
 		/* The destination's old copy, if any, loses a reference. */
@@ -372,10 +390,6 @@ objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
 		struct objfs_chunk *c = objfs_chunkmap_get(&src->chunks, x->si);
 		struct objfs_chunk *d = objfs_chunkmap_add(&dst->chunks, x->di);
 
-		if (x->new_src) {
-			c->home = src->ino;
-			c->rec_seq = seq;
-		}
 		data_copy_release(s, dst, &x->old, x->drop, seq);
 		if (!d) {
 			/* No memory for the entry: the record is in the
@@ -390,7 +404,8 @@ objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
 		 * block, and the copy did not happen. */
 		objfs_chunkmap_drop(&dst->chunks, x->di, d, s->arena);
 		d->flags = c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS);
-		d->home = c->home;
+		d->home = data_copy_home(src, c) == dst->ino ? 0 :
+			data_copy_home(src, c);
 		d->slot = c->slot;
 		d->csum = c->csum;
 		d->disk_len = c->disk_len;

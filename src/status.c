@@ -24,7 +24,7 @@
 
 #include "base/log.h"
 #include "status.h"
-#include "store_int.h"
+#include "data_int.h"
 
 int
 objfs_status_format(const struct objfs_status_figures *f, char *buf,
@@ -82,6 +82,8 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 		const char *name, char *buf, size_t size, size_t *len_out)
 {
 	uint64_t resident = 0, dirty = 0, disk = 0, spilled = 0, shared = 0;
+	/* An index read per chunk on disk: only when asked. */
+	int want_shared = strcmp(name, OBJFS_XATTR_PREFIX "shared") == 0;
 	uint64_t nres = 0, nspill = 0, nhole = 0, nchunks, v, i;
 	const struct objfs_chunk *c;
 	char tmp[32];
@@ -96,8 +98,9 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 			disk += c->disk_len;
 		/* A disk copy other records point at too (share.c), and
 		 * still this chunk's: counted once on disk, whoever's. */
-		if ((c->flags & OBJFS_CHUNK_ONDISK) && c->home &&
-		    !(c->flags & OBJFS_CHUNK_DIRTY))
+		if ((c->flags & OBJFS_CHUNK_ONDISK) &&
+		    !(c->flags & OBJFS_CHUNK_DIRTY) && want_shared &&
+		    data_copy_shared(s, ip, c) != 0)
 			shared += c->disk_len;
 		switch (objfs_chunk_state(c)) {
 		case OBJFS_CHUNK_SPILLED:

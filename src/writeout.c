@@ -61,9 +61,9 @@ write_subs(struct objfs_store *s, struct objfs_inode *ip, int fd, uint64_t i,
 
 	/* Never into a shared copy (share.c). */
 	if ((c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS)) !=
-			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) || c->home ||
+			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) ||
 	    x->len != c->disk_len || c->rec_seq > durable || k == 0 ||
-	    k > n / SUBS_MAX_PART)
+	    k > n / SUBS_MAX_PART || data_copy_shared(s, ip, c) != 0)
 		return 0;
 	/* The record's sums stand for the sub-blocks not written, and name
 	 * the second slot, if there is one.  Without them (logged), the
@@ -198,10 +198,10 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			break;
 		/* (Not with a second slot: the bytes before the copy's end
 		 * are not all in the first.) */
-		x->tail = (c->flags & OBJFS_CHUNK_ONDISK) && !c->home &&
+		x->tail = (c->flags & OBJFS_CHUNK_ONDISK) &&
 			!(c->flags & OBJFS_CHUNK_ALT) &&
 			c->dirty_lo >= c->disk_len && x->len > c->disk_len &&
-			c->rec_seq <= durable;
+			c->rec_seq <= durable && data_copy_shared(s, ip, c) == 0;
 		if (x->tail) {
 			/* It only grew since its disk copy, and its record is
 			 * durable (so no older, longer one of this slot can

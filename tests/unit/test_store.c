@@ -2766,6 +2766,56 @@ test_copy_shares_within_and_beyond(void **state)
 	free(a);
 }
 
+/* The source of a copy writes in place no more: a 4 KiB rewrite of a
+ * chunk whose record is durable would go into the slot as sub-blocks,
+ * and an append into the last chunk's slot after its bytes; both are
+ * written whole elsewhere once the copy shares those slots, and the copy
+ * keeps its bytes.  The source's own records never say they are shared:
+ * the share DB does. */
+static void
+test_copy_source_writes_elsewhere(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 4 * CHUNK + 3000, n;
+	unsigned char *a = pattern(len, 43), *orig = pattern(len, 43);
+	unsigned char *b = malloc(len + 5000), x[4096], y[5000];
+	struct objfs_attr at;
+	uint64_t src, dst, subs;
+	int changed;
+
+	memset(x, 0x11, sizeof(x));
+	memset(y, 0x22, sizeof(y));
+	src = make_file(f, "src", a, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, src, 0), 0);
+	assert_int_equal(objfs_store_create(f->s, 1, "dst", 0644, O_RDWR, 0,
+				&cr, &at), 0);
+	dst = at.ino;
+	assert_int_equal(objfs_store_copy_range(f->s, src, 0, dst, 0, len,
+				&wr, &changed, &n), 0);
+	assert_int_equal(n, len);
+	assert_int_equal(objfs_meta_sync(f->s->meta), 0);	/* durable */
+	subs = atomic_load(&f->s->sub_writeouts);
+	assert_int_equal(objfs_store_write(f->s, src, CHUNK + 8192, x,
+				sizeof(x), &wr, &changed, &n), 0);
+	assert_int_equal(objfs_store_write(f->s, src, len, y, sizeof(y), &wr,
+				&changed, &n), 0);
+	assert_int_equal(objfs_store_fsync(f->s, src, 0), 0);
+	assert_int_equal(atomic_load(&f->s->sub_writeouts), subs);
+	memcpy(b, a, len);
+	memcpy(b + CHUNK + 8192, x, sizeof(x));
+	memcpy(b + len, y, sizeof(y));
+	assert_content(f, src, b, len + sizeof(y), 0);
+	assert_content(f, dst, orig, len, 0);
+	assert_int_equal(objfs_store_release(f->s, src, O_RDWR, 0), 0);
+	assert_int_equal(objfs_store_release(f->s, dst, O_RDWR, 0), 0);
+	assert_checks_clean(f);
+	assert_content(f, src, b, len + sizeof(y), 0);
+	assert_content(f, dst, orig, len, 0);
+	free(a);
+	free(orig);
+	free(b);
+}
+
 int
 main(void)
 {
@@ -2774,6 +2824,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_copy_shares_chunks, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_copy_shares_within_and_beyond,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_source_writes_elsewhere,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_eio, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_enospc, setup, teardown),
