@@ -235,6 +235,24 @@ int objfs_meta_share_all(struct objfs_meta_txn *t,
 		int (*cb)(void *arg, uint64_t home, uint64_t slot, uint64_t n),
 		void *arg);
 
+/*
+ * What the disk copies hold, for dedup: slot @slot of @home's backing
+ * file holds bytes whose chunk checksum is @csum, written for chunk @idx
+ * of @home.  An entry is put when a copy is written whole and deleted
+ * when its bytes change or it is given back, in the same commit.
+ * _set replaces the entry of (home, slot); _del deletes it (0 when there
+ * is none); _get: -ENOENT when none; _find calls @cb for each copy with
+ * checksum @csum (stop with a positive return).
+ */
+int objfs_meta_content_set(struct objfs_meta_txn *t, uint64_t home,
+		uint64_t slot, uint64_t csum, uint64_t idx);
+int objfs_meta_content_del(struct objfs_meta_txn *t, uint64_t home,
+		uint64_t slot);
+int objfs_meta_content_get(struct objfs_meta_txn *t, uint64_t home,
+		uint64_t slot, uint64_t *csum, uint64_t *idx);
+int objfs_meta_content_find(struct objfs_meta_txn *t, uint64_t csum,
+		int (*cb)(void *arg, uint64_t home, uint64_t slot), void *arg);
+
 /* Orphans: inodes with no name that were still open. */
 int objfs_meta_orphan_add(struct objfs_meta_txn *t, uint64_t ino);
 int objfs_meta_orphan_del(struct objfs_meta_txn *t, uint64_t ino);

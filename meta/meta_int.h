@@ -22,7 +22,8 @@
 #define LMDB_META_TXNID		144	/* mm_txnid */
 
 enum { DB_SUPER, DB_INODE, DB_DIRENT, DB_DIRCOOKIE, DB_XATTR, DB_SYMLINK,
-	DB_CHUNK, DB_ORPHAN, DB_DELETED, DB_SHARE };
+	DB_CHUNK, DB_ORPHAN, DB_DELETED, DB_SHARE, DB_CONTENT,
+	DB_BYCSUM };
 
 extern const char *const objfs_meta_db_names[OBJFS_META_NDBS];
 

@@ -22,6 +22,12 @@
  *							chunk records that point at
  *							slot @slot of @home's
  *							backing file (schema 5)
+ *	content		home . slot			csum (BE) . u64 index (BE):
+ *							what a written copy holds,
+ *							and the chunk it was written
+ *							for (dedup)
+ *	bycsum		csum . home . slot		(empty): the same, found by
+ *							checksum
  *
  * Every value ends with an 8-byte trailer: the xxh3 (canonical BE) of the
  * DB's number, the key and the value, so a damaged record is detected and
@@ -67,7 +73,9 @@
 #define OBJFS_DB_ORPHAN		"orphan"
 #define OBJFS_DB_DELETED	"deleted"
 #define OBJFS_DB_SHARE		"share"
-#define OBJFS_META_NDBS		10
+#define OBJFS_DB_CONTENT	"content"
+#define OBJFS_DB_BYCSUM		"bycsum"
+#define OBJFS_META_NDBS		12
 
 #define OBJFS_SUPER_SCHEMA	"schema"
 #define OBJFS_SUPER_CHUNK	"chunk_size"

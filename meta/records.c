@@ -629,6 +629,98 @@ objfs_meta_share_all(struct objfs_meta_txn *t,
 	return meta_walk_db(t, DB_SHARE, share_one, &c);
 }
 
+/* ---- what copies hold (dedup) ------------------------------------------ */
+
+int
+objfs_meta_content_get(struct objfs_meta_txn *t, uint64_t home, uint64_t slot,
+		uint64_t *csum, uint64_t *idx)
+{
+	unsigned char kb[16];
+	MDB_val v;
+	int rc;
+
+	put_be64(kb, home);
+	put_be64(kb + 8, slot);
+	rc = meta_get(t, DB_CONTENT, kb, 16, &v);
+	if (rc < 0)
+		return rc;
+	if (v.mv_size != 16)
+		return meta_damaged(DB_CONTENT, kb, 16);
+	*csum = get_be64(v.mv_data);
+	*idx = get_be64((unsigned char *)v.mv_data + 8);
+	return 0;
+}
+
+int
+objfs_meta_content_del(struct objfs_meta_txn *t, uint64_t home, uint64_t slot)
+{
+	unsigned char kb[24];
+	uint64_t csum, idx;
+	int rc = objfs_meta_content_get(t, home, slot, &csum, &idx);
+
+	if (rc == -ENOENT)
+		return 0;
+	put_be64(kb, home);
+	put_be64(kb + 8, slot);
+	if (rc == 0 || rc == -EIO)	/* a damaged one goes too */
+		rc = meta_del(t, DB_CONTENT, kb, 16);
+	if (rc < 0)
+		return rc;
+	put_be64(kb, csum);
+	put_be64(kb + 8, home);
+	put_be64(kb + 16, slot);
+	rc = meta_del(t, DB_BYCSUM, kb, 24);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int
+objfs_meta_content_set(struct objfs_meta_txn *t, uint64_t home, uint64_t slot,
+		uint64_t csum, uint64_t idx)
+{
+	unsigned char kb[24], vb[16];
+	int rc = objfs_meta_content_del(t, home, slot);
+
+	if (rc < 0)
+		return rc;
+	put_be64(kb, home);
+	put_be64(kb + 8, slot);
+	put_be64(vb, csum);
+	put_be64(vb + 8, idx);
+	rc = meta_put(t, DB_CONTENT, kb, 16, vb, 16, 0);
+	if (rc < 0)
+		return rc;
+	put_be64(kb, csum);
+	put_be64(kb + 8, home);
+	put_be64(kb + 16, slot);
+	return meta_put(t, DB_BYCSUM, kb, 24, "", 0, 0);
+}
+
+struct content_ctx {
+	int (*cb)(void *arg, uint64_t home, uint64_t slot);
+	void *arg;
+};
+
+static int
+content_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct content_ctx *c = arg;
+	const unsigned char *kb = k->mv_data;
+
+	(void)v;
+	if (!ok || k->mv_size != 24)
+		return 0;	/* a damaged one finds nothing */
+	return c->cb(c->arg, get_be64(kb + 8), get_be64(kb + 16));
+}
+
+int
+objfs_meta_content_find(struct objfs_meta_txn *t, uint64_t csum,
+		int (*cb)(void *arg, uint64_t home, uint64_t slot), void *arg)
+{
+	struct content_ctx c = { cb, arg };
+
+	return meta_range(t, DB_BYCSUM, csum, NULL, 0, content_one, &c);
+}
+
 /* The DBs keyed by inode number alone, with empty values. */
 static int
 ino_set_add(struct objfs_meta_txn *t, int db, uint64_t ino)

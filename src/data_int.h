@@ -127,6 +127,19 @@ void data_copy_fd_done(int fd, int own);
 int data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
 		const struct objfs_inode *ip, const struct objfs_chunk *c,
 		unsigned *what);
+/* Dedup.  A disk copy, other than @c's own, holding the @len bytes of
+ * @buf whose chunk checksum is @csum (candidates from the content DB,
+ * each read, checked against its sums and compared byte for byte):
+ * 1 and where it is, or 0.  No transaction held. */
+int data_dedup_find(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_chunk *c, const void *buf, uint32_t len,
+		uint64_t csum, uint64_t *home, uint64_t *slot);
+/* In @t, the commit of a write-out: take a reference on the copy found,
+ * if it is still what was read (its content entry unchanged, and
+ * counted, or its one record still whole).  1 taken, 0 gone (write the
+ * chunk instead), or -errno. */
+int data_dedup_claim(struct objfs_meta_txn *t, uint64_t home, uint64_t slot,
+		uint64_t csum, uint32_t len);
 /* After @t committed as @seq: defer what data_copy_drop() freed, and
  * @c's second slot. */
 void data_copy_release(struct objfs_store *s, struct objfs_inode *ip,

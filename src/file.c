@@ -749,6 +749,7 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	st->part_reads = s->part_reads;
 	st->sub_writeouts = s->sub_writeouts;
 	st->shared_chunks = s->shared_chunks;
+	st->dedup_chunks = s->dedup_chunks;
 	st->csum_failures = s->csum_failures;
 	st->evictions = s->evictions;
 	objfs_spiller_get_stats(s->spiller, &ss);

@@ -48,6 +48,7 @@ struct opts {
 	int debug;
 	int prefault;
 	int keep_arena;			/* -o keep_arena */
+	int no_dedup;			/* -o dedup=off */
 	char *arena_dir;		/* -o arena_dir= */
 	int direct_io;			/* enum objfs_direct_io */
 	uint64_t readahead;
@@ -307,6 +308,8 @@ usage(FILE *f)
 "    -o keep_arena          unmount at once, leaving what is not written\n"
 "                           out in the arena for the next mount (lost if\n"
 "                           the machine restarts first)\n"
+"    -o dedup=on|off        store chunks with equal bytes once on disk\n"
+"                           (default on)\n"
 "    -o arena_dir=DIR       where the arena's private directory is made\n"
 "                           (default /dev/shm; a tmpfs)\n"
 "    -o direct_io=WHICH     opens that bypass the page cache: auto\n"
@@ -461,6 +464,13 @@ parse_one_option(struct opts *o, const char *opt)
 		o->prefault = 1;
 	} else if (strcmp(opt, "keep_arena") == 0) {
 		o->keep_arena = 1;
+	} else if (strncmp(opt, "dedup=", 6) == 0) {
+		if (strcmp(opt + 6, "on") == 0)
+			o->no_dedup = 0;
+		else if (strcmp(opt + 6, "off") == 0)
+			o->no_dedup = 1;
+		else
+			refuse("%s: must be on or off", opt);
 	} else if (strncmp(opt, "arena_dir=", 10) == 0) {
 		if (opt[10] != '/')
 			refuse("%s: must be an absolute path", opt);
@@ -764,6 +774,7 @@ main(int argc, char **argv)
 	cfg.chunk_size = o.chunk;
 	cfg.prefault = o.prefault;
 	cfg.keep_arena = o.keep_arena;
+	cfg.no_dedup = o.no_dedup;
 	cfg.arena_dir = o.arena_dir;
 	{
 		unsigned hi = o.spill_high ? o.spill_high : 90;

@@ -140,6 +140,8 @@ static const struct figure {
 	  "Chunks written out as a few changed sub-blocks." },
 	{ "shared_chunks", "objfs_shared_chunks_total", "counter",
 	  "Chunks that copies shared instead of copying their bytes." },
+	{ "dedup_chunks", "objfs_dedup_chunks_total", "counter",
+	  "Chunks written out as a copy with the same bytes already on disk." },
 	{ "evicted_bytes", "objfs_evicted_bytes_total", "counter",
 	  "Clean bytes dropped from the arena without writing." },
 	{ "writer_waits", "objfs_writer_waits_total", "counter",

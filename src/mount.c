@@ -1095,6 +1095,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		}
 	}
 	s->keep_arena = cfg->keep_arena;
+	s->dedup = !cfg->no_dedup;
 	rc = open_arena(s, cfg, dirfd, id, &ad, msg);
 	if (rc < 0)
 		goto err_meta;

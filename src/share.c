@@ -115,7 +115,7 @@ data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
 	rc = objfs_meta_share_get(t, home, c->slot, &n);
 	if (rc == -ENOENT && !c->home) {
 		*what = DATA_COPY_FREE;		/* its own copy, not shared */
-		return 0;
+		return objfs_meta_content_del(t, home, c->slot);
 	}
 	if (rc == -ENOENT) {
 		/* Counted nowhere: a record of a copy that is not shared
@@ -132,8 +132,9 @@ data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
 	if (rc < 0 || n > 1)
 		return rc;
 	*what = DATA_COPY_FREE;
-	if (!c->home)
-		return 0;
+	rc = objfs_meta_content_del(t, home, c->slot);
+	if (rc < 0 || !c->home)
+		return rc;
 	/* The last reference into the file of an object that is gone: the
 	 * file goes too, once this commit is durable. */
 	rc = objfs_meta_inode_get(t, c->home, &a);
@@ -159,6 +160,106 @@ data_copy_release(struct objfs_store *s, struct objfs_inode *ip,
 	/* A second slot is never shared. */
 	if (c->flags & OBJFS_CHUNK_ALT)
 		data_defer_slot(s, ip->ino, c->alt, seq);
+}
+
+/* ---- equal content (dedup) --------------------------------------------- */
+
+#define DEDUP_CANDIDATES	4
+
+struct cands {
+	uint64_t home[DEDUP_CANDIDATES], slot[DEDUP_CANDIDATES];
+	unsigned n;
+};
+
+static int
+cand_add(void *arg, uint64_t home, uint64_t slot)
+{
+	struct cands *k = arg;
+
+	k->home[k->n] = home;
+	k->slot[k->n] = slot;
+	return ++k->n == DEDUP_CANDIDATES;	/* enough */
+}
+
+int
+data_dedup_find(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_chunk *c, const void *buf, uint32_t len,
+		uint64_t csum, uint64_t *home, uint64_t *slot)
+{
+	struct objfs_meta_txn *t;
+	struct cands k = { { 0 }, { 0 }, 0 };
+	unsigned char *b = NULL;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return 0;
+	rc = objfs_meta_content_find(t, csum, cand_add, &k);
+	objfs_meta_abort(t);
+	if (rc < 0 || k.n == 0)
+		return 0;
+	for (unsigned i = 0; i < k.n; i++) {
+		int fd, own = k.home[i] != ip->ino, same;
+
+		/* Its own copy as it is: nothing to share. */
+		if ((c->flags & OBJFS_CHUNK_ONDISK) && k.slot[i] == c->slot &&
+		    k.home[i] == data_copy_home(ip, c))
+			continue;
+		if (!b && !(b = data_bounce_alloc(len)))
+			return 0;
+		fd = own ? objfs_backing_file(s->backing, k.home[i], 0, NULL) :
+			data_backing_fd(s, ip, 0, NULL);
+		if (fd < 0)
+			continue;
+		/* The bytes, checked against their sums, and compared: equal
+		 * checksums are a candidate, never a proof. */
+		same = objfs_spill_read(fd, k.home[i], 0, k.slot[i], NULL,
+				s->chunk_size, b, len, s->sub_shift, csum) == 0 &&
+			memcmp(b, buf, len) == 0;
+		data_copy_fd_done(fd, own);
+		if (same) {
+			free(b);
+			*home = k.home[i];
+			*slot = k.slot[i];
+			return 1;
+		}
+	}
+	free(b);
+	return 0;
+}
+
+int
+data_dedup_claim(struct objfs_meta_txn *t, uint64_t home, uint64_t slot,
+		uint64_t csum, uint32_t len)
+{
+	unsigned char tab[4 * OBJFS_SUMS_MAX];
+	struct objfs_chunk_rec r;
+	uint64_t have, idx, n;
+	int rc;
+
+	/* The entry is deleted whenever the copy's bytes change or the copy
+	 * is given back: while it says so, the bytes read are there. */
+	rc = objfs_meta_content_get(t, home, slot, &have, &idx);
+	if (rc == -ENOENT || (rc == 0 && have != csum))
+		return 0;
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_share_get(t, home, slot, &n);
+	if (rc == -ENOENT) {
+		/* Not shared yet: its one record must still be the one the
+		 * entry names, whole (a shortened or grown one is not). */
+		rc = objfs_meta_chunk_get(t, home, idx, &r, tab);
+		if (rc == -ENOENT || (rc == 0 && (r.slot != slot || r.home ||
+		    r.has_alt || r.csum != csum || r.len != len)))
+			return 0;
+		if (rc < 0)
+			return rc;
+		n = 1;
+	} else if (rc < 0) {
+		return rc;
+	}
+	rc = objfs_meta_share_put(t, home, slot, n + 1);
+	return rc < 0 ? rc : 1;
 }
 
 /* ---- deleting an object ------------------------------------------------ */

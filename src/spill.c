@@ -235,6 +235,13 @@ objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size, const void *buf,
 }
 
 int
+objfs_spill_write_raw(int fd, uint64_t slot, uint32_t chunk_size,
+		const void *buf, uint32_t len)
+{
+	return write_range(fd, slot, chunk_size, buf, 0, len);
+}
+
+int
 objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t from, uint32_t len, unsigned shift,
 		unsigned char *tab, uint64_t *csum_out)

@@ -73,6 +73,10 @@ int objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t len, unsigned shift,
 		unsigned char *tab, uint64_t *csum_out);
 
+/* The write alone, for a caller that has the sums already. */
+int objfs_spill_write_raw(int fd, uint64_t slot, uint32_t chunk_size,
+		const void *buf, uint32_t len);
+
 /* The same for bytes [@from, @len) of the chunk only (@from aligned to
  * OBJFS_SPILL_ALIGN), into the same place of slot @slot; the checksum is
  * of all @len bytes of @buf. */

@@ -53,6 +53,7 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		"part_reads: %" PRIu64 "\n"
 		"subblock_writeouts: %" PRIu64 "\n"
 		"shared_chunks: %" PRIu64 "\n"
+		"dedup_chunks: %" PRIu64 "\n"
 		"evicted_bytes: %" PRIu64 "\n"
 		"writer_waits: %" PRIu64 "\n"
 		"checksum_failures: %" PRIu64 "\n"
@@ -68,6 +69,7 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		st->written_out_chunks, st->written_out_bytes,
 		st->restored_chunks, st->restored_bytes, st->direct_reads,
 		st->part_reads, st->sub_writeouts, st->shared_chunks,
+		st->dedup_chunks,
 		st->dropped_bytes, st->write_waits, st->csum_failures,
 		st->inodes_cached, f->pid, f->data_dir, objfs_log_where(),
 		f->arena_note);

@@ -40,6 +40,7 @@ struct objfs_store_config {
 	const char *arena_dir;	/* NULL: /dev/shm */
 	unsigned spill_high;	/* % of the arena: start spilling (0: 90) */
 	unsigned spill_low;	/* % of the arena: stop spilling (0: 70) */
+	int no_dedup;		/* write equal chunks twice (-o dedup=off) */
 };
 
 struct objfs_cred {
@@ -86,6 +87,8 @@ struct objfs_store_stats {
 	uint64_t dirty_bytes;	/* in the arena, not yet on disk */
 	uint64_t sub_writeouts;	/* chunks written out as a few sub-blocks */
 	uint64_t shared_chunks;	/* chunks copies shared instead of copying */
+	uint64_t dedup_chunks;	/* chunks written out as a copy on disk
+				 * already held (dedup) */
 	uint64_t csum_failures;
 	uint64_t evictions;	/* eviction batches that wrote chunks out */
 	uint64_t dropped_bytes;	/* arena bytes freed by the spiller */

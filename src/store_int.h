@@ -202,6 +202,8 @@ struct objfs_store {
 	_Atomic uint64_t sub_writeouts;	/* chunks written as a few sub-blocks */
 	_Atomic uint64_t evictions;
 	_Atomic uint64_t shared_chunks;	/* chunks a copy shared, not copied */
+	_Atomic uint64_t dedup_chunks;	/* chunks written as an equal copy */
+	int dedup;			/* -o dedup=on: set at open */
 
 	/* Space given back when durable (space.c), a leaf lock. */
 	pthread_mutex_t defer_lock;

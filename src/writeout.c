@@ -29,6 +29,12 @@ struct written {
 	int subs;		/* only its changed sub-blocks, at their other
 				 * place (slot or alt.slot) */
 	int new_alt;		/* ... into a second slot taken for it */
+	int dup;		/* not written: an equal copy is on disk
+				 * already, slot @slot of object @home's
+				 * file (share.c) */
+	int skip;		/* (dup) gone before the commit: not recorded,
+				 * the chunk stays dirty */
+	uint64_t home;		/* (dup) */
 	unsigned drop;		/* what its old copy gives (share.c) */
 	unsigned nsubs;		/* ... how many */
 	struct objfs_alt alt;	/* (subs) the second slot, and the map */
@@ -121,7 +127,7 @@ put_back(struct objfs_inode *ip, const struct written *x)
 	if (x->subs) {
 		if (x->new_alt)
 			objfs_slots_put(&ip->slots, x->alt.slot);
-	} else if (!x->tail) {
+	} else if (!x->tail && !x->dup) {
 		objfs_slots_put(&ip->slots, x->slot);
 	}
 }
@@ -134,7 +140,7 @@ put_back(struct objfs_inode *ip, const struct written *x)
  */
 static int
 writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
-		size_t nsel, int evicting)
+		size_t nsel, int evicting, int nodup)
 {
 	uint64_t nchunks = (ip->attr.size + s->chunk_size - 1) >> s->chunk_shift;
 	struct written *w = NULL;
@@ -180,7 +186,8 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			continue;
 		x->idx = i;
 		x->len = (uint32_t)min64(c->cap, data_extent_in_file(s, ip, i));
-		x->subs = x->new_alt = 0;
+		x->subs = x->new_alt = x->dup = x->skip = 0;
+		x->home = 0;
 		rc = write_subs(s, ip, fd, i, c, x, nchunks, durable);
 		if (rc < 0)
 			break;
@@ -220,13 +227,23 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 			n++;
 			continue;
 		}
+		/* Its sums first: a copy with the same bytes may be on disk
+		 * already (dedup), and then nothing is written. */
+		x->csum = objfs_chunk_csum(objfs_arena_ptr(s->arena, c->off),
+				x->len, s->sub_shift, x->tab);
+		if (s->dedup && !nodup && x->len && data_dedup_find(s, ip, c,
+				objfs_arena_ptr(s->arena, c->off), x->len,
+				x->csum, &x->home, &x->slot)) {
+			x->dup = 1;
+			n++;
+			continue;
+		}
 		/* Slot i if free; never the one a record points at. */
 		rc = objfs_slots_alloc(&ip->slots, i, nchunks, &x->slot);
 		if (rc < 0)
 			break;
-		rc = objfs_spill_write(fd, x->slot, s->chunk_size,
-				objfs_arena_ptr(s->arena, c->off), x->len,
-				s->sub_shift, x->tab, &x->csum);
+		rc = objfs_spill_write_raw(fd, x->slot, s->chunk_size,
+				objfs_arena_ptr(s->arena, c->off), x->len);
 		if (rc < 0) {
 			objfs_slots_put(&ip->slots, x->slot);
 			break;
@@ -237,7 +254,8 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 	 * file, cut the padding, so that an object written out once is a
 	 * file holding exactly its bytes. */
 	for (size_t k = 0; k < n; k++)
-		if (!w[k].subs && w[k].slot + 1 == objfs_slots_end(&ip->slots) &&
+		if (!w[k].subs && !w[k].dup &&
+		    w[k].slot + 1 == objfs_slots_end(&ip->slots) &&
 		    ftruncate(fd, (off_t)((w[k].slot << s->chunk_shift) +
 				w[k].len)) < 0 && rc == 0)
 			rc = -errno;
@@ -264,29 +282,46 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		goto out_clear;
 	/* Record what did reach the disk, even after an error. */
 	a = ip->attr;
-	for (size_t k = 0; k < n; k++)
-		added += !(objfs_chunkmap_get(&ip->chunks, w[k].idx)->flags &
-				OBJFS_CHUNK_ONDISK);
-	a.nrec += added;
 	r = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (r == 0) {
 		for (size_t k = 0; r == 0 && k < n; k++) {
-			struct objfs_chunk_rec rec = { w[k].csum, w[k].slot,
-				w[k].len, s->sub_shift, w[k].tab, w[k].subs,
-				w[k].alt.slot, { 0 }, 0 };
+			struct written *x = &w[k];
+			struct objfs_chunk_rec rec = { x->csum, x->slot,
+				x->len, s->sub_shift, x->tab, x->subs,
+				x->alt.slot, { 0 },
+				x->home == ip->ino ? 0 : x->home };
 
-			objfs_bits_copy(rec.map, w[k].alt.map);
-
+			objfs_bits_copy(rec.map, x->alt.map);
+			c = objfs_chunkmap_get(&ip->chunks, x->idx);
+			/* An equal copy found: take a reference on it, if it
+			 * is still there as it was read. */
+			if (x->dup) {
+				r = data_dedup_claim(t, x->home, x->slot,
+						x->csum, x->len);
+				x->skip = r == 0;
+				if (r <= 0)
+					continue;
+				r = 0;
+			}
 			/* A whole write leaves the old copy: it loses this
 			 * record's reference (a shared one may stay). */
-			c = objfs_chunkmap_get(&ip->chunks, w[k].idx);
-			w[k].drop = 0;
-			if (!w[k].tail && !w[k].subs)
-				r = data_copy_drop(s, t, ip, c, &w[k].drop);
+			x->drop = 0;
+			if (!x->tail && !x->subs)
+				r = data_copy_drop(s, t, ip, c, &x->drop);
+			/* What the copy holds, for later dedup: a new one,
+			 * one that grew; none for one whose sub-blocks
+			 * change in place. */
+			if (r == 0 && x->subs)
+				r = objfs_meta_content_del(t, ip->ino, c->slot);
+			else if (r == 0 && !x->dup && s->dedup)
+				r = objfs_meta_content_set(t, ip->ino, x->slot,
+						x->csum, x->idx);
 			if (r == 0)
-				r = objfs_meta_chunk_put(t, ip->ino, w[k].idx,
+				r = objfs_meta_chunk_put(t, ip->ino, x->idx,
 						&rec);
+			added += !(c->flags & OBJFS_CHUNK_ONDISK);
 		}
+		a.nrec += added;
 		if (r == 0)
 			r = objfs_meta_inode_put(t, &a);
 		r = data_commit_or_abort(t, r, &seq);
@@ -298,6 +333,8 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		goto out_clear;
 	}
 	for (size_t k = 0; k < n; k++) {
+		if (w[k].skip)
+			continue;	/* stays dirty, written next time */
 		c = objfs_chunkmap_get(&ip->chunks, w[k].idx);
 		/* A whole write took a new slot: the old one, and a second
 		 * one, go once this commit is durable.  A write of changed
@@ -305,7 +342,7 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		 * still hold versions the record points at). */
 		if (!w[k].tail && !w[k].subs)
 			data_copy_release(s, ip, c, w[k].drop, seq);
-		c->home = 0;
+		c->home = w[k].home == ip->ino ? 0 : w[k].home;
 		objfs_chunkmap_set_dirty(&ip->chunks, w[k].idx, c, 0);
 		c->flags |= OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS;
 		c->flags &= ~OBJFS_CHUNK_ALT;
@@ -328,8 +365,12 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		atomic_fetch_add(&s->written_out_chunks, 1);
 		if (w[k].subs)
 			atomic_fetch_add(&s->sub_writeouts, 1);
-		atomic_fetch_add(&s->written_out_bytes, w[k].subs ?
-				(uint64_t)w[k].nsubs << s->sub_shift : w[k].len);
+		if (w[k].dup)
+			atomic_fetch_add(&s->dedup_chunks, 1);
+		else
+			atomic_fetch_add(&s->written_out_bytes, w[k].subs ?
+				(uint64_t)w[k].nsubs << s->sub_shift :
+				w[k].len);
 		/* A block that held only the sub-blocks written has nothing
 		 * else to give: the chunk is on disk alone now. */
 		if (c->flags & OBJFS_CHUNK_PARTIAL) {
@@ -340,6 +381,25 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 	ip->attr.nrec = a.nrec;
 	if (rc == 0)
 		ip->attr_dirty = 0;
+	/* An equal copy that went between the read and the commit: those
+	 * chunks are written as any other, now (a caller that is told all
+	 * is written must not find one still dirty). */
+	if (rc == 0 && !nodup) {
+		uint64_t *again = NULL;
+		size_t m = 0;
+
+		for (size_t k = 0; k < n; k++)
+			m += w[k].skip;
+		if (m && !(again = malloc(m * sizeof(*again))))
+			rc = -ENOMEM;
+		m = 0;
+		for (size_t k = 0; again && k < n; k++)
+			if (w[k].skip)
+				again[m++] = w[k].idx;
+		if (again)
+			rc = writeout(s, ip, again, m, evicting, 1);
+		free(again);
+	}
 out_clear:
 	free(w);
 	return rc;
@@ -372,9 +432,10 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 	batch = (size_t)(FLUSH_BATCH_BYTES >> s->chunk_shift);
 	if (batch < 16)
 		batch = 16;
-	rc = writeout(s, ip, sel, n < batch ? n : batch, 0);
+	rc = writeout(s, ip, sel, n < batch ? n : batch, 0, 0);
 	for (size_t k = batch; rc == 0 && k < n; k += batch)
-		rc = writeout(s, ip, sel + k, n - k < batch ? n - k : batch, 0);
+		rc = writeout(s, ip, sel + k, n - k < batch ? n - k : batch, 0,
+				0);
 	free(sel);
 	return rc;
 }
@@ -402,7 +463,7 @@ evict(struct objfs_store *s, struct objfs_inode *ip,
 			sel[nsel++] = v[k].idx;
 	}
 	if (nsel) {	/* in the order of @v: ascending */
-		rc = writeout(s, ip, sel, nsel, 1);
+		rc = writeout(s, ip, sel, nsel, 1, 0);
 		if (rc == 0)
 			atomic_fetch_add(&s->evictions, 1);
 	}

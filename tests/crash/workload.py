@@ -4,8 +4,9 @@
 Runs STEPS operations on a mounted objfs: creates, renames, unlinks,
 xattrs, sequential writes, an append-only log with fsync after each
 record, rewrites of fsynced chunks followed by fsync, truncates, hole
-punches, copies made with copy_file_range (which share chunks), fsyncs of
-files and directories.  Every operation is logged to
+punches, copies made with copy_file_range (which share chunks), new files
+with the bytes of earlier ones (which dedup shares), fsyncs of files and
+directories.  Every operation is logged to
 LOG (one JSON object per line) with its start and end (CLOCK_MONOTONIC ns,
 the clock the trace recorder uses) and what it did; the bytes written are
 a function of the logged seed, so the checker (sim.py) can rebuild every
@@ -50,8 +51,8 @@ def main():
     def p(rel):
         return os.path.join(mnt, rel)
 
-    def write(rel, off, n):
-        s = newseed()
+    def write(rel, off, n, s=None):
+        s = s if s is not None else newseed()
         t0 = time.monotonic_ns()
         fd = os.open(p(rel), os.O_WRONLY)
         os.pwrite(fd, data(s, n), off)
@@ -88,6 +89,7 @@ def main():
     create("log")
     logfd = os.open(p("log"), os.O_WRONLY | os.O_APPEND)
     nfile = 0
+    made = []           # (seed, length) of the first write of new files
     for _ in range(steps):
         live = sorted(files)
         total = sum(files.values())
@@ -115,7 +117,14 @@ def main():
             nfile += 1
             rel = "%s/f%d" % (rng.choice("ab"), nfile)
             create(rel)
-            write(rel, 0, rng.choice((4096, 50000, 200000, 600000)))
+            if made and rng.random() < 0.3:
+                # The bytes of a file made before (dedup: equal chunks
+                # are stored once).
+                s, n = rng.choice(made)
+                write(rel, 0, n, s)
+            else:
+                write(rel, 0, rng.choice((4096, 50000, 200000, 600000)))
+                made.append((nseed[0], files[rel]))
             if rng.random() < 0.7:
                 fsync(rel)
         elif r < 0.52 and synced & set(live):

@@ -581,7 +581,12 @@ test_requests_pass_index_writes(void **state)
 		_Atomic int *gate = kinds[k] == OP_SYNC_ALL ? &pgate : &jgate;
 
 		if (kinds[k] == OP_SYNC_ALL) {
-			dirty = make_file(f, "dirty", buf, 1000, 0);
+			/* Bytes of its own: equal ones would share the
+			 * probe's copy and write nothing (dedup). */
+			unsigned char *own = pattern(1000, 41);
+
+			dirty = make_file(f, "dirty", own, 1000, 0);
+			free(own);
 			(void)dirty;
 		}
 		atomic_store(gate, 1);
@@ -2816,6 +2821,111 @@ test_copy_source_writes_elsewhere(void **state)
 	free(b);
 }
 
+/* Two saves of a checkpoint of 20 chunks, 2 changed between them: the
+ * second writes 2 chunks and shares 18 with the first (dedup), and reads
+ * back whole; a rewrite of the first leaves the second as it was, before
+ * and after a remount; with both unlinked, nothing is left on disk, and
+ * objfsctl check agrees at each step.  With -o dedup=off the second
+ * save writes all 20. */
+static void
+test_dedup_checkpoints(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 20 * CHUNK, n;
+	unsigned char *a = pattern(len, 44), *b = malloc(len), x[100];
+	uint64_t one, two, w0, d0;
+	int changed;
+
+	memcpy(b, a, len);
+	memset(b + 5 * CHUNK + 7, 0x5c, 1000);
+	memset(b + 12 * CHUNK, 0x5d, CHUNK);
+	one = make_file(f, "ck1", a, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, one, 0), 0);
+	w0 = atomic_load(&f->s->written_out_bytes);
+	d0 = atomic_load(&f->s->dedup_chunks);
+	two = make_file(f, "ck2", b, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, two, 0), 0);
+	assert_int_equal(atomic_load(&f->s->dedup_chunks) - d0, 18);
+	assert_int_equal(atomic_load(&f->s->written_out_bytes) - w0,
+			2 * CHUNK);
+	assert_content(f, one, a, len, 0);
+	assert_content(f, two, b, len, 0);
+	/* The first is rewritten: the second keeps its bytes. */
+	memset(x, 0x77, sizeof(x));
+	assert_int_equal(objfs_store_write(f->s, one, 3 * CHUNK + 50, x,
+				sizeof(x), &wr, &changed, &n), 0);
+	memcpy(a + 3 * CHUNK + 50, x, sizeof(x));
+	assert_int_equal(objfs_store_fsync(f->s, one, 0), 0);
+	assert_content(f, one, a, len, 0);
+	assert_content(f, two, b, len, 0);
+	assert_int_equal(objfs_store_release(f->s, one, O_RDWR, 0), 0);
+	assert_int_equal(objfs_store_release(f->s, two, O_RDWR, 0), 0);
+	assert_checks_clean(f);
+	assert_content(f, one, a, len, 0);
+	assert_content(f, two, b, len, 0);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "ck1"), 0);
+	give_back(f);
+	assert_checks_clean(f);
+	assert_content(f, two, b, len, 0);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "ck2"), 0);
+	give_back(f);
+	assert_int_equal(backing_files(f), 0);
+	assert_checks_clean(f);
+
+	/* dedup=off: every chunk is written. */
+	{
+		struct objfs_store_config cfg = {
+			.data_dir = f->dir, .arena_size = f->arena,
+			.chunk_size = CHUNK, .no_dedup = 1,
+		};
+
+		assert_int_equal(objfs_store_close(f->s), 0);
+		assert_int_equal(objfs_store_open(&cfg, &f->s, NULL, NULL), 0);
+	}
+	one = make_file(f, "ck1", a, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, one, 0), 0);
+	w0 = atomic_load(&f->s->written_out_bytes);
+	two = make_file(f, "ck2", a, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, two, 0), 0);
+	assert_int_equal(atomic_load(&f->s->written_out_bytes) - w0, len);
+	assert_int_equal(atomic_load(&f->s->dedup_chunks), 0);
+	assert_content(f, two, a, len, 0);
+	free(a);
+	free(b);
+}
+
+/* An entry of the content DB that names a copy whose bytes are not the
+ * ones it claims (as a checksum collision, or damage, would) is never
+ * shared: the candidate is read and checked, the chunk written itself. */
+static void
+test_dedup_checks_the_bytes(void **state)
+{
+	struct fx *f = *state;
+	unsigned char *a = pattern(CHUNK, 45), *b = pattern(CHUNK, 46);
+	unsigned char tab[4 * OBJFS_SUMS_MAX];
+	struct objfs_meta_txn *t;
+	uint64_t one, two, d0;
+
+	one = make_file(f, "one", a, CHUNK, 0);
+	assert_int_equal(objfs_store_fsync(f->s, one, 0), 0);
+	/* "one"'s slot 0 said to hold what "two" is about to write. */
+	assert_int_equal(objfs_meta_begin(f->s->meta, OBJFS_META_WRITE, &t), 0);
+	assert_int_equal(objfs_meta_content_set(t, one, 0,
+			objfs_chunk_csum(b, CHUNK, f->s->sub_shift, tab), 0), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	d0 = atomic_load(&f->s->dedup_chunks);
+	two = make_file(f, "two", b, CHUNK, 0);
+	assert_int_equal(objfs_store_fsync(f->s, two, 0), 0);
+	assert_int_equal(atomic_load(&f->s->dedup_chunks), d0);
+	assert_int_equal(objfs_store_release(f->s, one, O_RDWR, 0), 0);
+	assert_int_equal(objfs_store_release(f->s, two, O_RDWR, 0), 0);
+	reopen(f);
+	assert_content(f, one, a, CHUNK, 0);
+	assert_content(f, two, b, CHUNK, 0);
+	free(a);
+	free(b);
+}
+
 int
 main(void)
 {
@@ -2826,6 +2936,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_copy_shares_within_and_beyond,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copy_source_writes_elsewhere,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dedup_checkpoints, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_dedup_checks_the_bytes,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_eio, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_enospc, setup, teardown),
