@@ -759,18 +759,62 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	st->spill_low = ss.low_bytes;
 }
 
+/* The figures' walk of the index: the shared copies (sorted by the share
+ * DB's key order), each counted once, at its longest record. */
+struct fig_walk {
+	struct objfs_status_figures *f;
+	struct fig_copy { uint64_t home, slot; uint32_t len; } *v;
+	size_t n, cap;
+};
+
+static int
+fig_share(void *arg, uint64_t home, uint64_t slot, uint64_t n)
+{
+	struct fig_walk *w = arg;
+
+	(void)n;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct fig_copy *v = realloc(w->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		w->v = v;
+		w->cap = cap;
+	}
+	w->v[w->n++] = (struct fig_copy){ home, slot, 0 };
+	return 0;
+}
+
+static int
+fig_copy_cmp(const void *a, const void *b)
+{
+	const struct fig_copy *x = a, *y = b;
+
+	if (x->home != y->home)
+		return x->home < y->home ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
 static int
 add_chunk(void *arg, uint64_t ino, uint64_t idx,
 		const struct objfs_chunk_rec *r)
 {
-	struct objfs_status_figures *f = arg;
+	struct fig_walk *w = arg;
+	struct fig_copy key, *p;
 
-	(void)ino;
 	(void)idx;
-	if (r) {
-		f->disk_bytes += r->len;
-		f->disk_chunks++;
-	}
+	if (!r)
+		return 0;
+	w->f->disk_bytes += r->len;
+	w->f->disk_chunks++;
+	key.home = r->home ? r->home : ino;
+	key.slot = r->slot;
+	p = w->n ? bsearch(&key, w->v, w->n, sizeof(*p), fig_copy_cmp) : NULL;
+	if (!p)
+		w->f->disk_stored += r->len;
+	else if (r->len > p->len)
+		p->len = r->len;
 	return 0;
 }
 
@@ -795,7 +839,17 @@ objfs_store_get_figures(struct objfs_store *s, struct objfs_status_figures *f)
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		return rc;
-	rc = objfs_meta_chunk_all(t, add_chunk, f);
+	{
+		struct fig_walk w = { f, NULL, 0, 0 };
+
+		/* The share DB walks in key order: sorted for bsearch. */
+		rc = objfs_meta_share_all(t, fig_share, &w);
+		if (rc == 0)
+			rc = objfs_meta_chunk_all(t, add_chunk, &w);
+		for (size_t i = 0; rc == 0 && i < w.n; i++)
+			f->disk_stored += w.v[i].len;
+		free(w.v);
+	}
 	objfs_meta_abort(t);
 	if (rc < 0)
 		return rc;

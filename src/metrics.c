@@ -120,6 +120,8 @@ static const struct figure {
 	  "Bytes of chunk copies recorded in the backing directory." },
 	{ "disk_chunks", "objfs_disk_chunks", "gauge",
 	  "Chunk copies recorded in the backing directory." },
+	{ "disk_stored_bytes", "objfs_disk_stored_bytes", "gauge",
+	  "Bytes of chunk copies on disk, a copy that files share counted once." },
 	{ "backing_fs_bytes", "objfs_backing_fs_size_bytes", "gauge",
 	  "Size of the backing filesystem." },
 	{ "backing_fs_avail_bytes", "objfs_backing_fs_avail_bytes", "gauge",

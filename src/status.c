@@ -43,6 +43,7 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		"dirty_bytes: %" PRIu64 "\n"
 		"disk_bytes: %" PRIu64 "\n"
 		"disk_chunks: %" PRIu64 "\n"
+		"disk_stored_bytes: %" PRIu64 "\n"
 		"backing_fs_bytes: %" PRIu64 "\n"
 		"backing_fs_avail_bytes: %" PRIu64 "\n"
 		"spilled_chunks: %" PRIu64 "\n"
@@ -65,7 +66,8 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		st->arena_capacity, st->arena_used, st->spill_high,
 		st->spill_low, st->chunk_size, st->resident_bytes,
 		st->dirty_bytes,
-		f->disk_bytes, f->disk_chunks, f->fs_bytes, f->fs_avail,
+		f->disk_bytes, f->disk_chunks, f->disk_stored, f->fs_bytes,
+		f->fs_avail,
 		st->written_out_chunks, st->written_out_bytes,
 		st->restored_chunks, st->restored_bytes, st->direct_reads,
 		st->part_reads, st->sub_writeouts, st->shared_chunks,

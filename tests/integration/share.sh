@@ -17,6 +17,12 @@ status() {	# status KEY: a figure from the status file
 backing_bytes() {	# blocks the backing files take, in bytes
 	du -sB1 "$DATA/backing" | cut -f1
 }
+no_growth() {	# no_growth BYTES: the backing files took at most 1 MiB more
+	local now
+	now=$(backing_bytes)
+	echo "backing files: $now bytes, $1 before"
+	test "$now" -le "$(($1 + 1048576))"
+}
 # big: 80 MiB, 2.5 times the arena; small: 3 MiB and a bit.
 ok "write big and small, and sync" sh -c "
 	head -c 83886080 /dev/urandom >'$T/big.ref' &&
@@ -29,12 +35,26 @@ ok "cp big big.bak, small small.bak (copy_file_range)" sh -c "
 	cp '$MNT/big' '$MNT/big.bak' && cp '$MNT/small' '$MNT/small.bak'"
 ok "the copies shared 84 chunks instead of copying them" \
 	test "$(($(status shared_chunks) - before))" -ge 84
-ok "and took no disk: $(backing_bytes) bytes against $disk0 before" \
-	test "$(backing_bytes)" -le "$((disk0 + 1048576))"
+ok "and took no disk" no_growth "$disk0"
 ok "the copies read the same" sh -c "
 	cmp '$T/big.ref' '$MNT/big.bak' && cmp '$T/small.ref' '$MNT/small.bak'"
 ok "user.objfs.shared says so" sh -c "
 	test \$(getfattr --only-values -n user.objfs.shared '$MNT/big.bak') -eq 83886080"
+ok "the status file: logical bytes on disk twice those stored" sh -c "
+	test $(( 2 * (83886080 + 3146000) )) -eq \$(awk '\$1 == \"disk_bytes:\" {print \$2}' '$MNT/.objfs-status') &&
+	test $(( 83886080 + 3146000 )) -eq \$(awk '\$1 == \"disk_stored_bytes:\" {print \$2}' '$MNT/.objfs-status')"
+
+# Dedup: the same bytes written again by a plain write (not a copy), as a
+# checkpoint saved twice is: stored once.
+disk1=$(backing_bytes)
+d0=$(status dedup_chunks)
+ok "cat big >big.again, sync" sh -c "
+	cat '$T/big.ref' >'$MNT/big.again' && '$CTL' sync '$MNT' >/dev/null"
+ok "its 80 chunks were found on disk already" \
+	test "$(($(status dedup_chunks) - d0))" -ge 80
+ok "and took no disk" no_growth "$disk1"
+ok "it reads the same" cmp "$T/big.ref" "$MNT/big.again"
+ok "rm big.again" rm "$MNT/big.again"
 
 # Writes to either side, not synced.
 ok "write into big.bak and into small" python3 - "$MNT" "$T" <<'PY'
