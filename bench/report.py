@@ -312,6 +312,11 @@ if any(k[1] == "cp_inside" for k in M):
             "-" if o is None or tm is None else "%.2f" % (tm / o),
             fmt(om, GiB), fmt(od, GiB), fmt(tmm, GiB)))
     say("")
+    on, off = get("objfs", "dedup_on_rt", 4 * GiB), get("objfs", "dedup_off_rt", 4 * GiB)
+    if on is not None and off is not None:
+        say("Dedup's cost: a round trip of 4 GiB that never dedups through a "
+            "1 GiB arena, medians: dedup on %.2f s, off %.2f s; on / off "
+            "%.3f (target: at most 1.10).\n" % (on, off, on / off))
 
 restart = sorted({k[2] for k in M if k[1] == "restart_adopt"})
 if restart:

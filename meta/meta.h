@@ -252,6 +252,10 @@ int objfs_meta_content_get(struct objfs_meta_txn *t, uint64_t home,
 		uint64_t slot, uint64_t *csum, uint64_t *idx);
 int objfs_meta_content_find(struct objfs_meta_txn *t, uint64_t csum,
 		int (*cb)(void *arg, uint64_t home, uint64_t slot), void *arg);
+/* Every entry (home, slot), for objfsctl check; @ok 0 for a damaged one. */
+int objfs_meta_content_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t home, uint64_t slot, int ok),
+		void *arg);
 
 /* Orphans: inodes with no name that were still open. */
 int objfs_meta_orphan_add(struct objfs_meta_txn *t, uint64_t ino);

@@ -721,6 +721,33 @@ objfs_meta_content_find(struct objfs_meta_txn *t, uint64_t csum,
 	return meta_range(t, DB_BYCSUM, csum, NULL, 0, content_one, &c);
 }
 
+struct content_all_ctx {
+	int (*cb)(void *arg, uint64_t home, uint64_t slot, int ok);
+	void *arg;
+};
+
+static int
+content_all_one(void *arg, MDB_val *k, MDB_val *v, int ok)
+{
+	struct content_all_ctx *c = arg;
+	const unsigned char *kb = k->mv_data;
+
+	if (k->mv_size != 16)
+		return c->cb(c->arg, 0, 0, 0);
+	return c->cb(c->arg, get_be64(kb), get_be64(kb + 8),
+			ok && v->mv_size == 16);
+}
+
+int
+objfs_meta_content_all(struct objfs_meta_txn *t,
+		int (*cb)(void *arg, uint64_t home, uint64_t slot, int ok),
+		void *arg)
+{
+	struct content_all_ctx c = { cb, arg };
+
+	return meta_walk_db(t, DB_CONTENT, content_all_one, &c);
+}
+
 /* The DBs keyed by inode number alone, with empty values. */
 static int
 ino_set_add(struct objfs_meta_txn *t, int db, uint64_t ino)

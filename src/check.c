@@ -398,6 +398,23 @@ check_share(void *arg, uint64_t home, uint64_t slot, uint64_t n)
 	return 0;
 }
 
+/* An entry of the content DB (dedup) names a copy some record points at:
+ * one left behind would mean its copy was given back without it. */
+static int
+check_content(void *arg, uint64_t home, uint64_t slot, int ok)
+{
+	struct chunks *k = arg;
+	struct shref key = { home, slot, 0, 0 };
+
+	if (!ok)
+		problem(k->c, "an entry of the content index is damaged");
+	else if (!k->nsh || !bsearch(&key, k->sh, k->nsh, sizeof(key),
+			shref_cmp))
+		problem(k->c, "the content index names copy %" PRIu64 ":%"
+			PRIu64 ", which no chunk record points at", home, slot);
+	return 0;
+}
+
 /* Every record in another object's file is counted in the share DB, and
  * every count is that of the records of its copy. */
 static int
@@ -410,6 +427,8 @@ check_shares(struct chunks *k)
 		qsort(k->sh, k->nsh, sizeof(*k->sh), shref_cmp);
 	k->shared = 0;
 	rc = objfs_meta_share_all(k->c->t, check_share, k);
+	if (rc == 0)
+		rc = objfs_meta_content_all(k->c->t, check_content, k);
 	for (size_t i = 0; i < k->nsh; i++)
 		foreign += k->sh[i].foreign;
 	if (rc == 0 && k->shared != foreign)
