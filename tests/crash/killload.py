@@ -111,6 +111,21 @@ def replay(path):
     return logs, files, names, loose, snaps
 
 
+def differing(mnt, name, want, whole):
+    """How many bytes of @name differ from @want (missing ones count):
+    all of the file (@whole), or its first len(@want) bytes."""
+    try:
+        with open(os.path.join(mnt, name), "rb") as f:
+            got = f.read() if whole else f.read(len(want))
+    except OSError as e:
+        got = b""
+        print("# %s: %s" % (name, e))
+    if got == want:
+        return 0
+    return sum(1 for a, b in zip(got, want) if a != b) + \
+        abs(len(want) - len(got))
+
+
 def verify(mnt, journal, now):
     """Check the mount; @now gets, per file, which version each block
     holds now (what the next round starts from)."""
@@ -122,32 +137,20 @@ def verify(mnt, journal, now):
             lo = int(b) * BLK
             hi = min(o["size"], lo + BLK)
             want[lo:hi] = data(s, BLK)[:hi - lo]
-        try:
-            got = open(os.path.join(mnt, name), "rb").read()
-        except OSError as e:
-            got = b""
-            print("# %s: %s" % (name, e))
+        bad = differing(mnt, name, want, whole=True)
         verified += len(want)
-        if got != want:
-            bad = sum(1 for a, b in zip(got, want) if a != b) + \
-                abs(len(want) - len(got))
-            lost += bad
+        lost += bad
+        if bad:
             print("# %s, a copy of %s: %d of %d bytes differ" %
                   (name, o["src"], bad, len(want)))
     for name, lg in logs.items():
         want = b"".join(data(s, n) for s, n in lg["recs"][:lg["acked"]])
         if not want:
             continue
-        try:
-            got = open(os.path.join(mnt, name), "rb").read(len(want))
-        except OSError as e:
-            got = b""
-            print("# %s: %s" % (name, e))
+        bad = differing(mnt, name, want, whole=False)
         verified += len(want)
-        if got != want:
-            bad = sum(1 for a, b in zip(got, want) if a != b) + \
-                max(0, len(want) - len(got))
-            lost += bad
+        lost += bad
+        if bad:
             print("# %s: %d of %d fsynced bytes lost" % (name, bad,
                                                          len(want)))
     for name, f in files.items():
