@@ -13,8 +13,9 @@ t_init
 fill() {
 	python3 - "$1" <<'PY'
 import os, sys
-d, n, buf = sys.argv[1], 0, os.urandom(4 << 20)
+d, n = sys.argv[1], 0
 while n < 1000:
+    buf = os.urandom(4 << 20)   # each its own: equal ones dedup
     try:
         fd = os.open(os.path.join(d, "fill%d" % n), os.O_WRONLY | os.O_CREAT, 0o644)
     except OSError:

@@ -202,11 +202,14 @@ chmod 700 "$T/small" "$T/small/backing"
 mount -t tmpfs -o size=96m,mode=0700 objfs-test-backing "$T/small/backing"
 T_MOUNTS+=("$T/small/backing")
 ok "mount over a 96 MiB backing filesystem" start_objfs "$T/mnt3" "$T/small" arena=512M
-for f in a b; do cp "$T/src" "$T/mnt3/$f"; done
+# Two different 64 MiB files (equal ones would be stored once: dedup).
+head -c $((64 << 20)) /dev/urandom >"$T/src2"
+cp "$T/src" "$T/mnt3/a"
+cp "$T/src2" "$T/mnt3/b"
 run "$CTL" sync "$T/mnt3"
 ok "objfsctl sync fails when the disk is full ($rc)" test "$rc" = 1
 ok "... saying why" said 'No space left on device'
-ok "... and both files still read back" bash -c "cmp '$T/src' '$T/mnt3/a' && cmp '$T/src' '$T/mnt3/b'"
+ok "... and both files still read back" bash -c "cmp '$T/src' '$T/mnt3/a' && cmp '$T/src2' '$T/mnt3/b'"
 ok "deleting one, sync succeeds" bash -c "rm '$T/mnt3/b' && '$CTL' sync '$T/mnt3'"
 ok "unmount" stop_objfs "$T/mnt3"
 umount "$T/small/backing"
