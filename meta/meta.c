@@ -622,33 +622,43 @@ rebuild(struct objfs_meta *m)
 	return -EIO;
 }
 
-/* Keep disk blocks allocated beyond the data file's end. */
+/* Keep disk blocks allocated beyond the data file's end: the whole
+ * reserve, or on a full disk as much of it as there is room for (in
+ * halving steps down to 1 MiB), so that space freed by deletions is
+ * taken back at once, not only once the whole reserve fits again. */
 static void
 top_up(struct objfs_meta *m)
 {
+	uint64_t from, want, step;
 	struct stat st;
 
 	if (!m->reserve || fstat(m->dfd, &st) < 0)
 		return;
-	if ((uint64_t)st.st_size + m->reserve <= m->reserved_to) {
-		m->tight = 0;
-		return;
+	want = (uint64_t)st.st_size + m->reserve;
+	from = (uint64_t)st.st_size > m->reserved_to ? (uint64_t)st.st_size :
+		m->reserved_to;
+	for (step = want > from ? want - from : 0; from < want &&
+	     step >= (1u << 20);) {
+		uint64_t n = step < want - from ? step : want - from;
+
+		if (fallocate(m->dfd, FALLOC_FL_KEEP_SIZE, (off_t)from,
+				(off_t)n) == 0) {
+			from += n;
+			m->reserved_to = from;
+			continue;
+		}
+		if (errno != ENOSPC) {
+			objfs_log(OBJFS_LOG_INFO, "index: cannot reserve disk "
+				"blocks: %m");
+			m->reserve = 0;
+			m->tight = 0;
+			return;
+		}
+		step /= 2;
 	}
-	if (fallocate(m->dfd, FALLOC_FL_KEEP_SIZE, st.st_size,
-			(off_t)m->reserve) == 0) {
-		m->reserved_to = (uint64_t)st.st_size + m->reserve;
-		m->tight = 0;
-		return;
-	}
-	if (errno == ENOSPC) {
-		/* Essential writes only, from what is left, once less than a
-		 * quarter of the reserve remains. */
-		m->tight = (uint64_t)st.st_size + m->reserve / 4 >
-			m->reserved_to;
-		return;
-	}
-	objfs_log(OBJFS_LOG_INFO, "index: cannot reserve disk blocks: %m");
-	m->reserve = 0;
+	/* Essential writes only, from what is left, once less than a
+	 * quarter of the reserve remains. */
+	m->tight = (uint64_t)st.st_size + m->reserve / 4 > m->reserved_to;
 }
 
 /* Commit the batch to LMDB (locked, no write under way). */

@@ -1117,7 +1117,8 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 /*
  * fallocate: disk blocks for the chunks of [off, end) that have no disk
  * copy, in their home slots, so that writing them out later cannot fail
- * for want of space.  The arena is not touched, so this works whatever
+ * for want of space.  The backing file's size covers them (a sparse end
+ * that shrink_file() cuts once those slots are given back).  The arena is not touched, so this works whatever
  * its size.  All or nothing: on failure what was allocated is given back
  * (those slots were free: no record points at them).
  */
@@ -1142,7 +1143,10 @@ reserve_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			j = i + 1;
 			continue;
 		}
-		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)(i << s->chunk_shift),
+		/* Not KEEP_SIZE: blocks past the file's end could not be
+		 * given back on failure (ext4 ignores a hole punched past
+		 * the end), and nothing would show where they went. */
+		if (fallocate(fd, 0, (off_t)(i << s->chunk_shift),
 				(off_t)((j - i) << s->chunk_shift)) < 0) {
 			rc = -errno;
 			done = j;	/* the failed run may be partly there */
@@ -1151,6 +1155,8 @@ reserve_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	}
 	if (rc == 0)
 		return 0;
+	/* A failed fallocate may have allocated part of its run, and moved
+	 * the file's end past it: every punch below is inside the file. */
 	for (i = off >> s->chunk_shift; i < done; i++) {
 		c = objfs_chunkmap_get(&ip->chunks, i);
 		if (!(c && (c->flags & OBJFS_CHUNK_ONDISK)) &&

@@ -594,7 +594,25 @@ open_arena(struct objfs_store *s, const struct objfs_store_config *cfg,
 		objfs_arena_remove(s->arena);
 		objfs_arena_destroy(s->arena);
 		s->arena = NULL;
-		*msg = "cannot write DATA/arena";
+		(void)unlinkat(dirfd, "arena.new", 0);
+		if (rc != -ENOSPC && rc != -EDQUOT) {
+			*msg = "cannot write DATA/arena";
+			return rc;
+		}
+		/* A full disk must not keep the data out of reach: mount
+		 * with an arena that dies with this daemon (nothing could
+		 * name a shared one for adoption). */
+		objfs_log(OBJFS_LOG_WARNING, "cannot write DATA/arena (%s): "
+			"the arena is private memory instead, and what a killed "
+			"daemon had not written out is lost; delete files to "
+			"make room", strerror(-rc));
+		(void)unlinkat(dirfd, "arena", 0);
+		snprintf(s->arena_note, sizeof(s->arena_note), "memfd (dies "
+			"with the daemon: DATA/arena: %s)", strerror(-rc));
+		rc = objfs_arena_create(cfg->arena_size, s->chunk_size,
+				&s->arena);
+		if (rc < 0)
+			*msg = "cannot create the arena";
 		return rc;
 	}
 	if (cfg->arena_dir) {

@@ -110,6 +110,23 @@ shrink_file(struct objfs_store *s, struct objfs_inode *ip, int fd)
 			": cannot shorten the backing file: %m", ip->ino);
 }
 
+/* Punch @d[0..n) in the backing file of an object that is deleted: its
+ * file stayed for copies other objects share (share.c), and these slots
+ * no record needs any more.  Nothing else may change in that file: no
+ * slot map of the deleted object knows which of its slots are shared, so
+ * it is never shortened (shrink_file) here. */
+static void
+punch_gone(struct objfs_store *s, struct objfs_deferred *d, size_t n)
+{
+	int fd = objfs_backing_file(s->backing, d[0].ino, 0, NULL);
+
+	for (size_t i = 0; fd >= 0 && i < n; i++)
+		(void)objfs_spill_punch(fd, d[i].slot, s->chunk_size);
+	if (fd >= 0)
+		close(fd);
+	undefer(s, d, n);
+}
+
 /* Give back @d[0..n), the slots of one object. */
 static void
 release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
@@ -119,17 +136,18 @@ release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
 	int fd;
 
 	if (objfs_store_iget(s, d[0].ino, &ip) < 0) {
-		/* Gone.  Its file stayed for copies that other objects
-		 * share (share.c): these slots no record needs any more. */
-		fd = objfs_backing_file(s->backing, d[0].ino, 0, NULL);
-		for (size_t i = 0; fd >= 0 && i < n; i++)
-			(void)objfs_spill_punch(fd, d[i].slot, s->chunk_size);
-		if (fd >= 0)
-			close(fd);
-		undefer(s, d, n);
+		punch_gone(s, d, n);
 		return;
 	}
 	objfs_inode_lock(ip);
+	if (ip->gone) {
+		/* Deleted, yet still known (a lookup or an O_PATH descriptor
+		 * holds it): its chunks and slot map went at the deletion. */
+		objfs_inode_unlock(ip);
+		objfs_store_iput(s, ip);
+		punch_gone(s, d, n);
+		return;
+	}
 	fd = data_backing_fd(s, ip, 0, NULL);
 	for (size_t i = 0; i < n; i++) {
 		/* Keep what a read-ahead is reading, until next time. */

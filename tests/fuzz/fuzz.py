@@ -1,0 +1,731 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""fuzz.py - the reference-model fuzzer: random file operations on a real
+objfs mount, checked against a model of what every file must hold.
+
+Each run mounts objfs on a fresh data directory (a small arena, so chunks
+spill, and 64 KiB chunks, so files of a few MiB have many) and applies a
+sequence of operations drawn from a seed:
+
+    write / pwrite (through a fresh open or a descriptor held open),
+    truncate (by name or through a held descriptor), fallocate (allocate,
+    punch a hole, zero a range, with and without KEEP_SIZE),
+    copy_file_range (whole-file copies as cp makes them, and ranges),
+    rename, unlink, link, holding files open (read-write or O_PATH) across
+    their unlink, fsync, sync, a pause (the daemon gives space back once a
+    second), a clean unmount and remount, and SIGKILL and remount.
+
+Data is drawn from a few chunk-sized blocks, so files share equal chunks
+(dedup) and copies share disk copies.  The model (name -> object -> bytes)
+is what POSIX says each file holds; a killed daemon loses nothing either
+(the next one adopts its arena), so it is the same model.  Every few
+operations each named file's size and bytes are read back and compared;
+after every unmount `objfsctl check DATA` must find no problem, and after
+every remount the names and bytes must be the model's.  At the end every
+file is deleted and the backing directory must hold no data blocks.
+
+An operation that objfs answers with an error the model does not expect
+(EIO, ENOSPC, ...) is a failure too.  A failure prints the seed and the
+sequence; --shrink then cuts the sequence down (delta debugging), replaying
+each candidate on a fresh mount, and writes the shortest failing one to
+--save, which --replay runs again.
+
+Exit status: 0 clean, 1 a failure found, 2 a bad invocation or setup.
+"""
+import argparse
+import errno
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+FALLOC_KEEP_SIZE = 0x01
+FALLOC_PUNCH_HOLE = 0x02
+FALLOC_ZERO_RANGE = 0x10
+
+NAMES = ["a", "b", "c", "d", "e", "f"]
+OPS = [  # (operation, weight)
+    ("write", 14), ("hwrite", 5), ("truncate", 6), ("htruncate", 2),
+    ("punch", 4), ("zero", 3), ("alloc", 2), ("cp", 7), ("copy", 5),
+    ("rename", 3), ("unlink", 4), ("link", 2), ("hold", 5), ("close", 3),
+    ("fsync", 7), ("sync", 2), ("pause", 1), ("remount", 2), ("kill", 1),
+]
+
+
+class Failure(Exception):
+    pass
+
+
+def libc_fallocate():
+    import ctypes
+    import ctypes.util
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    f = libc.fallocate
+    f.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+
+    def fallocate(fd, mode, off, length):
+        if f(fd, mode, off, length) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+    return fallocate
+
+
+fallocate = libc_fallocate()
+
+
+def gen_ops(seed, n, chunk):
+    """n abstract operations: each names its targets by index, resolved
+    against the model when it runs, so any subsequence still runs."""
+    rng = random.Random(seed)
+    kinds = [k for k, w in OPS for _ in range(w)]
+    span = 40 * chunk
+    ops = []
+    for _ in range(n):
+        k = rng.choice(kinds)
+        aligned = rng.random() < 0.6
+
+        def off(limit=span):
+            if aligned:
+                return rng.randrange(0, limit // chunk) * chunk
+            return rng.randrange(0, limit)
+
+        def length(limit=12 * chunk):
+            if aligned:
+                return rng.randrange(1, limit // chunk + 1) * chunk
+            return rng.randrange(1, limit)
+        op = {"op": k, "i": rng.randrange(1 << 20), "j": rng.randrange(1 << 20)}
+        if k in ("write", "hwrite"):
+            big = rng.random() < 0.05
+            op.update(off=off(), len=length(96 * chunk if big else 12 * chunk),
+                      data=rng.randrange(1 << 30))
+            if rng.random() < 0.03:	# far past the end: a sparse file
+                op["off"] = rng.randrange(0, 128 * chunk)
+        elif k in ("truncate", "htruncate"):
+            op.update(size=off(span) if rng.random() < 0.8 else 0)
+        elif k in ("punch", "zero", "alloc"):
+            op.update(off=off(), len=length(), keep=rng.random() < 0.5)
+        elif k == "copy":
+            op.update(off=off(), off2=off(), len=length(24 * chunk))
+        elif k == "hold":
+            op.update(path=rng.random() < 0.4)
+        ops.append(op)
+    return ops
+
+
+def data_for(spec, length, blocks, chunk):
+    """The bytes a write puts: mostly whole library blocks (equal chunks
+    in many files), sometimes random or zero."""
+    rng = random.Random(spec)
+    r = rng.random()
+    if r < 0.1:
+        return bytes(length)
+    if r < 0.3:
+        return rng.randbytes(length)
+    out = bytearray()
+    start = rng.randrange(len(blocks))
+    while len(out) < length:
+        b = blocks[(start + len(out) // chunk) % len(blocks)]
+        out += b
+    return bytes(out[:length])
+
+
+class Objfs:
+    """One data directory and its mount."""
+
+    def __init__(self, binary, ctl, work, opts):
+        self.bin, self.ctl, self.opts = binary, ctl, opts
+        self.mnt = os.path.join(work, "mnt")
+        self.data = os.path.join(work, "data")
+        self.log = os.path.join(work, "objfs.log")
+        os.makedirs(self.mnt, exist_ok=True)
+        self.proc = None
+        self.arenas = set()
+
+    def start(self):
+        logf = open(self.log, "a")
+        self.proc = subprocess.Popen(
+            [self.bin, "-f", "-o", "data=%s,%s" % (self.data, self.opts),
+             self.mnt], stdout=logf, stderr=logf)
+        logf.close()
+        for _ in range(300):
+            if os.path.ismount(self.mnt):
+                try:
+                    with open(os.path.join(self.data, "arena")) as f:
+                        self.arenas.add(f.readline().strip())
+                except OSError:
+                    pass
+                return
+            if self.proc.poll() is not None:
+                raise Failure("objfs exited %d before mounting"
+                              % self.proc.returncode)
+            time.sleep(0.05)
+        raise Failure("objfs did not mount within 15 s")
+
+    def stop(self):
+        """A clean unmount: the daemon must write everything out and
+        exit 0."""
+        r = subprocess.run(["fusermount3", "-u", self.mnt],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Failure("fusermount3 -u: " + r.stderr.strip())
+        try:
+            rc = self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            raise Failure("objfs still running 120 s after unmount")
+        self.proc = None
+        if rc != 0:
+            raise Failure("objfs exited %d after unmount" % rc)
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.proc = None
+        if subprocess.run(["fusermount3", "-u", self.mnt],
+                          capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+
+    def check(self):
+        r = subprocess.run([self.ctl, "check", self.data],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Failure("objfsctl check: exit %d\n%s" %
+                          (r.returncode, (r.stdout + r.stderr)[-3000:]))
+
+    def cleanup(self):
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+            self.proc = None
+        if os.path.ismount(self.mnt):
+            if subprocess.run(["fusermount3", "-u", self.mnt],
+                              capture_output=True).returncode != 0:
+                subprocess.run(["umount", "-l", self.mnt],
+                               capture_output=True)
+        # A killed daemon's arena stays for adoption: ours go.
+        for a in self.arenas:
+            if os.path.basename(a) == "arena" and "/objfs." in a:
+                shutil.rmtree(os.path.dirname(a), ignore_errors=True)
+
+
+class Run:
+    """One run of a sequence against a fresh mount and the model."""
+
+    def __init__(self, args, ops, verbose):
+        self.a, self.ops, self.verbose = args, ops, verbose
+        self.chunk = args.chunk
+        rng = random.Random(args.blocks_seed)
+        self.blocks = [rng.randbytes(self.chunk) for _ in range(5)]
+        self.names = {}		# name -> object
+        self.objs = {}		# object -> bytearray
+        self.held = []		# [fd, object, is_path]
+        self.next_obj = 0
+        self.done = 0
+        self.counts = {}
+
+    def p(self, name):
+        return os.path.join(self.fs.mnt, name)
+
+    # ---- the model ------------------------------------------------------
+    def m_write(self, obj, off, data):
+        b = self.objs[obj]
+        if len(b) < off:
+            b.extend(bytes(off - len(b)))
+        b[off:off + len(data)] = data
+
+    def m_size(self, obj, size):
+        b = self.objs[obj]
+        if size < len(b):
+            del b[size:]
+        else:
+            b.extend(bytes(size - len(b)))
+
+    def m_zero(self, obj, off, length, keep):
+        b = self.objs[obj]
+        end = off + length
+        if not keep and end > len(b):
+            self.m_size(obj, end)
+        end = min(end, len(b))
+        if off < end:
+            b[off:end] = bytes(end - off)
+
+    def m_gc(self):
+        live = set(self.names.values()) | {h[1] for h in self.held}
+        for o in list(self.objs):
+            if o not in live:
+                del self.objs[o]
+
+    def pick_name(self, op, key="i", present=True):
+        names = sorted(self.names) if present else NAMES
+        if not names:
+            return None
+        return names[op[key] % len(names)]
+
+    def pick_held(self, op, rw=True):
+        h = [x for x in self.held if not (rw and x[2])]
+        if not h:
+            return None
+        return h[op["i"] % len(h)]
+
+    # ---- operations -----------------------------------------------------
+    def apply(self, op):
+        k = op["op"]
+        getattr(self, "op_" + k)(op)
+        self.counts[k] = self.counts.get(k, 0) + 1
+
+    def op_write(self, op):
+        name = self.pick_name(op, present=False)
+        data = data_for(op["data"], op["len"], self.blocks, self.chunk)
+        fd = os.open(self.p(name), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if name not in self.names:
+                self.names[name] = self.next_obj
+                self.objs[self.next_obj] = bytearray()
+                self.next_obj += 1
+            self.pwrite_all(fd, data, op["off"])
+        finally:
+            os.close(fd)
+        self.m_write(self.names[name], op["off"], data)
+
+    def pwrite_all(self, fd, data, off):
+        done = 0
+        while done < len(data):
+            n = os.pwrite(fd, data[done:done + (1 << 20)], off + done)
+            if n <= 0:
+                raise Failure("pwrite returned %d" % n)
+            done += n
+
+    def op_hwrite(self, op):
+        h = self.pick_held(op)
+        if h is None:
+            return
+        data = data_for(op["data"], op["len"], self.blocks, self.chunk)
+        self.pwrite_all(h[0], data, op["off"])
+        self.m_write(h[1], op["off"], data)
+
+    def op_truncate(self, op):
+        name = self.pick_name(op)
+        if name is None:
+            return
+        os.truncate(self.p(name), op["size"])
+        self.m_size(self.names[name], op["size"])
+
+    def op_htruncate(self, op):
+        h = self.pick_held(op)
+        if h is None:
+            return
+        os.ftruncate(h[0], op["size"])
+        self.m_size(h[1], op["size"])
+
+    def falloc(self, op, mode):
+        name = self.pick_name(op)
+        if name is None:
+            return
+        fd = os.open(self.p(name), os.O_RDWR)
+        try:
+            fallocate(fd, mode, op["off"], op["len"])
+        finally:
+            os.close(fd)
+        return self.names[name]
+
+    def op_punch(self, op):
+        obj = self.falloc(op, FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE)
+        if obj is not None:
+            self.m_zero(obj, op["off"], op["len"], True)
+
+    def op_zero(self, op):
+        obj = self.falloc(op, FALLOC_ZERO_RANGE |
+                          (FALLOC_KEEP_SIZE if op["keep"] else 0))
+        if obj is not None:
+            self.m_zero(obj, op["off"], op["len"], op["keep"])
+
+    def op_alloc(self, op):
+        obj = self.falloc(op, FALLOC_KEEP_SIZE if op["keep"] else 0)
+        if obj is not None and not op["keep"]:
+            b = self.objs[obj]
+            if op["off"] + op["len"] > len(b):
+                self.m_size(obj, op["off"] + op["len"])
+
+    def copy_range(self, sfd, so, off_in, dfd, do, off_out, length):
+        """copy_file_range until @length is copied or the source ends,
+        the model following each call (a copy within one file may grow
+        what it reads); returns the bytes copied."""
+        done = 0
+        while done < length:
+            src = self.objs[so]
+            n = os.copy_file_range(sfd, dfd, length - done, off_in + done,
+                                   off_out + done)
+            have = max(0, len(src) - (off_in + done))
+            if n > min(have, length - done):
+                raise Failure("copy_file_range copied %d bytes where the "
+                              "source has %d" % (n, have))
+            if n == 0:
+                if have:
+                    raise Failure("copy_file_range copied nothing of the "
+                                  "%d bytes the source has" % have)
+                break
+            data = bytes(src[off_in + done:off_in + done + n])
+            self.m_write(do, off_out + done, data)
+            done += n
+        return done
+
+    def op_cp(self, op):
+        """cp SRC DST: DST truncated (or created), then the whole source
+        copied with copy_file_range, as cp does."""
+        src = self.pick_name(op)
+        if src is None:
+            return
+        dst = self.pick_name(op, "j", present=False)
+        if dst == src or self.names.get(dst) == self.names[src]:
+            return
+        sfd = os.open(self.p(src), os.O_RDONLY)
+        try:
+            dfd = os.open(self.p(dst), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                          0o644)
+            try:
+                if dst not in self.names:
+                    self.names[dst] = self.next_obj
+                    self.objs[self.next_obj] = bytearray()
+                    self.next_obj += 1
+                d = self.names[dst]
+                self.m_size(d, 0)
+                size = len(self.objs[self.names[src]])
+                n = self.copy_range(sfd, self.names[src], 0, dfd, d, 0, size)
+                if n != size:
+                    raise Failure("cp copied %d of %d bytes" % (n, size))
+            finally:
+                os.close(dfd)
+        finally:
+            os.close(sfd)
+
+    def op_copy(self, op):
+        src = self.pick_name(op)
+        dst = self.pick_name(op, "j")
+        if src is None:
+            return
+        so, do = self.names[src], self.names[dst]
+        if so == do and abs(op["off"] - op["off2"]) < op["len"]:
+            return		# overlapping ranges of one file: EINVAL
+        sfd = os.open(self.p(src), os.O_RDONLY)
+        try:
+            dfd = os.open(self.p(dst), os.O_WRONLY)
+            try:
+                self.copy_range(sfd, so, op["off"], dfd, do, op["off2"],
+                                op["len"])
+            finally:
+                os.close(dfd)
+        finally:
+            os.close(sfd)
+
+    def op_rename(self, op):
+        src = self.pick_name(op)
+        if src is None:
+            return
+        dst = self.pick_name(op, "j", present=False)
+        os.rename(self.p(src), self.p(dst))
+        if dst != src and self.names.get(dst) != self.names[src]:
+            self.names[dst] = self.names.pop(src)
+        self.m_gc()
+
+    def op_unlink(self, op):
+        name = self.pick_name(op)
+        if name is None:
+            return
+        os.unlink(self.p(name))
+        del self.names[name]
+        self.m_gc()
+
+    def op_link(self, op):
+        src = self.pick_name(op)
+        dst = self.pick_name(op, "j", present=False)
+        if src is None or dst in self.names:
+            return
+        os.link(self.p(src), self.p(dst))
+        self.names[dst] = self.names[src]
+
+    def op_hold(self, op):
+        name = self.pick_name(op)
+        if name is None or len(self.held) >= 6:
+            return
+        path = op["path"] and not self.a.no_opath
+        fd = os.open(self.p(name), os.O_PATH if path else os.O_RDWR)
+        self.held.append([fd, self.names[name], path])
+
+    def op_close(self, op):
+        if not self.held:
+            return
+        h = self.held.pop(op["i"] % len(self.held))
+        os.close(h[0])
+        self.m_gc()
+
+    def op_fsync(self, op):
+        if op["j"] % 3 == 0:
+            h = self.pick_held(op)
+            if h is not None:
+                os.fsync(h[0])
+                return
+        name = self.pick_name(op)
+        if name is None:
+            return
+        fd = os.open(self.p(name), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def op_sync(self, op):
+        os.sync()
+
+    def op_pause(self, op):
+        # The daemon gives freed space back once a second.
+        time.sleep(1.2)
+
+    def close_held(self):
+        for h in self.held:
+            try:
+                os.close(h[0])
+            except OSError:
+                pass
+        self.held = []
+        self.m_gc()
+
+    def op_remount(self, op):
+        self.close_held()
+        self.fs.stop()
+        self.fs.check()
+        self.fs.start()
+        self.verify("after a clean remount")
+
+    def op_kill(self, op):
+        self.close_held()
+        self.fs.kill()
+        self.fs.start()
+        self.verify("after SIGKILL and remount")
+
+    # ---- checks ---------------------------------------------------------
+    def verify(self, when):
+        have = sorted(n for n in os.listdir(self.fs.mnt)
+                      if not n.startswith("."))
+        if have != sorted(self.names):
+            raise Failure("%s: names %s, model %s" %
+                          (when, have, sorted(self.names)))
+        for name, obj in sorted(self.names.items()):
+            want = self.objs[obj]
+            st = os.stat(self.p(name))
+            if st.st_size != len(want):
+                raise Failure("%s: %s is %d bytes, model %d" %
+                              (when, name, st.st_size, len(want)))
+            with open(self.p(name), "rb") as f:
+                off = 0
+                while True:
+                    try:
+                        b = f.read(1 << 20)
+                    except OSError as e:
+                        raise Failure("%s: reading %s at %d: %s" %
+                                      (when, name, off, e))
+                    if not b:
+                        break
+                    if b != want[off:off + len(b)]:
+                        bad = next(i for i in range(len(b))
+                                   if b[i] != want[off + i])
+                        raise Failure("%s: %s differs at byte %d (chunk %d)"
+                                      % (when, name, off + bad,
+                                         (off + bad) // self.chunk))
+                    off += len(b)
+                if off != len(want):
+                    raise Failure("%s: %s read %d bytes, model %d" %
+                                  (when, name, off, len(want)))
+
+    def backing_blocks(self):
+        used = 0
+        d = os.path.join(self.fs.data, "backing")
+        for root, _, files in os.walk(d):
+            for f in files:
+                used += os.lstat(os.path.join(root, f)).st_blocks * 512
+        return used
+
+    def finish(self):
+        """Everything deleted, unmounted: no data block may stay."""
+        self.close_held()
+        for name in sorted(self.names):
+            os.unlink(self.p(name))
+        self.names = {}
+        self.m_gc()
+        self.fs.stop()
+        self.fs.check()
+        used = self.backing_blocks()
+        if used:
+            raise Failure("every file deleted and unmounted, yet the "
+                          "backing files hold %d bytes" % used)
+
+    # ---- the run --------------------------------------------------------
+    def run(self, work, deadline=None):
+        """Runs the ops; returns (index of the failing op or None, why)."""
+        self.fs = Objfs(self.a.bin, self.a.ctl, work, self.a.opts)
+        i = -1
+        try:
+            self.fs.start()
+            for i, op in enumerate(self.ops):
+                if deadline is not None and time.monotonic() > deadline:
+                    self.ops = self.ops[:i]
+                    break
+                try:
+                    self.apply(op)
+                except OSError as e:
+                    raise Failure("%s: unexpected %s" %
+                                  (op["op"], errno.errorcode.get(e.errno, e)))
+                self.done = i + 1
+                if self.verbose:
+                    print("# %5d %s" % (i, json.dumps(op)), flush=True)
+                if (i + 1) % self.a.check_every == 0:
+                    self.verify("after op %d" % i)
+            i = len(self.ops)
+            self.verify("at the end")
+            self.finish()
+            return None, None
+        except Failure as f:
+            return i, str(f)
+        finally:
+            self.close_held()
+            self.fs.cleanup()
+
+
+def attempt(args, ops, verbose=False):
+    work = tempfile.mkdtemp(prefix="objfs-fuzz.", dir=args.tmp)
+    try:
+        r = Run(args, ops, verbose)
+        at, why = r.run(work)
+        if why and args.keep_log:
+            try:
+                with open(r.fs.log) as f:
+                    sys.stdout.write("".join("# log: " + x for x in
+                                             f.readlines()[-40:]))
+            except OSError:
+                pass
+        return at, why, r
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def shrink(args, ops, budget):
+    """Delta debugging: the shortest subsequence that still fails, within
+    @budget seconds."""
+    end = time.monotonic() + budget
+    tries = 0
+    n = 2
+    while len(ops) >= 2 and time.monotonic() < end:
+        size = max(1, len(ops) // n)
+        cut = False
+        for start in range(0, len(ops), size):
+            if time.monotonic() >= end:
+                break
+            cand = ops[:start] + ops[start + size:]
+            tries += 1
+            at, why, _ = attempt(args, cand)
+            if why:
+                ops = cand[:at + 1] if at is not None and at < len(cand) \
+                    else cand
+                n = max(n - 1, 2)
+                cut = True
+                break
+        if not cut:
+            if size == 1:
+                break
+            n = min(len(ops), 2 * n)
+    return ops, tries
+
+
+def main():
+    top = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", default=os.environ.get(
+        "OBJFS_BIN", os.path.join(top, "build", "objfs")))
+    ap.add_argument("--ctl", default=None)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--ops", type=int, default=400,
+                    help="operations per seed (default 400)")
+    ap.add_argument("--seconds", type=float, default=0,
+                    help="run seed after seed for this long (soak)")
+    ap.add_argument("--dedup", choices=["on", "off"], default="on")
+    ap.add_argument("--arena", default="16M")
+    ap.add_argument("--chunk", type=int, default=65536)
+    ap.add_argument("--check-every", type=int, default=10)
+    ap.add_argument("--shrink", type=float, default=0,
+                    help="seconds to spend shrinking a failure")
+    ap.add_argument("--save", help="write the failing sequence here")
+    ap.add_argument("--replay", help="run the sequence in this file")
+    ap.add_argument("--no-opath", action="store_true",
+                    help="hold files open read-write only, never O_PATH")
+    ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--keep-log", action="store_true")
+    ap.add_argument("--tmp", default=None)
+    args = ap.parse_args()
+    if args.ctl is None:
+        args.ctl = os.path.join(os.path.dirname(args.bin), "objfsctl")
+    for b in (args.bin, args.ctl):
+        if not os.access(b, os.X_OK):
+            print("fuzz: %s is not an executable" % b, file=sys.stderr)
+            return 2
+    args.opts = "arena=%s,chunk=%dK,dedup=%s" % (args.arena, args.chunk >> 10,
+                                                   args.dedup)
+    args.blocks_seed = 1
+
+    if args.replay:
+        with open(args.replay) as f:
+            saved = json.load(f)
+        args.blocks_seed = saved.get("blocks_seed", 1)
+        at, why, r = attempt(args, saved["ops"], args.verbose)
+        if why:
+            print("FAIL at op %s of %d: %s" % (at, len(saved["ops"]), why))
+            return 1
+        print("replay of %d ops: clean" % len(saved["ops"]))
+        return 0
+
+    seed = args.seed if args.seed is not None else \
+        random.SystemRandom().randrange(1 << 31)
+    end = time.monotonic() + args.seconds if args.seconds else None
+    seeds = total = 0
+    counts = {}
+    t0 = time.monotonic()
+    while True:
+        ops = gen_ops(seed, args.ops, args.chunk)
+        print("# seed %d (%s)" % (seed, args.opts),
+              flush=True)
+        at, why, r = attempt(args, ops, args.verbose)
+        for k, v in r.counts.items():
+            counts[k] = counts.get(k, 0) + v
+        if why:
+            print("FAIL seed %d at op %d after %.1f s: %s" %
+                  (seed, at, time.monotonic() - t0, why), flush=True)
+            failing = ops[:at + 1] if at is not None and at < len(ops) else ops
+            if args.shrink:
+                failing, tries = shrink(args, failing, args.shrink)
+                print("# shrunk to %d ops in %d replays:" %
+                      (len(failing), tries))
+            for i, op in enumerate(failing[-60:]):
+                print("#   %s" % json.dumps(op))
+            if args.save:
+                with open(args.save, "w") as f:
+                    json.dump({"seed": seed, "opts": args.opts,
+                               "blocks_seed": args.blocks_seed,
+                               "ops": failing}, f, indent=0)
+                print("# saved: fuzz.py --replay %s --dedup %s"
+                      % (args.save, args.dedup))
+            return 1
+        seeds += 1
+        total += r.done
+        if end is None or time.monotonic() > end:
+            break
+        seed = (seed * 1103515245 + 12345) % (1 << 31)
+    print("clean: %d seeds, %d operations in %.0f s (%s)" %
+          (seeds, total, time.monotonic() - t0,
+           ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
