@@ -89,7 +89,11 @@ attr_to_stat(const struct objfs_attr *a, struct stat *st)
 	/* cp, Python and stdio size their buffers by st_blksize: a chunk
 	 * per request instead of 128 KiB halves the requests' cost. */
 	st->st_blksize = OBJFS_IO_SIZE;
-	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
+	/* What objfs holds for a file (its chunks' arena blocks or disk
+	 * copies), so that du finds where space goes; the size for the
+	 * rest. */
+	st->st_blocks = (blkcnt_t)(((S_ISREG(a->mode) ? a->held : a->size) +
+			511) / 512);
 	st->st_atim.tv_sec = a->atime_sec;
 	st->st_atim.tv_nsec = a->atime_nsec;
 	st->st_mtim.tv_sec = a->mtime_sec;

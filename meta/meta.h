@@ -56,8 +56,15 @@ struct objfs_attr {
 	uint32_t nlink;
 	uint32_t pad;
 	uint64_t nrec;		/* regular files: chunk records in the index */
+	/* Not in the record (in memory only): the bytes objfs holds for a
+	 * regular file, in the arena or on disk (st_blocks); the store sets
+	 * it in the attributes it returns, the index reads it as 0. */
+	uint64_t held;
 };
-_Static_assert(sizeof(struct objfs_attr) == 96, "index record layout");
+/* The record: every field up to held. */
+#define OBJFS_ATTR_RECORD	96
+_Static_assert(offsetof(struct objfs_attr, held) == OBJFS_ATTR_RECORD,
+	"index record layout");
 
 struct objfs_dirent {
 	uint64_t ino;

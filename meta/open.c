@@ -277,7 +277,7 @@ migrate_db(struct objfs_meta *m, MDB_txn *txn, int db,
 		if (db == DB_CHUNK)
 			plen = CHUNK_VAL;
 		else if (db == DB_INODE)
-			plen = sizeof(struct objfs_attr);
+			plen = OBJFS_ATTR_RECORD;
 		need = plen + TRAILER;
 		if (need > bcap) {
 			unsigned char *p = realloc(buf, need);
@@ -335,7 +335,7 @@ migrate_db(struct objfs_meta *m, MDB_txn *txn, int db,
 			}
 			a.nrec = lo < *nc && (*cv)[lo].ino == ino ?
 				(*cv)[lo].n : 0;
-			memcpy(buf, &a, sizeof(a));
+			memcpy(buf, &a, OBJFS_ATTR_RECORD);
 		} else if (db == DB_SUPER && k.mv_size == 6 &&
 			   memcmp(kb, OBJFS_SUPER_SCHEMA, 6) == 0) {
 			uint64_t two = OBJFS_META_SCHEMA_V3;

@@ -72,9 +72,10 @@ objfs_meta_inode_get(struct objfs_meta_txn *t, uint64_t ino,
 	rc = meta_get(t, DB_INODE, kb, 8, &v);
 	if (rc < 0)
 		return rc;
-	if (v.mv_size != sizeof(*a))
+	if (v.mv_size != OBJFS_ATTR_RECORD)
 		return meta_damaged(DB_INODE, kb, 8);
-	memcpy(a, v.mv_data, sizeof(*a));
+	memcpy(a, v.mv_data, OBJFS_ATTR_RECORD);
+	a->held = 0;
 	return 0;
 }
 
@@ -84,7 +85,7 @@ objfs_meta_inode_put(struct objfs_meta_txn *t, const struct objfs_attr *a)
 	unsigned char kb[8];
 
 	put_be64(kb, a->ino);
-	return meta_put(t, DB_INODE, kb, 8, a, sizeof(*a), 0);
+	return meta_put(t, DB_INODE, kb, 8, a, OBJFS_ATTR_RECORD, 0);
 }
 
 int
@@ -856,9 +857,10 @@ inode_all_one(void *arg, MDB_val *k, MDB_val *v, int ok)
 	struct objfs_attr a;
 	uint64_t ino = k->mv_size == 8 ? get_be64(k->mv_data) : 0;
 
-	if (!ok || k->mv_size != 8 || v->mv_size != sizeof(a))
+	if (!ok || k->mv_size != 8 || v->mv_size != OBJFS_ATTR_RECORD)
 		return c->cb(c->arg, ino, NULL);
-	memcpy(&a, v->mv_data, sizeof(a));
+	memcpy(&a, v->mv_data, OBJFS_ATTR_RECORD);
+	a.held = 0;
 	return c->cb(c->arg, ino, &a);
 }
 

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "base/csum.h"
 
 #define STATE_FREE	0x80u
 #define NIL		UINT32_MAX
@@ -54,7 +55,10 @@
 
 struct objfs_arena_tag {
 	_Atomic uint64_t ino;		/* 0: nothing published here */
-	uint64_t seq;			/* publication order */
+	uint32_t seq;			/* publication order (serial number
+					 * arithmetic: it wraps) */
+	uint32_t check;			/* tag_check() of who the block is:
+					 * its place, ino, idx, order, seq */
 	uint64_t size;
 	uint64_t csum;
 	int64_t mtime_ns;
@@ -115,7 +119,23 @@ struct objfs_arena {
 	_Atomic uint8_t *own_flags;	/* atomic */
 	_Atomic uint64_t dirty;		/* bytes of blocks flagged DIRTY */
 	uint32_t hand;			/* protected by lock: clock position */
+	uint64_t damaged;		/* adoption: tags that failed their
+					 * check (set before it returns) */
 };
+
+/* What a tag says the block at @i is, hashed: a tag damaged in its
+ * owner, chunk, order or number, or moved to another block, fails it,
+ * and adoption leaves that block alone.  Set once, when the block is
+ * published (the fields it covers do not change until it is freed), so a
+ * daemon killed at any instant leaves it true. */
+static uint32_t
+tag_check(uint32_t i, uint64_t ino, uint32_t idx, unsigned order,
+		uint32_t seq)
+{
+	uint64_t w[4] = { i, ino, ((uint64_t)order << 32) | idx, seq };
+
+	return (uint32_t)objfs_csum64(w, sizeof(w));
+}
 
 static struct objfs_arena_tag *
 tag_of(struct objfs_arena *a, uint64_t off)
@@ -522,7 +542,10 @@ by_chunk_newest(const void *x, const void *y)
 		return p->ino < q->ino ? -1 : 1;
 	if (p->idx != q->idx)
 		return p->idx < q->idx ? -1 : 1;
-	return p->seq > q->seq ? -1 : p->seq < q->seq;
+	/* Serial numbers: two blocks of one chunk are published close
+	 * together, far less than 2^31 apart. */
+	return (int32_t)((uint32_t)p->seq - (uint32_t)q->seq) > 0 ? -1 :
+		p->seq != q->seq;
 }
 
 /* Is the file at @fd, in the directory of @path, ours alone? */
@@ -559,7 +582,7 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 	struct objfs_arena *a;
 	char boot[40];
 	size_t n = 0, m = 0;
-	uint64_t capacity, seq = 0;
+	uint64_t capacity;
 	int fd, rc;
 
 	*found = NULL;
@@ -648,8 +671,11 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 		if (ino == 0)
 			continue;
 		if (order > a->max_order || (i & ((1u << order) - 1)) ||
-		    i + (1u << order) > a->nblocks) {
+		    i + (1u << order) > a->nblocks ||
+		    t->check != tag_check((uint32_t)i, ino, t->idx, order,
+				t->seq)) {
 			atomic_store(&t->ino, 0);	/* not a block */
+			a->damaged++;
 			continue;
 		}
 		if (n == cap) {
@@ -671,8 +697,6 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 			.csum = t->csum,
 		};
 		tag_valid_get(t, order, v[n - 1].valid);
-		if (t->seq > seq)
-			seq = t->seq;
 		i += (1u << order) - 1;		/* its own entries */
 	}
 	if (!v) {
@@ -699,7 +723,6 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 		v[m++] = v[i];
 	}
 	atomic_store(&a->hdr->used, a->used);
-	atomic_store(&a->hdr->seq, seq);
 	pthread_mutex_unlock(&a->lock);
 	for (int k = 0; k < OBJFS_ARENA_INTENTS; k++) {
 		struct objfs_arena_intent *it = &a->hdr->intents[k];
@@ -719,6 +742,12 @@ objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 refuse:
 	close(fd);
 	return -ENOENT;
+}
+
+uint64_t
+objfs_arena_damaged_tags(const struct objfs_arena *a)
+{
+	return a->damaged;
 }
 
 void
@@ -962,8 +991,9 @@ objfs_arena_publish(struct objfs_arena *a, uint64_t off, uint64_t ino,
 	/* The block's order cannot change while its owner holds it. */
 	atomic_store_explicit(&t->ino, 0, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
-	t->seq = atomic_fetch_add_explicit(&a->hdr->seq, 1,
-			memory_order_relaxed) + 1;
+	t->seq = (uint32_t)(atomic_fetch_add_explicit(&a->hdr->seq, 1,
+			memory_order_relaxed) + 1);
+	t->check = tag_check(i, ino, (uint32_t)idx, a->state[i], t->seq);
 	t->size = size;
 	t->csum = csum;
 	t->mtime_ns = mtime_ns;

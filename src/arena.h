@@ -24,7 +24,7 @@
 
 #define OBJFS_ARENA_MIN_BLOCK	4096u
 #define OBJFS_ARENA_MAGIC	0x414e4552414a424fULL	/* "OBJAREN A" */
-#define OBJFS_ARENA_VERSION	2u
+#define OBJFS_ARENA_VERSION	3u	/* 3: tags carry a check */
 
 struct objfs_arena;
 
@@ -94,6 +94,10 @@ int objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
 		struct objfs_arena **out, struct objfs_arena_found **found,
 		size_t *nfound, struct objfs_arena_redo *redo, int *nredo,
 		const char **why);
+
+/* How many tags of the adopted arena failed their check (damaged, or
+ * not written by objfs): their blocks were not adopted. */
+uint64_t objfs_arena_damaged_tags(const struct objfs_arena *a);
 
 /* Remove the arena's file and directory (a clean unmount: its bytes are
  * all on disk), or keep it for the next mount (-o keep_arena): frees from

@@ -321,6 +321,21 @@ objfs_chunkmap_cut(struct objfs_chunkmap *m, struct objfs_arena *a,
 		m->n = first;
 }
 
+uint64_t
+objfs_chunkmap_held(const struct objfs_chunkmap *m)
+{
+	const struct objfs_chunk *c;
+	uint64_t h = 0, i;
+
+	OBJFS_CHUNKMAP_EACH(m, 0, i, c) {
+		uint64_t d = (c->flags & OBJFS_CHUNK_ONDISK) ?
+			((uint64_t)c->disk_len + 4095) & ~(uint64_t)4095 : 0;
+
+		h += c->cap > d ? c->cap : d;
+	}
+	return h;
+}
+
 void
 objfs_chunkmap_usage(const struct objfs_chunkmap *m, uint64_t *resident,
 		uint64_t *ondisk)

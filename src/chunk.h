@@ -153,6 +153,10 @@ void objfs_chunkmap_drop(struct objfs_chunkmap *m, uint64_t idx,
 void objfs_chunkmap_cut(struct objfs_chunkmap *m, struct objfs_arena *a,
 		uint64_t first);
 
+/* The bytes the chunks hold, each its arena block or its disk copy
+ * (rounded up to 4 KiB), whichever is larger: a file's st_blocks. */
+uint64_t objfs_chunkmap_held(const struct objfs_chunkmap *m);
+
 /* Bytes resident in the arena and bytes with a disk copy. */
 void objfs_chunkmap_usage(const struct objfs_chunkmap *m, uint64_t *resident,
 		uint64_t *ondisk);

@@ -771,6 +771,23 @@ objfs_data_adopt(struct objfs_store *s, struct objfs_inode *ip,
 			(OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS) &&
 	      f->cap >= c->disk_len))
 		return 0;
+	/* A block taken as clean must hold the disk copy's bytes: the
+	 * arena outlives its daemon, and damage to it (or a tag that names
+	 * the wrong chunk) must not pass for the chunk. */
+	if (!dirty) {
+		unsigned char tab[4 * OBJFS_SUMS_MAX];
+		unsigned shift = (c->flags & OBJFS_CHUNK_SUMS) ?
+			s->sub_shift : 0;
+
+		if (objfs_chunk_csum(objfs_arena_ptr(s->arena, f->off),
+				c->disk_len, shift, tab) != c->csum) {
+			objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 " chunk %"
+				PRIu64 ": the arena's clean block does not hold "
+				"its disk copy's bytes: not adopted (read from "
+				"disk)", ip->ino, f->idx);
+			return 0;
+		}
+	}
 	if (!c && !(c = objfs_chunkmap_add(&ip->chunks, f->idx)))
 		return 0;
 	c->off = f->off;

@@ -47,7 +47,7 @@ objfs_store_getattr(struct objfs_store *s, uint64_t ino,
 	if (rc < 0)
 		return rc;
 	objfs_inode_lock(ip);
-	*out = ip->attr;
+	*out = objfs_inode_attr_out(ip);
 	objfs_inode_unlock(ip);
 	objfs_inode_put(s, ip);
 	return 0;
@@ -136,7 +136,7 @@ objfs_store_setattr(struct objfs_store *s, uint64_t ino,
 			ip->attr = old;
 	}
 	if (rc == 0)
-		*out = ip->attr;
+		*out = objfs_inode_attr_out(ip);
 out:
 	objfs_inode_unlock(ip);
 	objfs_inode_put(s, ip);

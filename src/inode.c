@@ -296,6 +296,15 @@ objfs_inode_persist_attr(struct objfs_store *s, struct objfs_inode *ip)
 	return rc;
 }
 
+struct objfs_attr
+objfs_inode_attr_out(const struct objfs_inode *ip)
+{
+	struct objfs_attr a = ip->attr;
+
+	a.held = S_ISREG(a.mode) ? objfs_chunkmap_held(&ip->chunks) : 0;
+	return a;
+}
+
 void
 objfs_inode_free(struct objfs_inode *ip)
 {

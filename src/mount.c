@@ -730,6 +730,11 @@ adopt_blocks(struct objfs_store *s, struct adoption *ad)
 				"zeroing", strerror(-rc));
 	}
 	objfs_arena_clear_intents(s->arena);
+	if (objfs_arena_damaged_tags(s->arena))
+		objfs_log(OBJFS_LOG_WARNING, "not adopted: %" PRIu64 " blocks "
+			"of the arena the last daemon left, whose tags are "
+			"damaged (their files keep what was written out)",
+			objfs_arena_damaged_tags(s->arena));
 	objfs_log(OBJFS_LOG_INFO, "adopted the arena the last daemon left: "
 		"%zu files, %s not yet written out, %s clean; %s dropped "
 		"(deleted files, stale copies); %d changes finished", files,

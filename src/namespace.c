@@ -98,7 +98,7 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 	/* Without ns_lock the name may have gone meanwhile: an inode with
 	 * no names left is not found. */
 	objfs_inode_lock(ip);
-	*out = ip->attr;
+	*out = objfs_inode_attr_out(ip);
 	objfs_inode_unlock(ip);
 	if (out->nlink == 0)
 		rc = -ENOENT;
@@ -392,7 +392,7 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 		ip->attr = a;
 		ip->attr_dirty = 0;
 		dp->attr = pa;
-		*out = a;
+		*out = objfs_inode_attr_out(ip);
 	}
 out_locks:
 	if (ip != dp)
@@ -881,7 +881,9 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 					off = b.v[i].cookie;
 					continue;
 				}
-				a = attr_of(ip);
+				objfs_inode_lock(ip);
+				a = objfs_inode_attr_out(ip);
+				objfs_inode_unlock(ip);
 				if (a.nlink == 0) {
 					objfs_inode_put(s, ip);
 					off = b.v[i].cookie;

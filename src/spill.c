@@ -238,7 +238,41 @@ int
 objfs_spill_write_raw(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t len)
 {
-	return write_range(fd, slot, chunk_size, buf, 0, len);
+	static const char zero[OBJFS_SPILL_ALIGN];
+	const char *b = buf;
+	off_t pos = (off_t)(slot * chunk_size);
+	uint32_t span = objfs_spill_span(len), lo, hi;
+	int rc = 0, punched = 0;
+	struct stat st;
+
+	/* Runs of aligned blocks, written or, when all zero, punched (the
+	 * slot is free: whatever it held before must read as zeros). */
+	for (lo = 0; rc == 0 && lo < span; lo = hi) {
+		int z = memcmp(b + lo, zero, OBJFS_SPILL_ALIGN) == 0;
+
+		for (hi = lo + OBJFS_SPILL_ALIGN; hi < span &&
+		     (memcmp(b + hi, zero, OBJFS_SPILL_ALIGN) == 0) == z;
+		     hi += OBJFS_SPILL_ALIGN)
+			;
+		if (!z) {
+			rc = write_range(fd, slot, chunk_size, b, lo, hi);
+			punched = 0;
+		} else if (fallocate(fd, FALLOC_FL_PUNCH_HOLE |
+				FALLOC_FL_KEEP_SIZE, pos + lo, hi - lo) == 0) {
+			punched = 1;
+		} else if (errno == EOPNOTSUPP) {
+			rc = write_range(fd, slot, chunk_size, b, lo, hi);
+			punched = 0;
+		} else {
+			rc = -errno;
+		}
+	}
+	/* A copy that ends in a hole still ends inside the file. */
+	if (rc == 0 && punched && (fstat(fd, &st) < 0 ||
+	    (st.st_size < pos + (off_t)len &&
+	     ftruncate(fd, pos + (off_t)len) < 0)))
+		rc = -errno;
+	return rc;
 }
 
 int

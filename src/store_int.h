@@ -359,6 +359,8 @@ void objfs_inode_put_all(struct objfs_store *s, struct objfs_inode **v,
 		size_t n);
 /* Write the attributes to the index (ip->lock held). */
 int objfs_inode_persist_attr(struct objfs_store *s, struct objfs_inode *ip);
+/* The attributes to hand out (ip->lock held): held filled in. */
+struct objfs_attr objfs_inode_attr_out(const struct objfs_inode *ip);
 void objfs_inode_free(struct objfs_inode *ip);
 /* Count an open and a close (ip->lock held, a reference held); the open
  * says how it meets the page cache. */
