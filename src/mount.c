@@ -95,7 +95,8 @@ objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder, char *state,
 }
 
 /* The lock file holds the serving daemon's pid and, from unmount on,
- * what it is doing: "unmounting: N bytes to write out", then
+ * what it is doing: "unmounting: L of N left to write out" (L updated
+ * twice a second while it writes out), then
  * "unmounted: exit N: all data written" or "unmounted: exit 1: writing
  * out failed: ...", N the daemon's exit status,
  * which a mount refused meanwhile and objfsctl umount read. */
@@ -1251,6 +1252,70 @@ flush_all(struct objfs_store *s)
 	return rc;
 }
 
+/* While the unmount writes out: what is left, in the lock file, twice a
+ * second, for a mount refused meanwhile to say. */
+struct unmount_progress {
+	struct objfs_store *s;
+	char total[32];
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop;			/* protected by mu */
+	pthread_t th;
+};
+
+static void *
+progress_main(void *arg)
+{
+	struct unmount_progress *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->stop) {
+		objfs_cond_wait_ms(&p->cv, &p->mu, 500);
+		if (!p->stop) {
+			char what[128], h[32];
+
+			snprintf(what, sizeof(what), "unmounting: %s of %s left "
+				"to write out", objfs_format_size(
+				objfs_arena_dirty(p->s->arena), h, sizeof(h)),
+				p->total);
+			note_lock(p->s, what);
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* objfs_store_sync_all() with the progress in the lock file. */
+static int
+sync_all_noting(struct objfs_store *s, const char *total)
+{
+	struct unmount_progress p = { .s = s, .stop = 0 };
+	int started, rc;
+
+	snprintf(p.total, sizeof(p.total), "%s", total);
+	started = pthread_mutex_init(&p.mu, NULL) == 0;
+	if (started && objfs_cond_init(&p.cv) != 0) {
+		pthread_mutex_destroy(&p.mu);
+		started = 0;
+	}
+	if (started && pthread_create(&p.th, NULL, progress_main, &p) != 0) {
+		pthread_cond_destroy(&p.cv);
+		pthread_mutex_destroy(&p.mu);
+		started = 0;
+	}
+	rc = objfs_store_sync_all(s);
+	if (started) {
+		pthread_mutex_lock(&p.mu);
+		p.stop = 1;
+		pthread_cond_signal(&p.cv);
+		pthread_mutex_unlock(&p.mu);
+		pthread_join(p.th, NULL);
+		pthread_cond_destroy(&p.cv);
+		pthread_mutex_destroy(&p.mu);
+	}
+	return rc;
+}
+
 int
 objfs_store_sync_all(struct objfs_store *s)
 {
@@ -1281,11 +1346,12 @@ objfs_store_close(struct objfs_store *s)
 	/* Space that deletes freed first: the write-out may need it. */
 	(void)objfs_data_reclaim(s);
 	{
-		char what[96], hs[32];
+		char what[96];
 
-		snprintf(what, sizeof(what), "unmounting: %s to write out",
-			objfs_format_size(s->keep_arena ? 0 :
-				objfs_arena_dirty(s->arena), hs, sizeof(hs)));
+		objfs_format_size(s->keep_arena ? 0 :
+			objfs_arena_dirty(s->arena), h, sizeof(h));
+		snprintf(what, sizeof(what), "unmounting: %s of %s left to "
+			"write out", h, h);
 		note_lock(s, what);
 	}
 	shared = objfs_arena_path(s->arena) != NULL;
@@ -1300,7 +1366,7 @@ objfs_store_close(struct objfs_store *s)
 			"the machine restarts first", objfs_arena_path(s->arena),
 			objfs_format_size(dirty, h, sizeof(h)));
 	} else {
-		rc = objfs_store_sync_all(s);
+		rc = sync_all_noting(s, h);
 		if (rc < 0 && shared) {
 			objfs_arena_keep(s->arena);
 			kept = 1;

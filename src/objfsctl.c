@@ -336,7 +336,14 @@ cmd_umount(const char *mnt)
 		return 1;
 	}
 	if (cmd_sync(mnt) != 0) {
-		fprintf(stderr, "objfsctl: %s is still mounted\n", mnt);
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			fprintf(stderr, "objfsctl: objfs (pid %ld) died during "
+				"the sync: its log says why; the next mount of "
+				"%s adopts what it had not written out (unmount "
+				"the dead mount first: fusermount3 -u %s)\n",
+				pid, data, mnt);
+		else
+			fprintf(stderr, "objfsctl: %s is still mounted\n", mnt);
 		return 1;
 	}
 	if (run_fusermount(mnt) != 0) {

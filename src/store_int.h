@@ -30,6 +30,9 @@
  *	defer_lock	the space waiting to be given back.
  *	the arena's lock, the index's lock (meta.c): innermost.
  *	maint_lock	the maintenance thread's sleep only.
+ *	the unmount's progress lock (mount.c, struct unmount_progress): its
+ *			thread's sleep; under it, only the log's lock and a
+ *			write of the lock file.
  * No function that takes store->lock or an inode's lock is called with an
  * inode lock held (objfs_inode_get() and _put() take both).
  * ThreadSanitizer runs every unit test, the threaded stress test among

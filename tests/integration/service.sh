@@ -78,12 +78,34 @@ mkdir -p "$T/mnt2"
 run "$OBJFS_BIN" -f -o "data=$DATA,arena=512M" "$T/mnt2"
 ok "a new mount meanwhile is refused ($rc)" test "$rc" = 2
 ok "... saying the previous daemon still writes out, and how much" said \
-	"still writing it out (unmounting: .* to write out).*(pid $OBJFS_PID)"
+	"still writing it out (unmounting: [0-9.]* [KMGT]*i*B of [0-9.]* [KMGT]*i*B left to write out).*(pid $OBJFS_PID)"
 kill -CONT "$OBJFS_PID"
 ok "the daemon then finishes" bash -c "for i in \$(seq 600); do kill -0 $OBJFS_PID 2>/dev/null || exit 0; sleep 0.1; done; exit 1"
 wait "$OBJFS_PID" 2>/dev/null
 ok "remount" start_objfs "$MNT" "$DATA" arena=512M
 ok "what it wrote out at unmount is intact" bash -c "cmp '$T/src' '$MNT/e' && cmp '$T/src' '$MNT/t'"
+
+# The daemon dies while objfsctl umount syncs: it says so, not "still
+# mounted".  Stopped once objfsctl's sync thread is there (the fsync
+# waits on the daemon), then killed.
+for f in e f g h i j k l; do cat "$T/src" >>"$MNT/$f"; done
+"$CTL" umount "$MNT" >"$T/ctl.out" 2>&1 &
+ctl=$!
+for ((i = 0; i < 1000; i++)); do
+	[ "$(ls "/proc/$ctl/task" 2>/dev/null | wc -l)" -ge 2 ] && break
+	sleep 0.01
+done
+kill -STOP "$OBJFS_PID"
+kill -KILL "$OBJFS_PID"
+wait "$OBJFS_PID" 2>/dev/null
+wait "$ctl"
+rc=$?
+ok "objfsctl umount of a daemon that dies during the sync fails ($rc)" test "$rc" = 1
+ok "... saying the daemon died" grep -q "objfs (pid $OBJFS_PID) died during the sync" "$T/ctl.out"
+fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"
+ok "remount" start_objfs "$MNT" "$DATA" arena=512M
+ok "it adopted what the dead one had not written out" bash -c "
+	cat '$T/src' '$T/src' >'$T/src2' && cmp '$T/src2' '$MNT/e' && cmp '$T/src2' '$MNT/l'"
 ok "unmount" stop_objfs
 
 # Logs: a detached daemon logs to syslog where a syslog daemon listens,
