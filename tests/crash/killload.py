@@ -6,7 +6,9 @@ done (JOURNAL, a file outside the mount, one JSON line before and after
 each operation), then runs a mixed load until the daemon dies under it:
 append-then-fsync logs, rewrite-then-fsync of fsynced files, copies of
 those files made with copy_file_range and fsynced (which share chunks
-with their source), creates, renames and unlinks.  Prints one line:
+with their source), copies of short-lived sources that are then cut
+short, held by an O_PATH descriptor and deleted (the copy and its
+source truncated, issue 23's defect 1), creates, renames and unlinks.  Prints one line:
     verified BYTES lost BYTES names NAMES missing NAMES
 and exits 1 when anything acknowledged was lost.
 
@@ -28,6 +30,7 @@ import sys
 LOGS = ["log%d" % i for i in range(3)]
 FILES = ["rw%d" % i for i in range(3)]
 SNAPS = ["cp%d" % i for i in range(3)]     # copies of FILES[i]
+TSNAPS = ["tc%d" % i for i in range(3)]    # copies of deleted sources
 BLK = 4096
 
 
@@ -137,6 +140,8 @@ def verify(mnt, journal, now):
             lo = int(b) * BLK
             hi = min(o["size"], lo + BLK)
             want[lo:hi] = data(s, BLK)[:hi - lo]
+        if "cut" in o:
+            del want[o["cut"]:]
         bad = differing(mnt, name, want, whole=True)
         verified += len(want)
         lost += bad
@@ -243,9 +248,47 @@ def run(mnt, journal, seed, now):
         if n not in now:
             cur[n] = {}
     nid = 0
+    held = []       # O_PATH descriptors of deleted sources
     while True:
         r = rng.random()
-        if r < 0.45:
+        if held and rng.random() < 0.1:
+            os.close(held.pop(0))
+        if r < 0.05:
+            # A short-lived source: written, fsynced, copied (its chunks
+            # shared), the copy fsynced and cut short, the source cut
+            # shorter, held by O_PATH and deleted: the copy keeps its
+            # bytes, whatever is given back of the source's file.
+            d = rng.choice(TSNAPS)
+            s = rng.randrange(1 << 30)
+            size = rng.choice((3 << 20, (5 << 20) + 12345, 6 << 20))
+            cut = rng.randrange(size // 2, size)
+            scut = rng.randrange(0, size // 2)
+
+            def tsnap(d=d, s=s, size=size, cut=cut, scut=scut):
+                src = p("tsrc")
+                fd = os.open(src, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.write(fd, data(s, size))
+                os.fsync(fd)
+                do = os.open(p(d), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                             0o644)
+                done = 0
+                while done < size:
+                    k = os.copy_file_range(fd, do, size - done, done, done)
+                    if k <= 0:
+                        raise OSError(errno.EIO, "copy_file_range: %d of %d"
+                                      % (done, size))
+                    done += k
+                os.fsync(do)
+                os.ftruncate(do, cut)
+                os.fsync(do)
+                os.close(do)
+                os.ftruncate(fd, scut)
+                os.close(fd)
+                held.append(os.open(src, os.O_PATH))
+                os.unlink(src)
+            step("snap", tsnap, path=d, src="tsrc", seed=s, size=size,
+                 cut=cut, blocks={})
+        elif r < 0.45:
             n = rng.choice(LOGS)
             s, ln = rng.randrange(1 << 30), rng.choice((1000, 1000, 20000))
             step("append", lambda: os.write(fds[n], data(s, ln)), path=n,

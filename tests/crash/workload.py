@@ -5,7 +5,8 @@ Runs STEPS operations on a mounted objfs: creates, renames, unlinks,
 xattrs, sequential writes, an append-only log with fsync after each
 record, rewrites of fsynced chunks followed by fsync, truncates, hole
 punches, copies made with copy_file_range (which share chunks), new files
-with the bytes of earlier ones (which dedup shares), fsyncs of files and
+with the bytes of earlier ones (which dedup shares), sources of copies
+cut short, held by an O_PATH descriptor and deleted, fsyncs of files and
 directories.  Every operation is logged to
 LOG (one JSON object per line) with its start and end (CLOCK_MONOTONIC ns,
 the clock the trace recorder uses) and what it did; the bytes written are
@@ -90,7 +91,11 @@ def main():
     logfd = os.open(p("log"), os.O_WRONLY | os.O_APPEND)
     nfile = 0
     made = []           # (seed, length) of the first write of new files
+    sources = set()     # files copies were made from
+    held = []           # O_PATH descriptors of deleted files
     for _ in range(steps):
+        if held and rng.random() < 0.1:
+            os.close(held.pop(0))
         live = sorted(files)
         total = sum(files.values())
         r = rng.random()
@@ -179,6 +184,7 @@ def main():
             os.close(do)
             record("copy", t0, path=dst, src=rel, off=0, len=n)
             files[dst] = n
+            sources.add(rel)
             if rng.random() < 0.7:
                 fsync(dst)
         elif r < 0.78 and len(live) > 1:
@@ -189,16 +195,33 @@ def main():
             os.rename(p(rel), p(dst))
             record("rename", t0, path=rel, dst=dst)
             files[dst] = files.pop(rel)
+            if rel in sources:
+                sources.discard(rel)
+                sources.add(dst)
             if rel in synced:
                 synced.discard(rel)
                 synced.add(dst)
         elif r < 0.83 and len(live) > 4:
-            rel = rng.choice([f for f in live if f != "log"])
+            src = sorted(sources & set(live) - {"log"})
+            rel = rng.choice(src if src and rng.random() < 0.5 else
+                             [f for f in live if f != "log"])
+            if rel in sources and rng.random() < 0.6:
+                # A copy's source cut short, then deleted while an
+                # O_PATH descriptor holds it: the space the cut gave
+                # back is given back into the file that holds the
+                # copy's chunks (issue 23, defect 1).
+                size = rng.randrange(0, files[rel] + 1)
+                t0 = time.monotonic_ns()
+                os.truncate(p(rel), size)
+                record("truncate", t0, path=rel, size=size)
+                files[rel] = size
+                held.append(os.open(p(rel), os.O_PATH))
             t0 = time.monotonic_ns()
             os.unlink(p(rel))
             record("unlink", t0, path=rel)
             del files[rel]
             synced.discard(rel)
+            sources.discard(rel)
         elif r < 0.88 and live:
             rel = rng.choice(live)
             v = "v%d" % rng.randrange(1000)
@@ -213,6 +236,8 @@ def main():
             # Time for checkpoints: names older than a second or so must
             # survive a crash without an fsync.
             time.sleep(0.4)
+    for fd in held:
+        os.close(fd)
     os.close(logfd)
     log.close()
 
