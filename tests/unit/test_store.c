@@ -2630,6 +2630,52 @@ give_back(struct fx *f)
 }
 
 /*
+ * Issue 23, defect 1: a copy shares its source's disk copies; the source
+ * is cut short (a slot waits to be given back) and deleted while the
+ * kernel still knows it (a lookup, as an O_PATH descriptor keeps).  The
+ * give-back must not shorten the deleted source's file, which holds the
+ * copy's chunks: the copy reads the same, and objfsctl check is clean.
+ */
+static void
+test_copy_of_known_deleted_source(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 6 * CHUNK, n;
+	unsigned char *a = pattern(len, 43);
+	struct objfs_setattr sa = { .valid = OBJFS_SET_SIZE, .size = 5 * CHUNK };
+	struct objfs_attr at;
+	uint64_t src, dst;
+	int changed;
+
+	src = make_file(f, "src", a, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, src, 0), 0);
+	assert_int_equal(objfs_store_create(f->s, 1, "dst", 0644, O_RDWR, 0,
+				&cr, &at), 0);
+	dst = at.ino;
+	assert_int_equal(objfs_store_copy_range(f->s, src, 0, dst, 0, len,
+				&wr, &changed, &n), 0);
+	assert_int_equal(n, len);
+	/* Both cut to five chunks: the sixth's last reference goes with the
+	 * source's cut, and its slot waits for that commit to be durable. */
+	assert_int_equal(objfs_store_setattr(f->s, dst, &sa, &at), 0);
+	assert_int_equal(objfs_store_fsync(f->s, dst, 0), 0);
+	assert_int_equal(objfs_store_setattr(f->s, src, &sa, &at), 0);
+	assert_int_equal(objfs_store_release(f->s, src, O_RDWR, 0), 0);
+	/* Deleted, with no open: it goes from the index at once, and stays
+	 * in the inode table for the lookup its create made. */
+	assert_int_equal(objfs_store_unlink(f->s, 1, "src"), 0);
+	give_back(f);
+	assert_content(f, dst, a, 5 * CHUNK, 0);
+	objfs_store_forget(f->s, src, 1);
+	give_back(f);
+	assert_content(f, dst, a, 5 * CHUNK, 0);
+	assert_int_equal(objfs_store_release(f->s, dst, O_RDWR, 0), 0);
+	assert_checks_clean(f);
+	assert_content(f, dst, a, 5 * CHUNK, 0);
+	free(a);
+}
+
+/*
  * copy_file_range over whole chunks shares their disk copies: no byte is
  * copied, and the copy reads the same.  A write to either side changes
  * that side alone, before and after a remount; unlinking the source
@@ -2945,6 +2991,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roundtrip_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_of_known_deleted_source,
+				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copy_shares_chunks, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_copy_shares_within_and_beyond,
