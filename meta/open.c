@@ -48,8 +48,28 @@ fsync_dir(const char *dir)
 	return rc;
 }
 
+/* @want, halved down to @floor while it is more than an eighth of what
+ * the disk holding @fd has free: the index's own space must leave a
+ * small disk room for the data (a 25 MiB disk gave 8 MiB to the journal
+ * and 16 to the reserve, and the mount then had no room to record the
+ * directory's id). */
+static uint64_t
+fit_disk(int fd, uint64_t want, uint64_t floor)
+{
+	struct statvfs sv;
+	uint64_t avail;
+
+	if (fstatvfs(fd, &sv) < 0)
+		return want;
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	while (want > floor && want > avail / 8)
+		want /= 2;
+	return want;
+}
+
 /* Make the journal: zeros, flushed, so that later writes change no
- * metadata.  As large as the disk allows, down to JOURNAL_MIN. */
+ * metadata.  As large as the disk allows (fit_disk), down to
+ * JOURNAL_MIN. */
 static int
 journal_create(const char *dir, const char *path, uint64_t *size)
 {
@@ -63,6 +83,7 @@ journal_create(const char *dir, const char *path, uint64_t *size)
 		fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return -errno;
+		want = fit_disk(fd, want, JOURNAL_MIN);
 		rc = 0;
 		for (uint64_t off = 0; rc == 0 && off < want; off += sizeof(zero))
 			rc = meta_pwrite_all(fd, zero, sizeof(zero), off);
@@ -121,8 +142,8 @@ reserve_open(struct objfs_meta *m)
 
 	if (fstat(m->dfd, &st) < 0)
 		return;
-	for (m->reserve = RESERVE; m->reserve >= MIN_RESERVE;
-	     m->reserve /= 2) {
+	for (m->reserve = fit_disk(m->dfd, RESERVE, MIN_RESERVE);
+	     m->reserve >= MIN_RESERVE; m->reserve /= 2) {
 		if (fallocate(m->dfd, FALLOC_FL_KEEP_SIZE, st.st_size,
 				(off_t)m->reserve) == 0) {
 			m->reserved_to = (uint64_t)st.st_size + m->reserve;

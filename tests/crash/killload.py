@@ -197,6 +197,21 @@ def verify(mnt, journal, now):
     return verified, lost, nnames, missing
 
 
+def copy_whole(si, dst, size):
+    """cp: @size bytes of @si into a new @dst with copy_file_range (its
+    chunks shared), fsynced; returns @dst's descriptor."""
+    do = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    done = 0
+    while done < size:
+        k = os.copy_file_range(si, do, size - done, done, done)
+        if k <= 0:
+            raise OSError(errno.EIO, "copy_file_range: %d of %d"
+                          % (done, size))
+        done += k
+    os.fsync(do)
+    return do
+
+
 def run(mnt, journal, seed, now):
     rng = random.Random(seed)
     jf = open(journal, "a")
@@ -269,16 +284,7 @@ def run(mnt, journal, seed, now):
                 fd = os.open(src, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
                 os.write(fd, data(s, size))
                 os.fsync(fd)
-                do = os.open(p(d), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-                             0o644)
-                done = 0
-                while done < size:
-                    k = os.copy_file_range(fd, do, size - done, done, done)
-                    if k <= 0:
-                        raise OSError(errno.EIO, "copy_file_range: %d of %d"
-                                      % (done, size))
-                    done += k
-                os.fsync(do)
+                do = copy_whole(fd, p(d), size)
                 os.ftruncate(do, cut)
                 os.fsync(do)
                 os.close(do)
@@ -322,17 +328,7 @@ def run(mnt, journal, seed, now):
             def snap(n=n, d=d):
                 size = files[n]["size"]
                 si = os.open(p(n), os.O_RDONLY)
-                do = os.open(p(d), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-                             0o644)
-                done = 0
-                while done < size:
-                    k = os.copy_file_range(si, do, size - done, done, done)
-                    if k <= 0:
-                        raise OSError(errno.EIO, "copy_file_range: %d of %d"
-                                      % (done, size))
-                    done += k
-                os.fsync(do)
-                os.close(do)
+                os.close(copy_whole(si, p(d), size))
                 os.close(si)
             step("snap", snap, path=d, src=n, seed=files[n]["seed"],
                  size=files[n]["size"],
