@@ -10,7 +10,9 @@
 #     the daemon's next rounds (it takes back for its index what room
 #     there is, not only a whole reserve);
 #   - a disk left 100% full (by something else) still mounts: files read
-#     and can be deleted.
+#     and can be deleted;
+#   - a new data directory on a 24 MiB disk mounts and takes 12 MiB (the
+#     index's journal and reserve leave the data room).
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 CTL=${OBJFSCTL_BIN:-$(dirname "$OBJFS_BIN")/objfsctl}
@@ -89,7 +91,10 @@ ok "clean unmount" "$CTL" umount "$MNT"
 
 # Something else fills the disk to the last block.
 dd if=/dev/zero of="$FS/filler" bs=1M status=none 2>/dev/null
-dd if=/dev/zero of="$FS/filler2" bs=4k status=none 2>/dev/null
+dd if=/dev/zero of="$FS/filler2" bs=1k status=none 2>/dev/null
+for ((i = 0; i < 1000; i++)); do	# the last blocks, one small file each
+	echo x 2>/dev/null >"$FS/tiny.$i" || break
+done
 ok "the disk is full ($(avail) bytes free)" test "$(avail)" -lt 65536
 ok "objfs still mounts on the full disk" start_objfs "$MNT" "$DATA" "$OPTS"
 ok "  ... says its arena dies with it" grep -q '^arena: memfd' "$MNT/.objfs-status"
@@ -97,11 +102,23 @@ ok "  ... the file reads the same" cmp "$T/keep" "$MNT/keep"
 ok "  ... files can be deleted" rm "$MNT/fill.3" "$MNT/fill.4"
 ok "  ... and written again" sh -c "head -c 1000000 '$T/keep' >'$MNT/after' && sync '$MNT/after'"
 ok "clean unmount" "$CTL" umount "$MNT"
-rm -f "$FS/filler" "$FS/filler2"
+rm -f "$FS/filler" "$FS/filler2" "$FS"/tiny.*
 ok "objfsctl check finds nothing wrong" "$CTL" check "$DATA"
 ok "a mount with room again" start_objfs "$MNT" "$DATA" "$OPTS"
 ok "  ... every file reads the same" sh -c "cmp '$T/keep' '$MNT/keep' && cmp -n 1000000 '$T/keep' '$MNT/after'"
 ok "  ... and the arena is shared memory again" sh -c "! grep -q '^arena: memfd' '$MNT/.objfs-status'"
 ok "rm everything, clean unmount" sh -c "rm -f '$MNT'/* && '$CTL' umount '$MNT'"
 ok "the backing files hold no blocks" test "$(du -s --block-size=1 "$DATA/backing" | cut -f1)" -le 65536
+
+umount "$FS"
+truncate -s 24M "$T/small"
+mkfs.ext4 -q -F -m 0 "$T/small"
+mount -o loop "$T/small" "$FS"
+ok "a new data directory on a 24 MiB disk mounts" start_objfs "$MNT" "$FS/data" "$OPTS"
+ok "  ... and takes a 12 MiB file, fsynced" sh -c "
+	head -c 12582912 /dev/urandom >'$T/twelve' &&
+	dd if='$T/twelve' of='$MNT/twelve' bs=1M conv=fsync status=none"
+ok "  ... which reads back after a remount" sh -c "
+	'$CTL' umount '$MNT' >/dev/null && '$OBJFS_BIN' -o 'data=$FS/data,$OPTS' '$MNT' &&
+	cmp '$T/twelve' '$MNT/twelve' && '$CTL' umount '$MNT' >/dev/null"
 t_done
