@@ -16,7 +16,12 @@ sequence of operations drawn from a seed:
     second), a clean unmount and remount, and SIGKILL and remount.
 
 Data is drawn from a few chunk-sized blocks, so files share equal chunks
-(dedup) and copies share disk copies.  The model (name -> object -> bytes)
+(dedup) and copies share disk copies.  With --disk SIZE the data
+directory is on an ext4 image of that size, so the disk fills: an
+operation that needs room may then fail with ENOSPC, and must change
+nothing (the model follows every call that returned), an unmount may
+exit 1 keeping its arena for the next mount, and at the end the disk's
+used space must be back where it was but for the index.  The model (name -> object -> bytes)
 is what POSIX says each file holds; a killed daemon loses nothing either
 (the next one adopts its arena), so it is the same model.  Every few
 operations each named file's size and bytes are read back and compared;
@@ -57,6 +62,11 @@ OPS = [  # (operation, weight)
 ]
 
 
+# What a full disk may answer with ENOSPC (never unlink or close).
+ENOSPC_OK = {"write", "hwrite", "truncate", "htruncate", "punch", "zero",
+             "alloc", "cp", "copy", "rename", "link", "fsync"}
+
+
 class Failure(Exception):
     pass
 
@@ -78,9 +88,10 @@ def libc_fallocate():
 fallocate = libc_fallocate()
 
 
-def gen_ops(seed, n, chunk):
+def gen_ops(seed, n, chunk, big_p=0.05):
     """n abstract operations: each names its targets by index, resolved
-    against the model when it runs, so any subsequence still runs."""
+    against the model when it runs, so any subsequence still runs; a
+    share @big_p of the writes are large (up to 96 chunks)."""
     rng = random.Random(seed)
     kinds = [k for k, w in OPS for _ in range(w)]
     span = 40 * chunk
@@ -100,7 +111,7 @@ def gen_ops(seed, n, chunk):
             return rng.randrange(1, limit)
         op = {"op": k, "i": rng.randrange(1 << 20), "j": rng.randrange(1 << 20)}
         if k in ("write", "hwrite"):
-            big = rng.random() < 0.05
+            big = rng.random() < big_p
             op.update(off=off(), len=length(96 * chunk if big else 12 * chunk),
                       data=rng.randrange(1 << 30))
             if rng.random() < 0.03:	# far past the end: a sparse file
@@ -117,14 +128,15 @@ def gen_ops(seed, n, chunk):
     return ops
 
 
-def data_for(spec, length, blocks, chunk):
+def data_for(spec, length, blocks, chunk, unique=0.2):
     """The bytes a write puts: mostly whole library blocks (equal chunks
-    in many files), sometimes random or zero."""
+    in many files), sometimes zero, a share @unique random (a disk meant
+    to fill needs bytes dedup cannot fold)."""
     rng = random.Random(spec)
     r = rng.random()
     if r < 0.1:
         return bytes(length)
-    if r < 0.3:
+    if r < 0.1 + unique:
         return rng.randbytes(length)
     out = bytearray()
     start = rng.randrange(len(blocks))
@@ -137,7 +149,7 @@ def data_for(spec, length, blocks, chunk):
 class Objfs:
     """One data directory and its mount."""
 
-    def __init__(self, binary, ctl, work, opts):
+    def __init__(self, binary, ctl, work, opts, disk=0):
         self.bin, self.ctl, self.opts = binary, ctl, opts
         self.mnt = os.path.join(work, "mnt")
         self.data = os.path.join(work, "data")
@@ -145,6 +157,26 @@ class Objfs:
         os.makedirs(self.mnt, exist_ok=True)
         self.proc = None
         self.arenas = set()
+        self.fs = None
+        if disk:
+            # The data directory on an ext4 of its own, small enough to
+            # fill: ENOSPC is then an answer the model must allow.
+            img, fs = os.path.join(work, "img"), os.path.join(work, "fs")
+            os.makedirs(fs)
+            with open(img, "wb") as f:
+                f.truncate(disk)
+            if subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", img],
+                              capture_output=True).returncode != 0 or \
+               subprocess.run(["mount", "-o", "loop", img, fs],
+                              capture_output=True).returncode != 0:
+                raise Failure("cannot make and mount an ext4 image")
+            self.fs = fs
+            self.data = os.path.join(fs, "data")
+            self.used0 = self.used()
+
+    def used(self):
+        st = os.statvfs(self.fs)
+        return (st.f_blocks - st.f_bfree) * st.f_frsize
 
     def start(self):
         logf = open(self.log, "a")
@@ -166,9 +198,10 @@ class Objfs:
             time.sleep(0.05)
         raise Failure("objfs did not mount within 15 s")
 
-    def stop(self):
+    def stop(self, full_ok=False):
         """A clean unmount: the daemon must write everything out and
-        exit 0."""
+        exit 0 (or, with @full_ok, exit 1 for a full disk: it then keeps
+        its arena for the next mount)."""
         r = subprocess.run(["fusermount3", "-u", self.mnt],
                            capture_output=True, text=True)
         if r.returncode != 0:
@@ -178,6 +211,12 @@ class Objfs:
         except subprocess.TimeoutExpired:
             raise Failure("objfs still running 120 s after unmount")
         self.proc = None
+        if rc == 1 and full_ok:
+            with open(self.log) as f:
+                tail = f.read()[-4000:]
+            if "No space left on device" in tail and "kept in the arena" \
+                    in tail:
+                return
         if rc != 0:
             raise Failure("objfs exited %d after unmount" % rc)
 
@@ -210,6 +249,8 @@ class Objfs:
         for a in self.arenas:
             if os.path.basename(a) == "arena" and "/objfs." in a:
                 shutil.rmtree(os.path.dirname(a), ignore_errors=True)
+        if self.fs and os.path.ismount(self.fs):
+            subprocess.run(["umount", self.fs], capture_output=True)
 
 
 class Run:
@@ -226,6 +267,7 @@ class Run:
         self.next_obj = 0
         self.done = 0
         self.counts = {}
+        self.enospc = 0
 
     def p(self, name):
         return os.path.join(self.fs.mnt, name)
@@ -279,33 +321,36 @@ class Run:
 
     def op_write(self, op):
         name = self.pick_name(op, present=False)
-        data = data_for(op["data"], op["len"], self.blocks, self.chunk)
+        data = data_for(op["data"], op["len"], self.blocks, self.chunk,
+                        0.7 if self.a.disk else 0.2)
         fd = os.open(self.p(name), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if name not in self.names:
                 self.names[name] = self.next_obj
                 self.objs[self.next_obj] = bytearray()
                 self.next_obj += 1
-            self.pwrite_all(fd, data, op["off"])
+            self.pwrite_all(fd, self.names[name], data, op["off"])
         finally:
             os.close(fd)
-        self.m_write(self.names[name], op["off"], data)
 
-    def pwrite_all(self, fd, data, off):
+    def pwrite_all(self, fd, obj, data, off):
+        """pwrite until done, the model following each call (a full disk
+        may stop it part of the way)."""
         done = 0
         while done < len(data):
             n = os.pwrite(fd, data[done:done + (1 << 20)], off + done)
             if n <= 0:
                 raise Failure("pwrite returned %d" % n)
+            self.m_write(obj, off + done, data[done:done + n])
             done += n
 
     def op_hwrite(self, op):
         h = self.pick_held(op)
         if h is None:
             return
-        data = data_for(op["data"], op["len"], self.blocks, self.chunk)
-        self.pwrite_all(h[0], data, op["off"])
-        self.m_write(h[1], op["off"], data)
+        data = data_for(op["data"], op["len"], self.blocks, self.chunk,
+                        0.7 if self.a.disk else 0.2)
+        self.pwrite_all(h[0], h[1], data, op["off"])
 
     def op_truncate(self, op):
         name = self.pick_name(op)
@@ -495,7 +540,7 @@ class Run:
 
     def op_remount(self, op):
         self.close_held()
-        self.fs.stop()
+        self.fs.stop(full_ok=bool(self.a.disk))
         self.fs.check()
         self.fs.start()
         self.verify("after a clean remount")
@@ -561,11 +606,24 @@ class Run:
         if used:
             raise Failure("every file deleted and unmounted, yet the "
                           "backing files hold %d bytes" % used)
+        if self.fs.fs:
+            # The disk's used space is back where it was, but for what
+            # the data directory's files (the index) take now.
+            du = 0
+            for root, dirs, files in os.walk(self.fs.data):
+                for x in files + dirs:
+                    du += os.lstat(os.path.join(root, x)).st_blocks * 512
+            extra = self.fs.used() - self.fs.used0 - du
+            if extra > (1 << 20):
+                raise Failure("every file deleted and unmounted, yet the "
+                              "disk holds %d bytes more than before and "
+                              "than the data directory's files" % extra)
 
     # ---- the run --------------------------------------------------------
     def run(self, work, deadline=None):
         """Runs the ops; returns (index of the failing op or None, why)."""
-        self.fs = Objfs(self.a.bin, self.a.ctl, work, self.a.opts)
+        self.fs = Objfs(self.a.bin, self.a.ctl, work, self.a.opts,
+                        self.a.disk)
         i = -1
         try:
             self.fs.start()
@@ -576,8 +634,14 @@ class Run:
                 try:
                     self.apply(op)
                 except OSError as e:
-                    raise Failure("%s: unexpected %s" %
-                                  (op["op"], errno.errorcode.get(e.errno, e)))
+                    # A full disk may refuse what needs room; it must
+                    # change nothing (the model follows each call that
+                    # returned), and deleting must still work.
+                    if not (self.a.disk and e.errno == errno.ENOSPC and
+                            op["op"] in ENOSPC_OK):
+                        raise Failure("%s: unexpected %s" % (
+                            op["op"], errno.errorcode.get(e.errno, e)))
+                    self.enospc += 1
                 self.done = i + 1
                 if self.verbose:
                     print("# %5d %s" % (i, json.dumps(op)), flush=True)
@@ -658,6 +722,9 @@ def main():
                     help="seconds to spend shrinking a failure")
     ap.add_argument("--save", help="write the failing sequence here")
     ap.add_argument("--replay", help="run the sequence in this file")
+    ap.add_argument("--disk", default="0",
+                    help="put the data directory on an ext4 image of this "
+                    "size (e.g. 64M), so that the disk fills")
     ap.add_argument("--no-opath", action="store_true",
                     help="hold files open read-write only, never O_PATH")
     ap.add_argument("--verbose", action="store_true")
@@ -672,6 +739,9 @@ def main():
             return 2
     args.opts = "arena=%s,chunk=%dK,dedup=%s" % (args.arena, args.chunk >> 10,
                                                    args.dedup)
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    d = args.disk.upper()
+    args.disk = int(d[:-1]) * units[d[-1]] if d[-1:] in units else int(d)
     args.blocks_seed = 1
 
     if args.replay:
@@ -688,16 +758,18 @@ def main():
     seed = args.seed if args.seed is not None else \
         random.SystemRandom().randrange(1 << 31)
     end = time.monotonic() + args.seconds if args.seconds else None
-    seeds = total = 0
+    seeds = total = enospc = 0
     counts = {}
     t0 = time.monotonic()
     while True:
-        ops = gen_ops(seed, args.ops, args.chunk)
+        ops = gen_ops(seed, args.ops, args.chunk,
+                      0.3 if args.disk else 0.05)
         print("# seed %d (%s)" % (seed, args.opts),
               flush=True)
         at, why, r = attempt(args, ops, args.verbose)
         for k, v in r.counts.items():
             counts[k] = counts.get(k, 0) + v
+        enospc += r.enospc
         if why:
             print("FAIL seed %d at op %d after %.1f s: %s" %
                   (seed, at, time.monotonic() - t0, why), flush=True)
@@ -721,9 +793,10 @@ def main():
         if end is None or time.monotonic() > end:
             break
         seed = (seed * 1103515245 + 12345) % (1 << 31)
-    print("clean: %d seeds, %d operations in %.0f s (%s)" %
+    print("clean: %d seeds, %d operations in %.0f s (%s)%s" %
           (seeds, total, time.monotonic() - t0,
-           ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+           ", ".join("%s %d" % kv for kv in sorted(counts.items())),
+           "; %d refused for a full disk" % enospc if args.disk else ""))
     return 0
 
 

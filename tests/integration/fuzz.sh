@@ -2,31 +2,40 @@
 # SPDX-License-Identifier: MIT
 # The reference-model fuzzer (tests/fuzz/fuzz.py) for a fixed time, with a
 # fresh seed each run (printed: FUZZ_SEED=N reproduces it): with dedup on,
-# and with dedup off, on a 16 MiB arena of 64 KiB chunks, so that chunks
-# spill.  A failure is shrunk to a short sequence, saved beside the log
-# and printed.  FUZZ_SECONDS sets the time of the dedup=on run (default
-# 60; the dedup=off run takes half); a soak is the same with a larger
+# with dedup off, and with the data directory on a 12 MiB ext4 image that
+# fills up; on a 16 MiB arena of 64 KiB chunks, so that chunks spill.  A
+# failure is shrunk to a short sequence, saved beside the log and
+# printed.  FUZZ_SECONDS sets the time of the dedup=on run (default 60;
+# the other two take half each); a soak is the same with a larger
 # number, or fuzz.py --seconds N directly.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 FUZZ=$(cd "$(dirname "$0")/../fuzz" && pwd)/fuzz.py
 SECONDS_ON=${FUZZ_SECONDS:-60}
 SEED=${FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}
-run() {	# run DEDUP SECONDS SEED: one TAP line, the summary or the failure
-	local out=$T/fuzz.$1.out
+run() {	# run NAME SECONDS SEED FUZZ-OPTIONS...: one TAP line, the
+	# summary or the failure
+	local name=$1 secs=$2 seed=$3 out=$T/fuzz.${1// /_}.out
+	shift 3
 	T_NUM=$((T_NUM + 1))
-	if python3 "$FUZZ" --bin "$OBJFS_BIN" --dedup "$1" --seconds "$2" \
-		--seed "$3" --shrink 120 --save "$T/failing.$1.json" \
-		--tmp "$T" --keep-log >"$out" 2>&1; then
-		echo "ok $T_NUM - fuzzer, dedup $1, $2 s from seed $3"
+	if python3 "$FUZZ" --bin "$OBJFS_BIN" --seconds "$secs" \
+		--seed "$seed" --shrink 120 --save "$T/failing.${name// /_}.json" \
+		--tmp "$T" --keep-log "$@" >"$out" 2>&1; then
+		echo "ok $T_NUM - fuzzer, $name, $secs s from seed $seed"
 		grep '^clean' "$out" | sed 's/^/# /'
 	else
 		T_FAILED=$((T_FAILED + 1))
-		echo "not ok $T_NUM - fuzzer, dedup $1, $2 s from seed $3"
+		echo "not ok $T_NUM - fuzzer, $name, $secs s from seed $seed ($*)"
 		grep -v '^# seed' "$out" | tail -n 150 | sed 's/^/#   /'
 	fi
 }
 echo "# seed $SEED (FUZZ_SEED=$SEED reproduces the sequences)"
-run on "$SECONDS_ON" "$SEED"
-run off "$((SECONDS_ON / 2))" "$((SEED + 1))"
+run "dedup on" "$SECONDS_ON" "$SEED" --dedup on
+run "dedup off" "$((SECONDS_ON / 2))" "$((SEED + 1))" --dedup off
+if command -v mkfs.ext4 >/dev/null && [ -e /dev/loop-control ]; then
+	run "a 12 MiB disk that fills" "$((SECONDS_ON / 2))" "$((SEED + 2))" --disk 12M
+else
+	T_NUM=$((T_NUM + 1))
+	echo "ok $T_NUM # SKIP a disk that fills: needs mkfs.ext4 and loop devices"
+fi
 t_done
