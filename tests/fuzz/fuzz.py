@@ -25,8 +25,8 @@ used space must be back where it was but for the index.  The model (name -> obje
 is what POSIX says each file holds; a killed daemon loses nothing either
 (the next one adopts its arena), so it is the same model.  Every few
 operations each named file's size and bytes are read back and compared;
-after every unmount `objfsctl check DATA` must find no problem, and after
-every remount the names and bytes must be the model's.  At the end every
+after every unmount and every kill `objfsctl check DATA` must find no
+problem, and after every remount the names and bytes must be the model's.  At the end every
 file is deleted and the backing directory must hold no data blocks.
 
 An operation that objfs answers with an error the model does not expect
@@ -548,6 +548,7 @@ class Run:
     def op_kill(self, op):
         self.close_held()
         self.fs.kill()
+        self.fs.check()		# what a killed daemon leaves is consistent
         self.fs.start()
         self.verify("after SIGKILL and remount")
 
