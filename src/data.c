@@ -1135,9 +1135,10 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
  * fallocate: disk blocks for the chunks of [off, end) that have no disk
  * copy, in their home slots, so that writing them out later cannot fail
  * for want of space.  The backing file's size covers them (a sparse end
- * that shrink_file() cuts once those slots are given back).  The arena is not touched, so this works whatever
- * its size.  All or nothing: on failure what was allocated is given back
- * (those slots were free: no record points at them).
+ * that shrink_file() cuts once those slots are given back).  The arena is
+ * not touched, so this works whatever its size.  All or nothing: on
+ * failure what was allocated is given back (those slots were free: no
+ * record points at them).
  */
 static int
 reserve_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
