@@ -146,6 +146,11 @@ def data_for(spec, length, blocks, chunk, unique=0.2):
     return bytes(out[:length])
 
 
+def mounted(path):
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[1] == path for line in f)
+
+
 class Objfs:
     """One data directory and its mount."""
 
@@ -180,9 +185,11 @@ class Objfs:
 
     def start(self):
         logf = open(self.log, "a")
+        # A session of its own: a signal to the fuzzer's process group
+        # (a timeout, ^C) leaves the daemon to the cleanups.
         self.proc = subprocess.Popen(
             [self.bin, "-f", "-o", "data=%s,%s" % (self.data, self.opts),
-             self.mnt], stdout=logf, stderr=logf)
+             self.mnt], stdout=logf, stderr=logf, start_new_session=True)
         logf.close()
         for _ in range(300):
             if os.path.ismount(self.mnt):
@@ -240,7 +247,9 @@ class Objfs:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
             self.proc = None
-        if os.path.ismount(self.mnt):
+        # A dead daemon's mount fails stat (ENOTCONN), so ismount() says
+        # no: /proc says what is mounted.
+        if mounted(self.mnt):
             if subprocess.run(["fusermount3", "-u", self.mnt],
                               capture_output=True).returncode != 0:
                 subprocess.run(["umount", "-l", self.mnt],
@@ -249,7 +258,7 @@ class Objfs:
         for a in self.arenas:
             if os.path.basename(a) == "arena" and "/objfs." in a:
                 shutil.rmtree(os.path.dirname(a), ignore_errors=True)
-        if self.fs and os.path.ismount(self.fs):
+        if self.fs and mounted(self.fs):
             subprocess.run(["umount", self.fs], capture_output=True)
 
 
@@ -711,7 +720,15 @@ def shrink(args, ops, budget):
     return ops, tries
 
 
+def stop_on_signal(signum, frame):
+    """SIGTERM, SIGHUP (a timeout, a closed terminal): leave through the
+    cleanups, which unmount and remove what the run made."""
+    raise SystemExit(128 + signum)
+
+
 def main():
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop_on_signal)
     top = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.environ.get(
