@@ -61,7 +61,7 @@ usage(FILE *f)
 "stat    for each file in an objfs mount: bytes in the arena, not yet on\n"
 "        disk, on disk, only on disk, and its chunks\n"
 "sum     for each file in an objfs mount, its whole-object checksum\n"
-"        (equal bytes, equal sums; scripts/objfs-sum computes it from the\n"
+"        (equal bytes, equal sums; objfs-sum computes it from the\n"
 "        bytes anywhere), as sha256sum prints its sums\n"
 "sync    write every byte of the mount out and make it durable; shows\n"
 "        what is left, the rate and the time left\n"
@@ -419,18 +419,26 @@ cmd_stat(int n, char **files)
 	int status = 0;
 
 	for (int i = 0; i < n; i++) {
-		int rc = stat(files[i], &st);
+		int rc = 0;
 
+		if (stat(files[i], &st) < 0) {
+			fprintf(stderr, "objfsctl: %s: %s\n", files[i],
+				strerror(errno));
+			status = 1;
+			continue;
+		}
 		for (int k = 0; rc == 0 && k < 9; k++) {
 			snprintf(attr, sizeof(attr), "user.objfs.%s", names[k]);
 			rc = get_u64(files[i], attr, &v[k]);
 		}
 		if (rc != 0) {
-			fprintf(stderr, "objfsctl: %s: %s\n", files[i],
-				rc < 0 ? strerror(-rc) : strerror(errno));
+			/* One message: what it means, else the error. */
 			if (rc == -ENODATA || rc == -ENOTSUP)
 				fprintf(stderr, "objfsctl: %s: not a regular file in an objfs mount\n",
 					files[i]);
+			else
+				fprintf(stderr, "objfsctl: %s: %s\n", files[i],
+					rc < 0 ? strerror(-rc) : strerror(errno));
 			status = 1;
 			continue;
 		}

@@ -29,6 +29,12 @@ ok "objfsctl stat shows the file mostly spilled" bash -c "
 	'$OBJFSCTL' stat '$MNT/g1' | grep -q 'spilled' &&
 	[ \$(getfattr --only-values -n user.objfs.spilled '$MNT/g1') -gt $((900 << 20)) ]"
 ok "objfsctl status" bash -c "'$OBJFSCTL' status '$MNT' | grep -q '^arena_capacity_bytes *64.0 MiB'"
+ok "objfsctl stat of a file outside objfs: one line saying so, exit 1" bash -c "
+	! '$OBJFSCTL' stat /etc/passwd 2>'$T/st.err' &&
+	[ \$(wc -l <'$T/st.err') = 1 ] && grep -q 'not a regular file in an objfs mount' '$T/st.err'"
+ok "objfsctl stat of a missing file: its error" bash -c "
+	! '$OBJFSCTL' stat '$MNT/nothing' 2>'$T/st.err' &&
+	grep -qx 'objfsctl: $MNT/nothing: No such file or directory' '$T/st.err'"
 
 # Reading a spilled file twice writes nothing.
 ok "fsync the file" python3 -c "import os; fd = os.open('$MNT/g1', os.O_RDONLY); os.fsync(fd)"
