@@ -113,6 +113,11 @@ data_copy_home(const struct objfs_inode *ip, const struct objfs_chunk *c)
  * taken as 1). */
 int data_copy_shared(struct objfs_store *s, const struct objfs_inode *ip,
 		const struct objfs_chunk *c);
+/* How many records use @c's disk copy (the share DB's count, 1 without
+ * an entry) into *@n: 0 or -errno.  A copy is shared with another file
+ * only when that is 2 or more (a count left at 1 says nothing more). */
+int data_copy_users(struct objfs_store *s, const struct objfs_inode *ip,
+		const struct objfs_chunk *c, uint64_t *n);
 /* The fd through which chunk @c's disk copy is read: @ip's backing file,
  * or, for a copy shared from another object's, that file opened for
  * this read (*@own: data_copy_fd_done() closes it). */

@@ -750,6 +750,7 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	st->sub_writeouts = s->sub_writeouts;
 	st->shared_chunks = s->shared_chunks;
 	st->dedup_chunks = s->dedup_chunks;
+	st->made_durable_bytes = s->made_durable_bytes;
 	st->csum_failures = s->csum_failures;
 	st->evictions = s->evictions;
 	objfs_spiller_get_stats(s->spiller, &ss);
@@ -772,7 +773,8 @@ fig_share(void *arg, uint64_t home, uint64_t slot, uint64_t n)
 {
 	struct fig_walk *w = arg;
 
-	(void)n;
+	if (n > 1)
+		w->f->shared_now++;
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 64;
 		struct fig_copy *v = realloc(w->v, cap * sizeof(*v));

@@ -100,6 +100,25 @@ data_copy_shared(struct objfs_store *s, const struct objfs_inode *ip,
 }
 
 int
+data_copy_users(struct objfs_store *s, const struct objfs_inode *ip,
+		const struct objfs_chunk *c, uint64_t *n)
+{
+	struct objfs_meta_txn *t;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_share_get(t, data_copy_home(ip, c), c->slot, n);
+	objfs_meta_abort(t);
+	if (rc == -ENOENT) {
+		*n = 1;
+		rc = 0;
+	}
+	return rc;
+}
+
+int
 data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
 		const struct objfs_inode *ip, const struct objfs_chunk *c,
 		unsigned *what)

@@ -54,7 +54,9 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		"part_reads: %" PRIu64 "\n"
 		"subblock_writeouts: %" PRIu64 "\n"
 		"shared_chunks: %" PRIu64 "\n"
-		"dedup_chunks: %" PRIu64 "\n"
+		"shared_chunks_total: %" PRIu64 "\n"
+		"dedup_chunks_total: %" PRIu64 "\n"
+		"made_durable_bytes_total: %" PRIu64 "\n"
 		"evicted_bytes: %" PRIu64 "\n"
 		"writer_waits: %" PRIu64 "\n"
 		"checksum_failures: %" PRIu64 "\n"
@@ -70,8 +72,8 @@ objfs_status_format(const struct objfs_status_figures *f, char *buf,
 		f->fs_avail,
 		st->written_out_chunks, st->written_out_bytes,
 		st->restored_chunks, st->restored_bytes, st->direct_reads,
-		st->part_reads, st->sub_writeouts, st->shared_chunks,
-		st->dedup_chunks,
+		st->part_reads, st->sub_writeouts, f->shared_now,
+		st->shared_chunks, st->dedup_chunks, st->made_durable_bytes,
 		st->dropped_bytes, st->write_waits, st->csum_failures,
 		st->inodes_cached, f->pid, f->data_dir, objfs_log_where(),
 		f->arena_note);
@@ -101,11 +103,15 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 		    !(c->flags & OBJFS_CHUNK_DIRTY))
 			disk += c->disk_len;
 		/* A disk copy other records point at too (share.c), and
-		 * still this chunk's: counted once on disk, whoever's. */
+		 * still this chunk's: counted once on disk, whoever's.  A
+		 * copy whose count is down to this record is not shared. */
 		if ((c->flags & OBJFS_CHUNK_ONDISK) &&
-		    !(c->flags & OBJFS_CHUNK_DIRTY) && want_shared &&
-		    data_copy_shared(s, ip, c) != 0)
-			shared += c->disk_len;
+		    !(c->flags & OBJFS_CHUNK_DIRTY) && want_shared) {
+			uint64_t users;
+
+			if (data_copy_users(s, ip, c, &users) < 0 || users > 1)
+				shared += c->disk_len;
+		}
 		switch (objfs_chunk_state(c)) {
 		case OBJFS_CHUNK_SPILLED:
 			spilled += c->disk_len;

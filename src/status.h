@@ -23,6 +23,8 @@ struct objfs_status_figures {
 	uint64_t disk_bytes, disk_chunks;	/* what the chunk records hold */
 	uint64_t disk_stored;			/* ... counting a copy that
 						 * records share once */
+	uint64_t shared_now;			/* copies on disk two or more
+						 * records use, now */
 	uint64_t fs_bytes, fs_avail;		/* the backing filesystem */
 	long pid;				/* the daemon's */
 	const char *data_dir;			/* valid while the store is */

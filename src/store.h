@@ -87,6 +87,8 @@ struct objfs_store_stats {
 	uint64_t dirty_bytes;	/* in the arena, not yet on disk */
 	uint64_t sub_writeouts;	/* chunks written out as a few sub-blocks */
 	uint64_t shared_chunks;	/* chunks copies shared instead of copying */
+	uint64_t made_durable_bytes;	/* write-out: written, or found on
+					 * disk already (dedup) */
 	uint64_t dedup_chunks;	/* chunks written out as a copy on disk
 				 * already held (dedup) */
 	uint64_t csum_failures;

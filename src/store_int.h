@@ -206,6 +206,7 @@ struct objfs_store {
 	_Atomic uint64_t evictions;
 	_Atomic uint64_t shared_chunks;	/* chunks a copy shared, not copied */
 	_Atomic uint64_t dedup_chunks;	/* chunks written as an equal copy */
+	_Atomic uint64_t made_durable_bytes; /* written, or deduplicated */
 	int dedup;			/* -o dedup=on: set at open */
 
 	/* Space given back when durable (space.c), a leaf lock. */

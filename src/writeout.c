@@ -365,12 +365,16 @@ writeout(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
 		atomic_fetch_add(&s->written_out_chunks, 1);
 		if (w[k].subs)
 			atomic_fetch_add(&s->sub_writeouts, 1);
-		if (w[k].dup)
+		if (w[k].dup) {
 			atomic_fetch_add(&s->dedup_chunks, 1);
-		else
-			atomic_fetch_add(&s->written_out_bytes, w[k].subs ?
-				(uint64_t)w[k].nsubs << s->sub_shift :
-				w[k].len);
+			atomic_fetch_add(&s->made_durable_bytes, w[k].len);
+		} else {
+			uint64_t b = w[k].subs ?
+				(uint64_t)w[k].nsubs << s->sub_shift : w[k].len;
+
+			atomic_fetch_add(&s->written_out_bytes, b);
+			atomic_fetch_add(&s->made_durable_bytes, b);
+		}
 		/* A block that held only the sub-blocks written has nothing
 		 * else to give: the chunk is on disk alone now. */
 		if (c->flags & OBJFS_CHUNK_PARTIAL) {

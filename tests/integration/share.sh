@@ -29,12 +29,14 @@ ok "write big and small, and sync" sh -c "
 	head -c 3146000 /dev/urandom >'$T/small.ref' &&
 	cp '$T/big.ref' '$MNT/big' && cp '$T/small.ref' '$MNT/small' &&
 	'$CTL' sync '$MNT' >/dev/null"
-before=$(status shared_chunks)
+before=$(status shared_chunks_total)
+ok "no chunk is shared yet (shared_chunks $(status shared_chunks))" test "$(status shared_chunks)" = 0
 disk0=$(backing_bytes)
 ok "cp big big.bak, small small.bak (copy_file_range)" sh -c "
 	cp '$MNT/big' '$MNT/big.bak' && cp '$MNT/small' '$MNT/small.bak'"
 ok "the copies shared 84 chunks instead of copying them" \
-	test "$(($(status shared_chunks) - before))" -ge 84
+	test "$(($(status shared_chunks_total) - before))" -ge 84
+ok "the status file says 84 chunks are shared now" test "$(status shared_chunks)" = 84
 ok "and took no disk" no_growth "$disk0"
 ok "the copies read the same" sh -c "
 	cmp '$T/big.ref' '$MNT/big.bak' && cmp '$T/small.ref' '$MNT/small.bak'"
@@ -47,14 +49,37 @@ ok "the status file: logical bytes on disk twice those stored" sh -c "
 # Dedup: the same bytes written again by a plain write (not a copy), as a
 # checkpoint saved twice is: stored once.
 disk1=$(backing_bytes)
-d0=$(status dedup_chunks)
+d0=$(status dedup_chunks_total)
 ok "cat big >big.again, sync" sh -c "
 	cat '$T/big.ref' >'$MNT/big.again' && '$CTL' sync '$MNT' >/dev/null"
 ok "its 80 chunks were found on disk already" \
-	test "$(($(status dedup_chunks) - d0))" -ge 80
+	test "$(($(status dedup_chunks_total) - d0))" -ge 80
 ok "and took no disk" no_growth "$disk1"
 ok "it reads the same" cmp "$T/big.ref" "$MNT/big.again"
 ok "rm big.again" rm "$MNT/big.again"
+# 24 MiB of big's bytes again, all in the arena: the sync finds every
+# chunk on disk, and its progress counts them as done (not only the bytes
+# written, which are none).
+w0=$(status spilled_bytes)
+ok "head -c 24M big >mid, sync: 2x.x MiB made durable, nothing written" sh -c "
+	head -c 25165824 '$T/big.ref' >'$MNT/mid' && '$CTL' sync '$MNT' >'$T/sync.out' &&
+	grep -q 'synced .*: 2[0-4]\.[0-9] MiB made durable' '$T/sync.out' &&
+	test \$(( \$(awk '\$1 == \"spilled_bytes:\" {print \$2}' '$MNT/.objfs-status') - $w0 )) -lt 1048576" 
+ok "rm mid" rm "$MNT/mid"
+# A file of its own bytes, copied, the copy removed: it shares nothing
+# any more, and the current count is back where it was.
+n0=$(status shared_chunks)
+ok "solo (3 MiB of its own), cp solo solo.tmp: 3 MiB shared" sh -c "
+	head -c 3145728 /dev/urandom >'$MNT/solo' && sync '$MNT/solo' &&
+	cp '$MNT/solo' '$MNT/solo.tmp' &&
+	test \$(getfattr --only-values -n user.objfs.shared '$MNT/solo') = 3145728 &&
+	test \$(awk '\$1 == \"shared_chunks:\" {print \$2}' '$MNT/.objfs-status') = $((n0 + 3))"
+ok "rm solo.tmp: solo shares nothing, objfsctl stat says so, the count is back" sh -c "
+	rm '$MNT/solo.tmp' &&
+	test \$(getfattr --only-values -n user.objfs.shared '$MNT/solo') = 0 &&
+	'$CTL' stat '$MNT/solo' | grep -q 'shared    0 B' &&
+	test \$(awk '\$1 == \"shared_chunks:\" {print \$2}' '$MNT/.objfs-status') = $n0 &&
+	rm '$MNT/solo'"
 
 # Writes to either side, not synced.
 ok "write into big.bak and into small" python3 - "$MNT" "$T" <<'PY'
