@@ -147,7 +147,7 @@ durable_of(const char *text)
 
 	return objfs_status_value(text, "made_durable_bytes_total", v,
 			sizeof(v)) ? strtoull(v, NULL, 10) :
-		status_u64(text, "spilled_bytes");
+		status_u64(text, "spilled_bytes");	/* its older name */
 }
 
 static double

@@ -50,7 +50,7 @@ PY
 exec 7>"$MNT/open"
 echo "written through an open descriptor" >&7
 ok "some of it is dirty in the arena, some spilled" bash -c "
-	[ $(status dirty_bytes) -gt 0 ] && [ $(status spilled_bytes) -gt 0 ]"
+	[ $(status dirty_bytes) -gt 0 ] && [ $(status written_out_bytes_total) -gt 0 ]"
 killit
 exec 7>&-
 ok "remount after SIGKILL" start_objfs "$MNT" "$DATA" "$ARENA"

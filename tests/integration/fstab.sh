@@ -27,7 +27,7 @@ ok "/proc/mounts shows fuse.objfs" grep -q " $MNT fuse.objfs " /proc/mounts
 head -c $((100 << 20)) /dev/urandom >"$T/big"
 ok "a file larger than the arena goes through the daemonized mount" \
 	timeout 120 bash -c "cp '$T/big' '$MNT/big' && cmp '$T/big' '$MNT/big' && rm '$MNT/big'"
-ok "the daemonized mount spilled" test "$(awk '/^spilled_bytes:/ {print $2}' "$MNT/.objfs-status")" -gt $((30 << 20))
+ok "the daemonized mount spilled" test "$(awk '/^written_out_bytes_total:/ {print $2}' "$MNT/.objfs-status")" -gt $((30 << 20))
 echo "via mount" >"$MNT/f" 2>/dev/null
 ok "umount" umount "$MNT"
 ok "the daemon finishes and exits" wait_daemon_gone

@@ -148,7 +148,7 @@ ok "objfsctl metrics parses as Prometheus text, 16 writes counted" bash -c "
 	'$CTL' metrics '$MNT' > '$T/m.txt' && $PROM '$T/m.txt' 16"
 ok "... with the figures of the status file" bash -c "
 	grep -qx 'objfs_arena_capacity_bytes $(status_of arena_capacity_bytes)' '$T/m.txt' &&
-	grep -q '^objfs_spilled_bytes_total ' '$T/m.txt' &&
+	grep -q '^objfs_written_out_bytes_total ' '$T/m.txt' &&
 	grep -q '^objfs_request_duration_seconds_count{op=\"fsync\"} [1-9]' '$T/m.txt'"
 ok "unmount" stop_objfs
 ok "the metrics file holds the figures at unmount" $PROM "$T/objfs.prom" 16

@@ -60,11 +60,11 @@ ok "rm big.again" rm "$MNT/big.again"
 # 24 MiB of big's bytes again, all in the arena: the sync finds every
 # chunk on disk, and its progress counts them as done (not only the bytes
 # written, which are none).
-w0=$(status spilled_bytes)
+w0=$(status written_out_bytes_total)
 ok "head -c 24M big >mid, sync: 2x.x MiB made durable, nothing written" sh -c "
 	head -c 25165824 '$T/big.ref' >'$MNT/mid' && '$CTL' sync '$MNT' >'$T/sync.out' &&
 	grep -q 'synced .*: 2[0-4]\.[0-9] MiB made durable' '$T/sync.out' &&
-	test \$(( \$(awk '\$1 == \"spilled_bytes:\" {print \$2}' '$MNT/.objfs-status') - $w0 )) -lt 1048576" 
+	test \$(( \$(awk '\$1 == \"written_out_bytes_total:\" {print \$2}' '$MNT/.objfs-status') - $w0 )) -lt 1048576" 
 ok "rm mid" rm "$MNT/mid"
 # A file of its own bytes, copied, the copy removed: it shares nothing
 # any more, and the current count is back where it was.

@@ -23,7 +23,7 @@ ok "cp of a file 16x the arena" timeout 300 cp "$T/g1" "$MNT/g1"
 kill "$watcher"; wait "$watcher" 2>/dev/null
 ok "arena use never exceeded its capacity ($(sort -n "$T/used.log" | tail -n 1) of $cap, $(wc -l <"$T/used.log") samples)" \
 	bash -c "[ \$(wc -l < '$T/used.log') -gt 5 ] && [ \$(sort -n '$T/used.log' | tail -n 1) -le $cap ]"
-ok "chunks were spilled" test "$(stat_of spilled_bytes)" -gt $((800 << 20))
+ok "chunks were spilled" test "$(stat_of written_out_bytes_total)" -gt $((800 << 20))
 ok "read back with cmp" cmp "$T/g1" "$MNT/g1"
 ok "objfsctl stat shows the file mostly spilled" bash -c "
 	'$OBJFSCTL' stat '$MNT/g1' | grep -q 'spilled' &&
@@ -38,12 +38,12 @@ ok "objfsctl stat of a missing file: its error" bash -c "
 
 # Reading a spilled file twice writes nothing.
 ok "fsync the file" python3 -c "import os; fd = os.open('$MNT/g1', os.O_RDONLY); os.fsync(fd)"
-before=$(stat_of spilled_bytes)
+before=$(stat_of written_out_bytes_total)
 echo 3 >/proc/sys/vm/drop_caches
 ok "first read of the spilled file" cmp "$T/g1" "$MNT/g1"
 echo 3 >/proc/sys/vm/drop_caches
 ok "second read of the spilled file" cmp "$T/g1" "$MNT/g1"
-ok "reading twice wrote nothing to the backing directory" test "$(stat_of spilled_bytes)" = "$before"
+ok "reading twice wrote nothing to the backing directory" test "$(stat_of written_out_bytes_total)" = "$before"
 ok "reads restored chunks or read them from disk" \
 	test $(( $(stat_of restored_chunks) + $(stat_of direct_read_chunks) )) -gt 0
 
