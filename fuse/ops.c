@@ -400,8 +400,10 @@ static void
 objfs_ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
+	struct objfs_cred cr = req_cred(req);
+
 	fuse_reply_err(req, -objfs_store_rename(req_store(req), parent, name,
-			newparent, newname, flags));
+			newparent, newname, flags, &cr));
 }
 
 /* Files at most this big when opened for reading go through the page

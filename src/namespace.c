@@ -41,6 +41,9 @@
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE		(1 << 1)
 #endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT		(1 << 2)
+#endif
 
 /* ---- attributes ------------------------------------------------------ */
 
@@ -581,19 +584,23 @@ lock_set(struct objfs_inode **v, int n, int lock)
 
 int
 objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
-		uint64_t newparent, const char *newname, unsigned flags)
+		uint64_t newparent, const char *newname, unsigned flags,
+		const struct objfs_cred *cr)
 {
 	struct objfs_meta_txn *t = NULL;
 	struct rename_side src = { 0 }, dst = { 0 };
 	struct objfs_inode *set[4];
+	struct objfs_attr wh;
 	size_t len = strlen(name), nlen = strlen(newname);
 	int rc, within, src_dir, dst_dir;
 	int64_t sec;
 	uint32_t nsec;
 
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE |
+			RENAME_WHITEOUT))
 		return -EINVAL;
-	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+	if ((flags & RENAME_EXCHANGE) &&
+	    (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT)))
 		return -EINVAL;
 	if (len > OBJFS_NAME_MAX || nlen > OBJFS_NAME_MAX)
 		return -ENAMETOOLONG;
@@ -639,6 +646,11 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 	}
 	if (dst.ip == src.ip)
 		goto out_put;	/* same name or hard links of one file: no-op */
+	if ((flags & RENAME_WHITEOUT) &&
+	    atomic_load(&s->ninodes) >= MAX_INODES) {
+		rc = -ENOSPC;
+		goto out_put;
+	}
 	src_dir = S_ISDIR(attr_of(src.ip).mode);
 	dst_dir = dst.ip && S_ISDIR(attr_of(dst.ip).mode);
 	if (!(flags & RENAME_EXCHANGE) && dst.ip) {
@@ -699,6 +711,25 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 	if ((rc = objfs_meta_dirent_add(t, newparent, newname, nlen,
 				src.d.ino, src.d.type, s->next_cookie)) < 0)
 		goto out_locks;
+	if (flags & RENAME_WHITEOUT) {
+		/* The old name now names a whiteout (a character device
+		 * 0:0, as overlayfs makes on its upper layer), in the same
+		 * commit: nobody sees the name free in between. */
+		memset(&wh, 0, sizeof(wh));
+		wh.ino = s->next_ino;
+		wh.mode = S_IFCHR;
+		wh.uid = cr->uid;
+		wh.gid = (src.pa.mode & S_ISGID) ? src.pa.gid : cr->gid;
+		wh.nlink = 1;
+		wh.ctime_sec = wh.mtime_sec = wh.atime_sec = sec;
+		wh.ctime_nsec = wh.mtime_nsec = wh.atime_nsec = nsec;
+		if ((rc = objfs_meta_dirent_add(t, parent, name, len, wh.ino,
+					S_IFCHR, s->next_cookie + 1)) < 0 ||
+		    (rc = objfs_meta_inode_put(t, &wh)) < 0 ||
+		    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO,
+					wh.ino + 1)) < 0)
+			goto out_locks;
+	}
 	if (flags & RENAME_EXCHANGE) {
 		if ((rc = objfs_meta_dirent_add(t, parent, name, len, dst.d.ino,
 					dst.d.type, s->next_cookie + 1)) < 0)
@@ -758,6 +789,10 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 	t = NULL;
 	if (rc == 0) {
 		s->next_cookie += 2;
+		if (flags & RENAME_WHITEOUT) {
+			s->next_ino++;
+			atomic_fetch_add(&s->ninodes, 1);
+		}
 		src.ip->attr = src.a;
 		if (dst.ip)
 			dst.ip->attr = dst.a;

@@ -149,10 +149,11 @@ int objfs_store_unlink(struct objfs_store *s, uint64_t parent,
 		const char *name);
 int objfs_store_rmdir(struct objfs_store *s, uint64_t parent,
 		const char *name);
-/* flags: RENAME_NOREPLACE, RENAME_EXCHANGE (linux/fs.h values) */
+/* flags: RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT (linux/fs.h
+ * values); @cr owns the whiteout RENAME_WHITEOUT leaves at the old name. */
 int objfs_store_rename(struct objfs_store *s, uint64_t parent,
 		const char *name, uint64_t newparent, const char *newname,
-		unsigned flags);
+		unsigned flags, const struct objfs_cred *cr);
 int objfs_store_readlink(struct objfs_store *s, uint64_t ino, char *buf,
 		size_t size, size_t *len_out);
 

@@ -502,7 +502,7 @@ op_main(void *arg)
 		o->rc = objfs_store_unlink(s, 1, "victim");
 		break;
 	case OP_RENAME:
-		o->rc = objfs_store_rename(s, 1, "new", 1, "renamed", 0);
+		o->rc = objfs_store_rename(s, 1, "new", 1, "renamed", 0, &cr);
 		break;
 	case OP_MKDIR:
 		o->rc = objfs_store_mkdir(s, 1, "dir", 0755, &cr, &a);
@@ -1017,18 +1017,64 @@ test_rename_rules(void **state)
 
 	assert_int_equal(objfs_store_mkdir(f->s, 1, "a", 0755, &cr, &a), 0);
 	assert_int_equal(objfs_store_mkdir(f->s, a.ino, "b", 0755, &cr, &b), 0);
-	assert_int_equal(objfs_store_rename(f->s, 1, "a", b.ino, "x", 0), -EINVAL);
-	assert_int_equal(objfs_store_rename(f->s, 1, "a", a.ino, "x", 0), -EINVAL);
+	assert_int_equal(objfs_store_rename(f->s, 1, "a", b.ino, "x", 0, &cr), -EINVAL);
+	assert_int_equal(objfs_store_rename(f->s, 1, "a", a.ino, "x", 0, &cr), -EINVAL);
 	assert_int_equal(objfs_store_mkdir(f->s, 1, "c", 0755, &cr, &x), 0);
-	assert_int_equal(objfs_store_rename(f->s, 1, "c", 1, "a", 0), -ENOTEMPTY);
-	assert_int_equal(objfs_store_rename(f->s, 1, "c", 1, "a", 1), -EEXIST);
-	assert_int_equal(objfs_store_rename(f->s, 1, "c", 1, "a", 3), -EINVAL);
-	assert_int_equal(objfs_store_rename(f->s, 1, "c", a.ino, "b", 2), 0);
+	assert_int_equal(objfs_store_rename(f->s, 1, "c", 1, "a", 0, &cr), -ENOTEMPTY);
+	assert_int_equal(objfs_store_rename(f->s, 1, "c", 1, "a", 1, &cr), -EEXIST);
+	assert_int_equal(objfs_store_rename(f->s, 1, "c", 1, "a", 3, &cr), -EINVAL);
+	assert_int_equal(objfs_store_rename(f->s, 1, "c", a.ino, "b", 2, &cr), 0);
 	assert_int_equal(objfs_store_lookup(f->s, a.ino, "b", &x), 0);
 	assert_int_equal(objfs_store_lookup(f->s, 1, "c", &b), 0);
 	assert_int_equal(b.parent, 1);		/* b moved up, c moved down */
 	assert_int_equal(x.parent, a.ino);
-	assert_int_equal(objfs_store_rename(f->s, 1, "nope", 1, "z", 0), -ENOENT);
+	assert_int_equal(objfs_store_rename(f->s, 1, "nope", 1, "z", 0, &cr), -ENOENT);
+}
+
+static void assert_checks_clean(struct fx *f);
+
+/*
+ * RENAME_WHITEOUT (overlayfs on its upper layer): the file moves and its
+ * old name names a whiteout, a character device 0:0 of the caller's, in
+ * the same commit; with RENAME_EXCHANGE it is EINVAL.  It survives a
+ * reopen, and objfsctl check is clean.
+ */
+static void
+test_rename_whiteout(void **state)
+{
+	static const struct objfs_cred who = { 1234, 5678 };
+	struct fx *f = *state;
+	struct objfs_attr a, w, d;
+	const unsigned wo = 4;	/* RENAME_WHITEOUT */
+
+	make_file(f, "f", "data", 4, 0);
+	assert_int_equal(objfs_store_mkdir(f->s, 1, "d", 0755, &cr, &d), 0);
+	assert_int_equal(objfs_store_rename(f->s, 1, "f", d.ino, "g",
+				wo | 2, &who), -EINVAL);
+	assert_int_equal(objfs_store_rename(f->s, 1, "f", d.ino, "g", wo,
+				&who), 0);
+	assert_int_equal(objfs_store_lookup(f->s, d.ino, "g", &a), 0);
+	assert_int_equal(a.size, 4);
+	assert_int_equal(objfs_store_lookup(f->s, 1, "f", &w), 0);
+	assert_true(S_ISCHR(w.mode));
+	assert_int_equal(w.mode & 07777, 0);
+	assert_int_equal(w.rdev, 0);
+	assert_int_equal(w.uid, 1234);
+	assert_int_equal(w.gid, 5678);
+	assert_int_equal(w.nlink, 1);
+	assert_true(w.ino != a.ino);
+	/* With NOREPLACE over an existing name: EEXIST, nothing made. */
+	make_file(f, "h", "x", 1, 0);
+	assert_int_equal(objfs_store_rename(f->s, 1, "h", d.ino, "g",
+				wo | 1, &who), -EEXIST);
+	assert_int_equal(objfs_store_lookup(f->s, 1, "h", &a), 0);
+	assert_true(S_ISREG(a.mode));
+	reopen(f);
+	assert_int_equal(objfs_store_lookup(f->s, 1, "f", &w), 0);
+	assert_true(S_ISCHR(w.mode));
+	assert_int_equal(objfs_store_lookup(f->s, d.ino, "g", &a), 0);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "f"), 0);
+	assert_checks_clean(f);
 }
 
 /* A chunk record that goes missing from the index (damage) makes that
@@ -1178,9 +1224,9 @@ test_status_node_answers(void **state)
 			-EEXIST);
 	assert_int_equal(objfs_store_unlink(f->s, 1, OBJFS_STATUS_NAME), -EPERM);
 	assert_int_equal(objfs_store_rename(f->s, 1, OBJFS_STATUS_NAME, 1, "s",
-				0), -EPERM);
+				0, &cr), -EPERM);
 	assert_int_equal(objfs_store_rename(f->s, 1, "plain", 1,
-				OBJFS_STATUS_NAME, 0), -EEXIST);
+				OBJFS_STATUS_NAME, 0, &cr), -EEXIST);
 	assert_int_equal(objfs_store_fsync(f->s, st, 0), 0);
 	assert_int_equal(objfs_store_release(f->s, st, O_RDONLY, 0), 0);
 	/* Nothing of it in the index; the plain file is as it was. */
@@ -1253,7 +1299,7 @@ test_failed_changes_change_nothing(void **state)
 				FALLOC_FL_KEEP_SIZE, CHUNK / 2, 2 * CHUNK) < 0);
 	assert_unchanged(f, ino, &want, buf, len);
 	assert_true(objfs_store_unlink(f->s, 1, "f") < 0);
-	assert_true(objfs_store_rename(f->s, 1, "f", 1, "g", 0) < 0);
+	assert_true(objfs_store_rename(f->s, 1, "f", 1, "g", 0, &cr) < 0);
 	assert_true(objfs_store_create(f->s, 1, "g", 0644, O_RDWR, 0, &cr,
 				&a) < 0);
 	assert_true(objfs_store_mkdir(f->s, 1, "d", 0755, &cr, &a) < 0);
@@ -1272,7 +1318,7 @@ test_failed_changes_change_nothing(void **state)
 				FALLOC_FL_KEEP_SIZE, CHUNK / 2, 2 * CHUNK), 0);
 	memset(buf + CHUNK / 2, 0, 2 * CHUNK);
 	assert_content(f, ino, buf, len, 0);
-	assert_int_equal(objfs_store_rename(f->s, 1, "f", 1, "g", 0), 0);
+	assert_int_equal(objfs_store_rename(f->s, 1, "f", 1, "g", 0, &cr), 0);
 	assert_int_equal(objfs_store_setattr(f->s, ino, &chmod, &a), 0);
 	assert_int_equal(a.mode & 07777, 0600);
 	free(buf);
@@ -2103,7 +2149,7 @@ test_namespace_changes_during_eviction(void **state)
 	for (int i = 0; i < 500 && pwrites_entered == 0; i++)
 		usleep(10000);
 	assert_true(pwrites_entered > 0);
-	assert_int_equal(objfs_store_rename(f->s, 1, "victim", 1, "moved", 0), 0);
+	assert_int_equal(objfs_store_rename(f->s, 1, "victim", 1, "moved", 0, &cr), 0);
 	assert_int_equal(objfs_store_unlink(f->s, 1, "moved"), 0);
 	assert_int_equal(objfs_store_create(f->s, 1, "next", 0644, O_RDWR, 0, &cr,
 				&a), 0);
@@ -2991,6 +3037,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roundtrip_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rename_whiteout, setup,
+				teardown),
 		cmocka_unit_test_setup_teardown(test_copy_of_known_deleted_source,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copy_shares_chunks, setup,

@@ -174,7 +174,7 @@ op_rename(struct worker *w, struct file *a, struct file *b)
 {
 	struct objfs_attr at;
 	unsigned char *t;
-	int rc = objfs_store_rename(w->s, 1, a->name, 1, b->name, 0);
+	int rc = objfs_store_rename(w->s, 1, a->name, 1, b->name, 0, &cr);
 
 	if (rc < 0)
 		FAIL(w, "rename %s over %s: %s", a->name, b->name,
