@@ -1230,11 +1230,30 @@ objfs_data_fallocate(struct objfs_store *s, struct objfs_inode *ip, int mode,
 	}
 }
 
+/* How far into its chunk @c's bytes reach: its arena block or its disk
+ * copy, whichever is longer (past both, the chunk reads as zeros). */
+static uint64_t
+chunk_extent(const struct objfs_store *s, const struct objfs_chunk *c)
+{
+	uint64_t e = c->cap;
+
+	if ((c->flags & OBJFS_CHUNK_ONDISK) && c->disk_len > e)
+		e = c->disk_len;
+	return e < s->chunk_size ? e : s->chunk_size;
+}
+
+/*
+ * SEEK_DATA and SEEK_HOLE, at the precision the chunk map knows: a chunk
+ * without an entry, or a hole, is a hole; past a chunk's extent (its
+ * block or disk copy) the rest of the chunk is a hole too, so a 64 KiB
+ * file extended to 1 MiB has its hole from 64 KiB on.  Bytes that read
+ * as zeros inside an extent are reported as data, which POSIX allows.
+ */
 int
 objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		int whence, uint64_t *out)
 {
-	uint64_t size = ip->attr.size, idx, i;
+	uint64_t size = ip->attr.size, i, pos = off;
 	struct objfs_chunk *c;
 
 	objfs_inode_assert_locked(ip);
@@ -1242,30 +1261,34 @@ objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		return -EINVAL;
 	if (off >= size)
 		return -ENXIO;
-	idx = off >> s->chunk_shift;
-	if (whence == SEEK_DATA) {
-		/* The first chunk with bytes; chunks without an entry, and
-		 * past the last one up to the size, are holes. */
-		OBJFS_CHUNKMAP_EACH(&ip->chunks, off >> s->chunk_shift, i, c)
-			if (objfs_chunk_state(c) != OBJFS_CHUNK_HOLE)
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, off >> s->chunk_shift, i, c) {
+		uint64_t start = i << s->chunk_shift, end;
+
+		if (start >= size)
+			break;
+		if (whence == SEEK_HOLE && start > pos)
+			break;			/* a chunk with no entry */
+		if (objfs_chunk_state(c) == OBJFS_CHUNK_HOLE) {
+			if (whence == SEEK_HOLE)
 				break;
-		if (!c || i << s->chunk_shift >= size)
-			return -ENXIO;
-		idx = i;
-	} else {
-		/* The first chunk without bytes: one without an entry, or
-		 * an entry that is a hole. */
-		OBJFS_CHUNKMAP_EACH(&ip->chunks, idx, i, c) {
-			if (i > idx || objfs_chunk_state(c) == OBJFS_CHUNK_HOLE)
-				break;
-			idx = i + 1;
+			continue;
 		}
-		if (idx << s->chunk_shift >= size) {
-			*out = size;
-			return 0;
+		end = start + chunk_extent(s, c);
+		if (whence == SEEK_DATA) {
+			if (end > pos) {
+				*out = start > pos ? start : pos;
+				return *out < size ? 0 : -ENXIO;
+			}
+			continue;
 		}
+		if (end > pos)
+			pos = end;
+		if (end < start + s->chunk_size)
+			break;			/* the rest of this chunk */
 	}
-	*out = idx << s->chunk_shift > off ? idx << s->chunk_shift : off;
+	if (whence == SEEK_DATA)
+		return -ENXIO;
+	*out = pos < size ? pos : size;
 	return 0;
 }
 

@@ -402,9 +402,23 @@ os.ftruncate(fd, 20 * CHUNK)  # a trailing hole that no chunk covers
 expect("SEEK_DATA inside a trailing hole", "ENXIO", os.lseek, fd, 15 * CHUNK, os.SEEK_DATA)
 expect("SEEK_DATA at the start of a trailing hole", "ENXIO",
        os.lseek, fd, 11 * CHUNK, os.SEEK_DATA)
-check("SEEK_HOLE finds the trailing hole",
-      os.lseek(fd, 10 * CHUNK, os.SEEK_HOLE) == 10 * CHUNK + CHUNK)
+check("SEEK_HOLE finds the trailing hole after the 4 KiB that hold the byte",
+      os.lseek(fd, 10 * CHUNK, os.SEEK_HOLE) == 10 * CHUNK + 4096)
 check("SEEK_HOLE inside the trailing hole", os.lseek(fd, 15 * CHUNK, os.SEEK_HOLE) == 15 * CHUNK)
+os.close(fd)
+# Inside a chunk: a 64 KiB file extended to 1 MiB has its hole from
+# 64 KiB on, before and after it is written out, as on tmpfs.
+fd = os.open(p("short"), os.O_RDWR | os.O_CREAT, 0o644)
+os.pwrite(fd, b"s" * 65536, 0)
+os.ftruncate(fd, 1 << 20)
+for when in ("in the arena", "written out"):
+    check("SEEK_HOLE of a 64 KiB file extended to 1 MiB (%s)" % when,
+          os.lseek(fd, 0, os.SEEK_HOLE) == 65536)
+    expect("SEEK_DATA at 192 KiB of it (%s)" % when, "ENXIO",
+           os.lseek, fd, 192 << 10, os.SEEK_DATA)
+    check("SEEK_DATA inside its data (%s)" % when,
+          os.lseek(fd, 1000, os.SEEK_DATA) == 1000)
+    os.fsync(fd)
 os.close(fd)
 
 # ---- the status file: read-only, never listed, never replaced ------------------------
