@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mount.c - opening and closing the store: the data directory, its lock
- * and id, the index (made, checked, refused), recovery after a daemon
- * that did not stop cleanly, and the maintenance thread.
+ * and id, the index (made, checked, refused), and the maintenance
+ * thread; the arena's adoption is in adopt.c, the recovery after a daemon
+ * that did not stop cleanly in recovery.c (mount_int.h).
  *
  * Data directory layout (all 0700/0600):
  *	lock		flock()ed by the daemon serving it; holds its pid
@@ -43,7 +44,7 @@
 #include "base/sync.h"
 #include "units.h"
 #include "status.h"
-#include "store_int.h"
+#include "mount_int.h"
 #include "../meta/meta_keys.h"
 
 #define MAINT_INTERVAL_MS	1000
@@ -355,445 +356,6 @@ check_dir_id(struct objfs_store *s, int dirfd, uint64_t id,
 	return rc;
 }
 
-struct ino_vec {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-static int
-collect_ino(void *arg, uint64_t ino)
-{
-	struct ino_vec *iv = arg;
-
-	if (iv->n == iv->cap) {
-		size_t c = iv->cap ? 2 * iv->cap : 64;
-		uint64_t *p = realloc(iv->v, c * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		iv->v = p;
-		iv->cap = c;
-	}
-	iv->v[iv->n++] = ino;
-	return 0;
-}
-
-/*
- * Backing files of objects that are gone: each has a tombstone in the
- * index (its deletion committed, the unlink of its file not yet done).
- * Remove those, then the tombstones.  A file the index knows nothing of
- * stays, with a warning.
- */
-static int
-sweep_backing(struct objfs_store *s)
-{
-	struct ino_vec files = { 0 }, tomb = { 0 };
-	struct objfs_meta_txn *t;
-	struct objfs_attr a;
-	size_t removed = 0, unknown = 0;
-	int rc;
-
-	rc = objfs_backing_list(s->backing, collect_ino, &files);
-	if (rc == 0)
-		rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc == 0) {
-		rc = objfs_meta_deleted_list(t, collect_ino, &tomb);
-		for (size_t i = 0; rc == 0 && i < files.n; i++) {
-			rc = objfs_meta_inode_get(t, files.v[i], &a);
-			/* A deleted object's file that other objects'
-			 * records still share is live too. */
-			if (rc == -ENOENT)
-				rc = objfs_data_file_shared(t, files.v[i]) == 1 ?
-					0 : -ENOENT;
-			if (rc == 0) {
-				files.v[i] = 0;		/* live */
-				continue;
-			}
-			if (rc != -ENOENT)
-				break;
-			rc = objfs_meta_deleted_get(t, files.v[i]);
-			if (rc == -ENOENT) {
-				unknown++;
-				files.v[i] = 0;
-				rc = 0;
-			}
-		}
-		objfs_meta_abort(t);
-	}
-	for (size_t i = 0; rc == 0 && i < files.n; i++) {
-		if (!files.v[i])
-			continue;
-		rc = objfs_backing_remove(s->backing, files.v[i]);
-		removed++;
-	}
-	if (rc == 0 && tomb.n && (rc = objfs_meta_begin(s->meta,
-			OBJFS_META_ESSENTIAL, &t)) == 0) {
-		for (size_t i = 0; rc == 0 && i < tomb.n; i++)
-			rc = objfs_meta_deleted_del(t, tomb.v[i]);
-		rc = rc < 0 ? (objfs_meta_abort(t), rc) : objfs_meta_commit(t);
-	}
-	if (removed)
-		objfs_log(OBJFS_LOG_INFO, "removed %zu backing file(s) of "
-			"objects deleted earlier", removed);
-	if (unknown)
-		objfs_log(OBJFS_LOG_WARNING, "%zu file(s) in the backing "
-			"directory belong to no object the index knows; left "
-			"alone (objfsctl check lists them)", unknown);
-	free(files.v);
-	free(tomb.v);
-	return rc;
-}
-
-/* Destroy objects that were unlinked but open when the daemon last died. */
-static int
-reap_orphans(struct objfs_store *s)
-{
-	struct ino_vec o = { 0 };
-	struct objfs_meta_txn *t;
-	int rc;
-
-	rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc < 0)
-		return rc;
-	rc = objfs_meta_orphan_list(t, collect_ino, &o);
-	objfs_meta_abort(t);
-	for (size_t i = 0; rc == 0 && i < o.n; i++) {
-		struct objfs_inode *ip;
-
-		rc = objfs_inode_get(s, o.v[i], &ip);
-		if (rc == 0) {
-			objfs_inode_lock(ip);
-			ip->attr.nlink = 0;
-			objfs_inode_unlock(ip);
-			objfs_inode_put(s, ip);
-		} else if (rc == -ENOENT) {
-			rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
-			if (rc == 0) {
-				rc = objfs_meta_orphan_del(t, o.v[i]);
-				rc = rc < 0 ? (objfs_meta_abort(t), rc) :
-					objfs_meta_commit(t);
-			}
-		}
-	}
-	if (rc == 0 && o.n)
-		objfs_log(OBJFS_LOG_INFO, "removed %zu unlinked object(s) left "
-			"by an earlier run", o.n);
-	free(o.v);
-	return rc;
-}
-
-/* ---- the arena that outlives its daemon ---------------------------------- */
-
-/* DATA/arena names the shared arena file (a line), or is absent. */
-static int
-read_arena_pointer(int dirfd, char *path, size_t size)
-{
-	int fd = openat(dirfd, "arena", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return 0;
-	n = read(fd, path, size - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	path[n] = '\0';
-	path[strcspn(path, "\n")] = '\0';
-	return path[0] == '/';
-}
-
-/* Written whole or not at all (rename); a daemon killed later leaves it
- * in the page cache, which is all it is for: after a restart the arena
- * it names is gone anyway. */
-static int
-write_arena_pointer(int dirfd, const char *path)
-{
-	int fd = openat(dirfd, "arena.new", O_WRONLY | O_CREAT | O_TRUNC |
-			O_NOFOLLOW | O_CLOEXEC, 0600), rc = 0;
-	size_t n = strlen(path);
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, path, n) != (ssize_t)n || write(fd, "\n", 1) != 1)
-		rc = errno ? -errno : -EIO;
-	close(fd);
-	if (rc == 0 && renameat(dirfd, "arena.new", dirfd, "arena") < 0)
-		rc = -errno;
-	return rc;
-}
-
-static void
-remove_arena_pointer(struct objfs_store *s)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/arena", s->data_dir);
-	(void)unlink(path);
-}
-
-struct adoption {
-	struct objfs_arena_found *found;
-	size_t n;
-	struct objfs_arena_redo redo[OBJFS_ARENA_INTENTS];
-	int nredo;
-};
-
-/*
- * Adopt the arena a daemon that died left (DATA/arena names it), or make
- * a new one in a private directory of /dev/shm (or -o arena_dir), or,
- * when that cannot be, a memfd that dies with this daemon.
- */
-static int
-open_arena(struct objfs_store *s, const struct objfs_store_config *cfg,
-		int dirfd, uint64_t id, struct adoption *ad, const char **msg)
-{
-	char old[PATH_MAX], path[PATH_MAX], h[32];
-	const char *why = NULL;
-	int rc;
-
-	if (read_arena_pointer(dirfd, old, sizeof(old))) {
-		rc = objfs_arena_adopt(old, s->chunk_size, id, &s->arena,
-				&ad->found, &ad->n, ad->redo, &ad->nredo, &why);
-		if (rc == 0) {
-			struct objfs_arena_stats st;
-
-			objfs_arena_get_stats(s->arena, &st);
-			s->adopted = 1;
-			snprintf(s->arena_note, sizeof(s->arena_note),
-				"adopted %s", old);
-			if (cfg->arena_size && cfg->arena_size / s->chunk_size !=
-					(st.capacity + 4096) / s->chunk_size)
-				objfs_log(OBJFS_LOG_INFO, "the arena adopted "
-					"holds %s; the size asked for applies "
-					"after an unmount", objfs_format_size(
-					st.capacity, h, sizeof(h)));
-			return 0;
-		}
-		if (rc != -ENOENT) {
-			*msg = "cannot adopt the previous daemon's arena";
-			return rc;
-		}
-		objfs_log(OBJFS_LOG_WARNING, "started without an arena to "
-			"adopt: %s: %s; what the last daemon had not written "
-			"out is not in it", old, why);
-		snprintf(s->arena_note, sizeof(s->arena_note), "new (none "
-			"to adopt: %s)", why);
-	} else {
-		snprintf(s->arena_note, sizeof(s->arena_note), "new");
-	}
-	rc = objfs_arena_create_shared(cfg->arena_dir ? cfg->arena_dir :
-			"/dev/shm", cfg->arena_size, s->chunk_size, id, path,
-			sizeof(path), &s->arena);
-	if (rc == -EINVAL) {
-		*msg = "the arena must hold at least two chunks";
-		return rc;
-	}
-	if (rc == 0) {
-		rc = write_arena_pointer(dirfd, path);
-		if (rc == 0)
-			return 0;
-		objfs_arena_remove(s->arena);
-		objfs_arena_destroy(s->arena);
-		s->arena = NULL;
-		(void)unlinkat(dirfd, "arena.new", 0);
-		if (rc != -ENOSPC && rc != -EDQUOT) {
-			*msg = "cannot write DATA/arena";
-			return rc;
-		}
-		/* A full disk must not keep the data out of reach: mount
-		 * with an arena that dies with this daemon (nothing could
-		 * name a shared one for adoption). */
-		objfs_log(OBJFS_LOG_WARNING, "cannot write DATA/arena (%s): "
-			"the arena is private memory instead, and what a killed "
-			"daemon had not written out is lost; delete files to "
-			"make room", strerror(-rc));
-		(void)unlinkat(dirfd, "arena", 0);
-		snprintf(s->arena_note, sizeof(s->arena_note), "memfd (dies "
-			"with the daemon: DATA/arena: %s)", strerror(-rc));
-		rc = objfs_arena_create(cfg->arena_size, s->chunk_size,
-				&s->arena);
-		if (rc < 0)
-			*msg = "cannot create the arena";
-		return rc;
-	}
-	if (cfg->arena_dir) {
-		*msg = "cannot make the arena in arena_dir";
-		return rc;
-	}
-	objfs_log(OBJFS_LOG_WARNING, "cannot make the arena in /dev/shm (%s): "
-		"it is private memory instead, and what a killed daemon had "
-		"not written out is lost", strerror(-rc));
-	(void)unlinkat(dirfd, "arena", 0);
-	snprintf(s->arena_note, sizeof(s->arena_note), "memfd (dies with the "
-		"daemon: /dev/shm: %s)", strerror(-rc));
-	rc = objfs_arena_create(cfg->arena_size, s->chunk_size, &s->arena);
-	if (rc < 0)
-		*msg = "cannot create the shared-memory arena";
-	return rc;
-}
-
-/*
- * Give the adopted blocks back to their chunks: each block of a file the
- * index still has, dirty ones as they were, clean ones if the disk copy
- * they equal is still the record; sizes and times from the tags; then
- * the truncations and zeroings that were in progress, finished.
- */
-static void
-adopt_blocks(struct objfs_store *s, struct adoption *ad)
-{
-	struct objfs_arena_found *v = ad->found;
-	uint64_t dirty = 0, clean = 0, dropped = 0;
-	size_t files = 0, i, j;
-	char h1[32], h2[32], h3[32];
-
-	for (i = 0; i < ad->n; i = j) {
-		struct objfs_inode *ip = NULL;
-		uint64_t size;
-		int64_t mt;
-
-		for (j = i; j < ad->n && v[j].ino == v[i].ino; j++)
-			;
-		if (objfs_inode_get(s, v[i].ino, &ip) == 0) {
-			objfs_inode_lock(ip);
-			if (!S_ISREG(ip->attr.mode) || ip->attr.nlink == 0) {
-				objfs_inode_unlock(ip);
-				objfs_inode_put(s, ip);
-				ip = NULL;
-			}
-		}
-		if (!ip) {	/* deleted before the daemon died */
-			for (size_t k = i; k < j; k++) {
-				objfs_arena_free(s->arena, v[k].off, v[k].cap);
-				dropped += v[k].cap;
-			}
-			continue;
-		}
-		size = ip->attr.size;
-		mt = data_mtime_ns(ip);
-		for (size_t k = i; k < j; k++) {
-			if (v[k].size > size && v[k].size <= s->max_size)
-				size = v[k].size;
-			if ((v[k].flags & OBJFS_ARENA_TAG_DIRTY) &&
-			    v[k].mtime_ns > mt)
-				mt = v[k].mtime_ns;
-		}
-		if (size != ip->attr.size || mt != data_mtime_ns(ip)) {
-			ip->attr.size = size;
-			ip->attr.mtime_sec = mt / 1000000000ll;
-			ip->attr.mtime_nsec = (uint32_t)(mt % 1000000000ll);
-			ip->attr.ctime_sec = ip->attr.mtime_sec;
-			ip->attr.ctime_nsec = ip->attr.mtime_nsec;
-			ip->attr_dirty = 1;
-		}
-		for (size_t k = i; k < j; k++) {
-			int r = objfs_data_adopt(s, ip, &v[k]);
-
-			if (r == 0) {
-				objfs_arena_free(s->arena, v[k].off, v[k].cap);
-				dropped += v[k].cap;
-			} else if (r == 1) {
-				dirty += v[k].cap;
-			} else {
-				clean += v[k].cap;
-			}
-		}
-		files++;
-		objfs_inode_unlock(ip);
-		objfs_inode_put(s, ip);
-	}
-	free(ad->found);
-	ad->found = NULL;
-	for (int k = 0; k < ad->nredo; k++) {
-		const struct objfs_arena_redo *r = &ad->redo[k];
-		struct objfs_inode *ip;
-		int rc;
-
-		if (objfs_inode_get(s, r->ino, &ip) < 0)
-			continue;
-		objfs_inode_lock(ip);
-		rc = 0;
-		if (S_ISREG(ip->attr.mode) && ip->attr.nlink > 0) {
-			struct objfs_attr a = ip->attr;
-
-			if (r->kind == OBJFS_INTENT_TRUNCATE)
-				rc = objfs_data_truncate(s, ip, r->a, &a);
-			else if (r->a < ip->attr.size)
-				rc = objfs_data_fallocate(s, ip,
-					FALLOC_FL_PUNCH_HOLE |
-					FALLOC_FL_KEEP_SIZE, r->a, r->b);
-		}
-		objfs_inode_unlock(ip);
-		objfs_inode_put(s, ip);
-		if (rc < 0)
-			objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": finishing "
-				"the %s the last daemon was making: %s", r->ino,
-				r->kind == OBJFS_INTENT_TRUNCATE ? "truncation" :
-				"zeroing", strerror(-rc));
-	}
-	objfs_arena_clear_intents(s->arena);
-	if (objfs_arena_damaged_tags(s->arena))
-		objfs_log(OBJFS_LOG_WARNING, "not adopted: %" PRIu64 " blocks "
-			"of the arena the last daemon left, whose tags are "
-			"damaged (their files keep what was written out)",
-			objfs_arena_damaged_tags(s->arena));
-	objfs_log(OBJFS_LOG_INFO, "adopted the arena the last daemon left: "
-		"%zu files, %s not yet written out, %s clean; %s dropped "
-		"(deleted files, stale copies); %d changes finished", files,
-		objfs_format_size(dirty, h1, sizeof(h1)),
-		objfs_format_size(clean, h2, sizeof(h2)),
-		objfs_format_size(dropped, h3, sizeof(h3)), ad->nredo);
-	{
-		size_t l = strlen(s->arena_note);
-
-		snprintf(s->arena_note + l, sizeof(s->arena_note) - l,
-			": %zu files, %s not yet written out", files, h1);
-	}
-}
-
-/* Record in the index whether the daemon stopped cleanly. */
-static int
-set_clean(struct objfs_store *s, uint64_t clean)
-{
-	struct objfs_meta_txn *t;
-	int rc;
-
-	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
-	if (rc < 0)
-		return rc;
-	rc = objfs_meta_super_put(t, OBJFS_SUPER_CLEAN, clean);
-	return rc < 0 ? (objfs_meta_abort(t), rc) : objfs_meta_commit(t);
-}
-
-/*
- * The index says whether the last daemon stopped cleanly; from now on it
- * says no, until objfs_store_close.  After an unclean stop, give back the
- * backing-file space no record points at.
- */
-static int
-mark_unclean(struct objfs_store *s)
-{
-	struct objfs_meta_txn *t;
-	uint64_t clean = 0, freed;
-	int rc;
-
-	rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc < 0)
-		return rc;
-	rc = objfs_meta_super_get(t, OBJFS_SUPER_CLEAN, &clean);
-	objfs_meta_abort(t);
-	if (rc < 0 && rc != -ENOENT)
-		return rc;
-	if (!clean) {
-		freed = objfs_data_trim(s);
-		if (freed)
-			objfs_log(OBJFS_LOG_INFO, "gave back %" PRIu64 " MiB of "
-				"backing files that no record points at (left by "
-				"a daemon that did not stop cleanly)",
-				freed >> 20);
-	}
-	return set_clean(s, 0);
-}
-
 /* ---- the maintenance thread ------------------------------------------ */
 
 
@@ -990,7 +552,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	char path[PATH_MAX], state[256] = "";
 	uint64_t id = 0, low_bytes = 0;
 	int dirfd, sub = -1, rc, created = 0;
-	struct adoption ad = { 0 };
+	struct mount_adoption ad = { 0 };
 
 	if (!msg)
 		msg = &dummy;
@@ -1120,7 +682,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	}
 	s->keep_arena = cfg->keep_arena;
 	s->dedup = !cfg->no_dedup;
-	rc = open_arena(s, cfg, dirfd, id, &ad, msg);
+	rc = mount_open_arena(s, cfg, dirfd, id, &ad, msg);
 	if (rc < 0)
 		goto err_meta;
 	if (cfg->prefault)
@@ -1159,20 +721,20 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		*msg = "the index has no root directory";
 		goto err_table;
 	}
-	rc = reap_orphans(s);
+	rc = mount_reap_orphans(s);
 	if (rc == 0)
-		rc = sweep_backing(s);
+		rc = mount_sweep_backing(s);
 	if (rc < 0) {
 		*msg = "cannot remove unlinked objects";
 		goto err_table;
 	}
-	rc = mark_unclean(s);
+	rc = mount_mark_unclean(s);
 	if (rc < 0) {
 		*msg = "cannot write to the index";
 		goto err_table;
 	}
 	if (s->adopted)
-		adopt_blocks(s, &ad);
+		mount_adopt_blocks(s, &ad);
 	{
 		const struct objfs_spiller_config sc = {
 			.arena = s->arena, .chunk_size = s->chunk_size,
@@ -1206,7 +768,7 @@ err_arena:
 	destroy_locks(s);
 	if (!s->adopted) {
 		objfs_arena_remove(s->arena);
-		remove_arena_pointer(s);
+		mount_remove_arena_pointer(s);
 	}
 	objfs_arena_destroy(s->arena);
 err_meta:
@@ -1384,12 +946,12 @@ objfs_store_close(struct objfs_store *s)
 	 * (the tombstones' removal is checkpointed at close). */
 	objfs_data_release(s, 0);
 	if (rc == 0 && !kept)
-		(void)set_clean(s, 1);
+		(void)mount_set_clean(s, 1);
 	free_table(s);
 	destroy_locks(s);
 	if (!kept) {
 		objfs_arena_remove(s->arena);
-		remove_arena_pointer(s);
+		mount_remove_arena_pointer(s);
 	}
 	objfs_arena_destroy(s->arena);
 	objfs_backing_close(s->backing);

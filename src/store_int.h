@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * store_int.h - what the store's modules share: inode.c (the inode
- * table), mount.c (open, close, recovery, maintenance), namespace.c,
+ * table), mount.c (open, close, maintenance; adopt.c and recovery.c do
+ * its adoption and recovery: mount_int.h), namespace.c,
  * file.c (attributes, open files), xattr.c, the file bytes (data.c,
  * writeout.c, readahead.c, space.c: data_int.h).  The spiller
  * (spiller.c) does not include it: it sees the arena and the four

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mount_int.h - what opening and closing the store (mount.c) shares with
+ * the two files that do its recovery: adopt.c (the arena a daemon that
+ * died left: found, adopted, its blocks given back to their chunks) and
+ * recovery.c (after a daemon that did not stop cleanly: orphans reaped,
+ * deleted objects' backing files swept, space no record points at given
+ * back, and the index's record of a clean stop).  Called only while the
+ * store is being opened or closed: no request runs, so no lock is held
+ * but those the calls take themselves (store_int.h).
+ */
+#ifndef OBJFS_MOUNT_INT_H
+#define OBJFS_MOUNT_INT_H
+
+#include "store_int.h"
+
+/* What objfs_arena_adopt() found, until mount_adopt_blocks() takes it. */
+struct mount_adoption {
+	struct objfs_arena_found *found;
+	size_t n;
+	struct objfs_arena_redo redo[OBJFS_ARENA_INTENTS];
+	int nredo;
+};
+
+/* Adopt the arena DATA/arena names, or make a new one (a shared file in
+ * a private directory of /dev/shm or -o arena_dir; a memfd when that
+ * cannot be, or when the disk is too full to name it).  0, or -errno
+ * with *@msg saying what could not be done. */
+int mount_open_arena(struct objfs_store *s,
+		const struct objfs_store_config *cfg, int dirfd, uint64_t id,
+		struct mount_adoption *ad, const char **msg);
+/* Give the adopted blocks back to their chunks (the index is open and
+ * its journal replayed); frees ad->found. */
+void mount_adopt_blocks(struct objfs_store *s, struct mount_adoption *ad);
+/* Remove DATA/arena (the arena's bytes are all on disk, or it is gone). */
+void mount_remove_arena_pointer(struct objfs_store *s);
+
+/* Remove the objects left unlinked while open (orphans). */
+int mount_reap_orphans(struct objfs_store *s);
+/* Remove the backing files whose objects the index says were deleted
+ * (tombstones); never one the index knows nothing of. */
+int mount_sweep_backing(struct objfs_store *s);
+/* Record whether the daemon stopped cleanly. */
+int mount_set_clean(struct objfs_store *s, uint64_t clean);
+/* After an unclean stop, give back the backing-file space no record
+ * points at; from now on the index says "not clean" until the close. */
+int mount_mark_unclean(struct objfs_store *s);
+
+#endif
