@@ -2,7 +2,9 @@
 /*
  * meta.h - the LMDB index: namespace, attributes, xattrs, chunk records.
  *
- * The only interface to LMDB in objfs; lmdb.h is included by meta.c alone.
+ * The only interface to LMDB in objfs: lmdb.h is included by meta/'s own
+ * files alone (meta_priv.h, and meta.c, open.c, records.c, verify.c and
+ * salvage.c through it), never by the core or the adapter.
  * All functions return 0 or a negative errno:
  *	-ENOENT		no such key (MDB_NOTFOUND)
  *	-EEXIST		key exists where it must not (MDB_KEYEXIST)

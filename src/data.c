@@ -1,29 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * data.c - the bytes of regular files: reads, writes, truncation, holes,
- * and writing chunks out to the backing directory.
+ * data.c - the bytes of regular files: loading an object's records,
+ * reads, writes, truncation, holes (punch, zero range), fallocate, seeks,
+ * and adopting a dead daemon's blocks.  Writing chunks out is
+ * writeout.c's (its header has the copy-on-write rules), giving space
+ * back space.c's, shared copies share.c's, reading spilled chunks
+ * straight from disk readahead.c's.
  *
  * Every function here is called with the inode's lock held (store_int.h)
  * and touches only that inode, the arena (which locks itself), the
  * backing file, the index and the store's deferred-space list (a leaf
- * lock), except objfs_data_release(), which takes the inode locks itself.
+ * lock).
  *
- * Write-out is copy-on-write, so that no crash, at any instant, loses a
- * disk copy the index pointed at (objfs_data_flush):
- *	1. each dirty chunk goes to a free slot of the backing file, never
- *	   to the slot of a copy that a record, durable or not, points at;
- *	2. fdatasync the backing file (and, for a new file, the directory):
- *	   the index must never reach the disk before what it points to;
- *	3. one index commit puts the new records and the attributes;
- *	4. the old slots are given back (punched) only once that commit is
- *	   durable (objfs_data_release), since until then a machine crash
- *	   would bring their records back.
- * A daemon killed between 1 and 3 leaves the old records, pointing at
- * intact old copies; a torn write can only tear a slot no record needs.
  * Truncation and hole punching change records in one commit with the
  * attributes (the inode's count of records, nrec, included) and defer the
- * freed slots the same way.  A deleted object's backing file goes once
- * its deletion is durable, and a tombstone in the index says it may.
+ * freed slots until that commit is durable (space.c), as write-out does.
+ * A deleted object's backing file goes once its deletion is durable, and
+ * a tombstone in the index says it may.
  *
  * The inode record counts its chunk records (attr.nrec).  Loading finds
  * them all with valid checksums or marks the object damaged

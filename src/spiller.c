@@ -29,9 +29,11 @@
  * (outside the arena; readahead.c), so the disk works while the reader
  * copies.
  *
- * Locking: spill_lock guards the fields marked so below; it is never
- * held across a call into the file layer (struct objfs_spiller_ops) or
- * I/O.  The module sees only the arena and those calls (spiller.h).
+ * Locking (the hierarchy is written once, in store_int.h): spill_lock
+ * guards the fields marked so below; under it only the arena's lock is
+ * taken (its use is read), and it is never held across a call into the
+ * file layer (struct objfs_spiller_ops) or I/O.  The module sees only
+ * the arena and those calls (spiller.h).
  */
 #include <config.h>
 

@@ -26,8 +26,9 @@
  *			its own lock alone.
  *	spill_lock	the spiller's own (spiller.c): its state and the
  *			restore ring.  Taken under an inode lock (a writer
- *			wakes the spiller), never held while taking another
- *			lock or calling into the file layer.
+ *			wakes the spiller); held while taking the arena's
+ *			lock (to read its use), never another, and never
+ *			across a call into the file layer or I/O.
  *	defer_lock	the space waiting to be given back.
  *	the arena's lock, the index's lock (meta.c): innermost.
  *	maint_lock	the maintenance thread's sleep only.

@@ -1,9 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * writeout.c - writing dirty chunks out, copy-on-write (the rules are at
- * the top of data.c): fsync and close (objfs_data_flush), the spiller's
- * evictions (objfs_data_spill_evict), and restores ahead of a reader
- * (objfs_data_spill_restore).
+ * writeout.c - writing dirty chunks out: fsync and close
+ * (objfs_data_flush), the spiller's evictions (objfs_data_spill_evict),
+ * and restores ahead of a reader (objfs_data_spill_restore).
+ *
+ * Write-out is copy-on-write, so that no crash, at any instant, loses a
+ * disk copy the index pointed at:
+ *	1. each dirty chunk goes to a free slot of the backing file, never
+ *	   to the slot of a copy that a record, durable or not, points at
+ *	   (its all-zero 4 KiB blocks punched there, not written: spill.c);
+ *	2. fdatasync the backing file (and, for a new file, the directory):
+ *	   the index must never reach the disk before what it points to;
+ *	3. one index commit puts the new records and the attributes;
+ *	4. the old slots are given back (punched) only once that commit is
+ *	   durable (objfs_data_release, space.c), since until then a machine
+ *	   crash would bring their records back.
+ * A daemon killed between 1 and 3 leaves the old records, pointing at
+ * intact old copies; a torn write can only tear a slot no record needs.
+ * The two exceptions write where no durable record reads: an append in
+ * place after a copy's durable end, and sub-blocks into a chunk's second
+ * slot (design.md, "Write-out").
  */
 #include <config.h>
 
