@@ -48,6 +48,13 @@ free1=$(df -k --output=avail "$DATA/backing" | tail -n 1)
 ok "  ... and gives the space back ($free0 -> $free1 KiB free)" \
 	test "$free1" -ge $((free0 - 1024))
 rm -f "$MNT/fb" "$MNT/fa"
+# Their 200 MiB come back once the deletes are durable (within about a
+# second): the punches below are about a full arena, not a full disk.
+ok "the deleted files' space comes back" bash -c "
+	for i in \$(seq 300); do
+		[ \$(df -k --output=avail '$DATA/backing' | tail -n 1) -ge $((free0 + 190 * 1024)) ] && exit 0
+		sleep 0.1
+	done; exit 1"
 
 # Hole punching while three writers keep the arena full.
 head -c $((24 << 20)) /dev/urandom >"$T/p"
