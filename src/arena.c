@@ -46,167 +46,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "arena.h"
+#include "arena_int.h"
 #include "base/csum.h"
-
-#define STATE_FREE	0x80u
-#define NIL		UINT32_MAX
-#define MAX_ORDERS	20		/* 4 KiB << 19 = 2 GiB chunks at most */
-
-struct objfs_arena_tag {
-	_Atomic uint64_t ino;		/* 0: nothing published here */
-	uint32_t seq;			/* publication order (serial number
-					 * arithmetic: it wraps) */
-	uint32_t check;			/* tag_check() of who the block is:
-					 * its place, ino, idx, order, seq */
-	uint64_t size;
-	uint64_t csum;
-	int64_t mtime_ns;
-	uint32_t idx;
-	_Atomic uint32_t flags;		/* TAG_DIRTY, TAG_PARTIAL; order << 8 */
-	uint64_t valid[2];		/* PARTIAL: sub-blocks 0-127; the next
-					 * ones in the @valid of the block's
-					 * next entries (tag_valid_*) */
-};
-_Static_assert(sizeof(struct objfs_arena_tag) == 64, "tag layout is shared");
-
-struct objfs_arena_intent {
-	_Atomic uint64_t ino;		/* 0 free, INTENT_BUSY being written */
-	uint32_t kind;
-	uint32_t pad;
-	uint64_t a, b;
-};
-#define INTENT_BUSY	UINT64_MAX
-
-struct objfs_arena_hdr {
-	uint64_t magic;
-	uint32_t version;
-	uint32_t chunk_size;
-	uint64_t capacity;
-	_Atomic uint64_t used;
-	uint64_t dir_id;
-	_Atomic uint64_t seq;		/* the last tag published */
-	uint64_t pad;
-	char boot_id[40];
-	struct objfs_arena_intent intents[OBJFS_ARENA_INTENTS];
-};
-_Static_assert(sizeof(struct objfs_arena_hdr) <= OBJFS_ARENA_MIN_BLOCK,
-		"arena header must fit in the first block");
-
-struct objfs_arena {
-	int fd;
-	unsigned char *base;
-	uint64_t capacity;
-	uint64_t map_size;		/* capacity + the tag table */
-	uint32_t chunk_size;
-	unsigned max_order;		/* chunk = MIN_BLOCK << max_order */
-	uint32_t nblocks;		/* capacity / MIN_BLOCK */
-	struct objfs_arena_hdr *hdr;
-	struct objfs_arena_tag *tags;	/* nblocks, after the blocks */
-	char *path;			/* the shared file, or NULL (memfd) */
-	int kept;			/* frees leave the tags (keep) */
-	uint8_t *ready;			/* protected by lock: per slab, its
-					 * pages are allocated (shared file) */
-
-	pthread_mutex_t lock;
-	uint8_t *state;			/* protected by lock */
-	uint32_t *next;			/* protected by lock */
-	uint32_t *prev;			/* protected by lock */
-	uint32_t head[MAX_ORDERS];	/* protected by lock */
-	uint64_t used;			/* protected by lock */
-	uint64_t *own_ino;		/* protected by lock */
-	uint64_t *own_idx;		/* protected by lock */
-	_Atomic uint8_t *own_flags;	/* atomic */
-	_Atomic uint64_t dirty;		/* bytes of blocks flagged DIRTY */
-	uint32_t hand;			/* protected by lock: clock position */
-	uint64_t damaged;		/* adoption: tags that failed their
-					 * check (set before it returns) */
-};
-
-/* What a tag says the block at @i is, hashed: a tag damaged in its
- * owner, chunk, order or number, or moved to another block, fails it,
- * and adoption leaves that block alone.  Set once, when the block is
- * published (the fields it covers do not change until it is freed), so a
- * daemon killed at any instant leaves it true. */
-static uint32_t
-tag_check(uint32_t i, uint64_t ino, uint32_t idx, unsigned order,
-		uint32_t seq)
-{
-	uint64_t w[4] = { i, ino, ((uint64_t)order << 32) | idx, seq };
-
-	return (uint32_t)objfs_csum64(w, sizeof(w));
-}
-
-static struct objfs_arena_tag *
-tag_of(struct objfs_arena *a, uint64_t off)
-{
-	assert(off % OBJFS_ARENA_MIN_BLOCK == 0 && off < a->capacity);
-	return &a->tags[off / OBJFS_ARENA_MIN_BLOCK];
-}
-
-/*
- * A PARTIAL block's set of sub-blocks is longer than one entry holds when
- * its chunk has more than 128: the rest goes into the @valid of the
- * block's next entries, which nothing else uses (a block's entries after
- * its first are never published while it is one).  Only blocks of more
- * than 128 sub-blocks of 4 KiB have such sets, and so the entries.
- */
-#define TAG_WORDS	2u
-static void
-tag_valid_put(struct objfs_arena_tag *t, unsigned order, const uint64_t *valid)
-{
-	for (unsigned w = 0; w < OBJFS_BITS_WORDS; w++) {
-		uint64_t v = valid ? valid[w] : 0;
-
-		if (w / TAG_WORDS >= (1u << order)) {
-			assert(v == 0);
-			continue;
-		}
-		t[w / TAG_WORDS].valid[w % TAG_WORDS] = v;
-	}
-}
-
-static void
-tag_valid_get(const struct objfs_arena_tag *t, unsigned order, uint64_t *valid)
-{
-	for (unsigned w = 0; w < OBJFS_BITS_WORDS; w++)
-		valid[w] = w / TAG_WORDS < (1u << order) ?
-			t[w / TAG_WORDS].valid[w % TAG_WORDS] : 0;
-}
-
-static unsigned
-order_of(size_t size)
-{
-	unsigned k = 0;
-
-	while (((size_t)OBJFS_ARENA_MIN_BLOCK << k) < size)
-		k++;
-	return k;
-}
-
-static void
-list_push(struct objfs_arena *a, unsigned k, uint32_t i)
-{
-	a->state[i] = (uint8_t)(k | STATE_FREE);
-	a->prev[i] = NIL;
-	a->next[i] = a->head[k];
-	if (a->head[k] != NIL)
-		a->prev[a->head[k]] = i;
-	a->head[k] = i;
-}
-
-static void
-list_remove(struct objfs_arena *a, unsigned k, uint32_t i)
-{
-	assert(a->state[i] == (k | STATE_FREE));
-	if (a->prev[i] != NIL)
-		a->next[a->prev[i]] = a->next[i];
-	else
-		a->head[k] = a->next[i];
-	if (a->next[i] != NIL)
-		a->prev[a->next[i]] = a->prev[i];
-	a->state[i] = (uint8_t)k;
-}
 
 /*
  * A file in a tmpfs of limited size (/dev/shm) gets its pages when they
@@ -262,8 +103,8 @@ alloc_locked(struct objfs_arena *a, unsigned order, uint32_t *idx_out)
 }
 
 /* Bytes of the mapping: the blocks, then a tag per 4 KiB block. */
-static uint64_t
-map_bytes(uint64_t capacity)
+uint64_t
+arena_map_bytes(uint64_t capacity)
 {
 	uint64_t t = capacity / OBJFS_ARENA_MIN_BLOCK *
 		sizeof(struct objfs_arena_tag);
@@ -272,8 +113,8 @@ map_bytes(uint64_t capacity)
 			~(uint64_t)(OBJFS_ARENA_MIN_BLOCK - 1));
 }
 
-static int
-check_sizes(uint64_t *capacity, uint32_t chunk_size)
+int
+arena_check_sizes(uint64_t *capacity, uint32_t chunk_size)
 {
 	if (chunk_size < 2 * OBJFS_ARENA_MIN_BLOCK ||
 	    (chunk_size & (chunk_size - 1)) != 0 ||
@@ -301,8 +142,8 @@ free_private(struct objfs_arena *a)
 }
 
 /* The private bookkeeping, every slab free; -errno. */
-static int
-setup(uint64_t capacity, uint32_t chunk_size, struct objfs_arena **out)
+int
+arena_setup(uint64_t capacity, uint32_t chunk_size, struct objfs_arena **out)
 {
 	struct objfs_arena *a = calloc(1, sizeof(*a));
 	uint64_t n;
@@ -312,7 +153,7 @@ setup(uint64_t capacity, uint32_t chunk_size, struct objfs_arena **out)
 		return -ENOMEM;
 	a->fd = -1;
 	a->capacity = capacity;
-	a->map_size = map_bytes(capacity);
+	a->map_size = arena_map_bytes(capacity);
 	a->chunk_size = chunk_size;
 	a->max_order = order_of(chunk_size);
 	a->nblocks = (uint32_t)(capacity / OBJFS_ARENA_MIN_BLOCK);
@@ -343,8 +184,8 @@ setup(uint64_t capacity, uint32_t chunk_size, struct objfs_arena **out)
 	return 0;
 }
 
-static void
-teardown(struct objfs_arena *a)
+void
+arena_teardown(struct objfs_arena *a)
 {
 	if (a->base)
 		munmap(a->base, a->map_size);
@@ -355,8 +196,8 @@ teardown(struct objfs_arena *a)
 }
 
 /* Map @a->fd; the header block is allocated for good. */
-static int
-map_it(struct objfs_arena *a)
+int
+arena_map_it(struct objfs_arena *a)
 {
 	uint32_t idx;
 	int rc;
@@ -378,8 +219,8 @@ map_it(struct objfs_arena *a)
 	return rc;
 }
 
-static void
-read_boot_id(char *out, size_t size)
+void
+arena_read_boot_id(char *out, size_t size)
 {
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
 
@@ -402,7 +243,7 @@ init_header(struct objfs_arena *a, uint64_t dir_id)
 	h->chunk_size = a->chunk_size;
 	h->capacity = a->capacity;
 	h->dir_id = dir_id;
-	read_boot_id(h->boot_id, sizeof(h->boot_id));
+	arena_read_boot_id(h->boot_id, sizeof(h->boot_id));
 	atomic_store(&h->used, a->used);
 }
 
@@ -411,15 +252,15 @@ objfs_arena_create(uint64_t capacity, uint32_t chunk_size,
 		struct objfs_arena **out)
 {
 	struct objfs_arena *a;
-	int rc = check_sizes(&capacity, chunk_size);
+	int rc = arena_check_sizes(&capacity, chunk_size);
 
-	if (rc < 0 || (rc = setup(capacity, chunk_size, &a)) < 0)
+	if (rc < 0 || (rc = arena_setup(capacity, chunk_size, &a)) < 0)
 		return rc;
 	a->fd = memfd_create("objfs-arena", MFD_CLOEXEC);
 	if (a->fd < 0 || ftruncate(a->fd, (off_t)a->map_size) < 0 ||
-	    (rc = map_it(a)) < 0) {
+	    (rc = arena_map_it(a)) < 0) {
 		rc = rc < 0 ? rc : -errno;
-		teardown(a);
+		arena_teardown(a);
 		return rc;
 	}
 	init_header(a, 0);
@@ -434,7 +275,7 @@ objfs_arena_create_shared(const char *root, uint64_t capacity,
 {
 	struct objfs_arena *a;
 	char dir[PATH_MAX];
-	int rc = check_sizes(&capacity, chunk_size);
+	int rc = arena_check_sizes(&capacity, chunk_size);
 
 	if (rc < 0)
 		return rc;
@@ -445,7 +286,7 @@ objfs_arena_create_shared(const char *root, uint64_t capacity,
 	if (!mkdtemp(dir))
 		return -errno;
 	snprintf(path, path_size, "%s/arena", dir);
-	rc = setup(capacity, chunk_size, &a);
+	rc = arena_setup(capacity, chunk_size, &a);
 	if (rc < 0)
 		goto err_dir;
 	a->path = strdup(path);
@@ -455,10 +296,10 @@ objfs_arena_create_shared(const char *root, uint64_t capacity,
 	 * names the same arena, must not adopt it meanwhile). */
 	if (!a->path || a->fd < 0 || flock(a->fd, LOCK_EX | LOCK_NB) < 0 ||
 	    ftruncate(a->fd, (off_t)a->map_size) < 0 ||
-	    (rc = map_it(a)) < 0) {
+	    (rc = arena_map_it(a)) < 0) {
 		rc = rc < 0 ? rc : !a->path ? -ENOMEM : -errno;
 		(void)unlink(path);
-		teardown(a);
+		arena_teardown(a);
 		goto err_dir;
 	}
 	init_header(a, dir_id);
@@ -473,7 +314,7 @@ void
 objfs_arena_destroy(struct objfs_arena *a)
 {
 	if (a)
-		teardown(a);
+		arena_teardown(a);
 }
 
 const char *
@@ -500,261 +341,6 @@ void
 objfs_arena_keep(struct objfs_arena *a)
 {
 	a->kept = 1;
-}
-
-/* ---- adoption ------------------------------------------------------------ */
-
-/* Allocate the block of @order at min-block @i, which must be free. */
-static int
-claim_locked(struct objfs_arena *a, uint32_t i, unsigned order)
-{
-	unsigned k;
-	uint32_t j = 0;
-
-	for (k = order; k <= a->max_order; k++) {
-		j = i & ~((1u << k) - 1);
-		if (a->state[j] == (k | STATE_FREE))
-			break;
-	}
-	if (k > a->max_order)
-		return -EEXIST;		/* overlaps a block already taken */
-	list_remove(a, k, j);
-	while (k > order) {
-		k--;
-		if (i >= j + (1u << k)) {	/* ours is the upper half */
-			list_push(a, k, j);
-			j += 1u << k;
-		} else {
-			list_push(a, k, j + (1u << k));
-		}
-	}
-	a->state[j] = (uint8_t)order;
-	a->used += (uint64_t)OBJFS_ARENA_MIN_BLOCK << order;
-	return 0;
-}
-
-static int
-by_chunk_newest(const void *x, const void *y)
-{
-	const struct objfs_arena_found *p = x, *q = y;
-
-	if (p->ino != q->ino)
-		return p->ino < q->ino ? -1 : 1;
-	if (p->idx != q->idx)
-		return p->idx < q->idx ? -1 : 1;
-	/* Serial numbers: two blocks of one chunk are published close
-	 * together, far less than 2^31 apart. */
-	return (int32_t)((uint32_t)p->seq - (uint32_t)q->seq) > 0 ? -1 :
-		p->seq != q->seq;
-}
-
-/* Is the file at @fd, in the directory of @path, ours alone? */
-static const char *
-private_file(const char *path, int fd, uint64_t want_size)
-{
-	char dir[PATH_MAX], *slash;
-	struct stat st;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash)
-		return "its path is not absolute";
-	*slash = '\0';
-	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid() || (st.st_mode & 077))
-		return "its directory is not a private directory of this user";
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_uid != geteuid() || (st.st_mode & 077) || st.st_nlink != 1)
-		return "it is not a private file of this user";
-	if (want_size && (uint64_t)st.st_size != want_size)
-		return "its size is not the one its header gives";
-	return NULL;
-}
-
-int
-objfs_arena_adopt(const char *path, uint32_t chunk_size, uint64_t dir_id,
-		struct objfs_arena **out, struct objfs_arena_found **found,
-		size_t *nfound, struct objfs_arena_redo *redo, int *nredo,
-		const char **why)
-{
-	struct objfs_arena_hdr h;
-	struct objfs_arena_found *v = NULL;
-	struct objfs_arena *a;
-	char boot[40];
-	size_t n = 0, m = 0;
-	uint64_t capacity;
-	int fd, rc;
-
-	*found = NULL;
-	*nfound = 0;
-	*nredo = 0;
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		*why = errno == ENOENT ? "it is gone (the machine restarted, "
-			"or it was removed)" : "it cannot be opened";
-		return -ENOENT;
-	}
-	/* Whose it is, before anything in it is believed. */
-	if ((*why = private_file(path, fd, 0)) != NULL)
-		goto refuse;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		*why = "another objfs is using it (is this a copy of a data "
-			"directory that is mounted?)";
-		goto refuse;
-	}
-	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    h.magic != OBJFS_ARENA_MAGIC || h.version != OBJFS_ARENA_VERSION) {
-		*why = "it is not an objfs arena of this version";
-		goto refuse;
-	}
-	read_boot_id(boot, sizeof(boot));
-	if (h.chunk_size != chunk_size || h.dir_id != dir_id) {
-		*why = "it belongs to another data directory";
-		goto refuse;
-	}
-	if (strncmp(h.boot_id, boot, sizeof(boot)) != 0) {
-		*why = "it was made before the machine restarted";
-		goto refuse;
-	}
-	capacity = h.capacity;
-	if (check_sizes(&capacity, chunk_size) < 0 || capacity != h.capacity) {
-		*why = "its header is damaged";
-		goto refuse;
-	}
-	if ((*why = private_file(path, fd, map_bytes(capacity))) != NULL)
-		goto refuse;
-	rc = setup(capacity, chunk_size, &a);
-	if (rc < 0) {
-		close(fd);
-		*why = "out of memory";
-		return rc;
-	}
-	a->fd = fd;
-	a->path = strdup(path);
-	if (!a->path || (rc = map_it(a)) < 0) {
-		rc = a->path ? rc : -ENOMEM;
-		teardown(a);
-		*why = "it cannot be mapped";
-		return rc;
-	}
-	/* The tags that name a whole block inside the arena.  Only the
-	 * parts of the table that have pages are read (a read of a hole
-	 * would allocate one), and a block's own entries are skipped. */
-	v = malloc(sizeof(*v) * 1024);
-	for (size_t cap = 1024, i = 1, end = 0; v && i < a->nblocks; i++) {
-		struct objfs_arena_tag *t;
-
-		if (i >= end) {
-			off_t pos = (off_t)(a->capacity + i * sizeof(*t)), d, e;
-
-			d = lseek(fd, pos, SEEK_DATA);
-			e = d < 0 ? -1 : lseek(fd, d, SEEK_HOLE);
-			if (d < 0 || e < 0) {
-				if (d < 0 && errno == ENXIO)
-					break;		/* no more pages */
-				end = a->nblocks;	/* cannot tell: read all */
-			} else {
-				i = (size_t)(d - (off_t)a->capacity) / sizeof(*t);
-				end = ((size_t)(e - (off_t)a->capacity) +
-					sizeof(*t) - 1) / sizeof(*t);
-				if (i < 1)
-					i = 1;
-				if (i >= a->nblocks)
-					break;
-			}
-		}
-		t = &a->tags[i];
-		uint64_t ino = atomic_load(&t->ino);
-		uint32_t f = atomic_load(&t->flags);
-		unsigned order = f >> 8;
-
-		if (ino == 0)
-			continue;
-		if (order > a->max_order || (i & ((1u << order) - 1)) ||
-		    i + (1u << order) > a->nblocks ||
-		    t->check != tag_check((uint32_t)i, ino, t->idx, order,
-				t->seq)) {
-			atomic_store(&t->ino, 0);	/* not a block */
-			a->damaged++;
-			continue;
-		}
-		if (n == cap) {
-			void *p = realloc(v, sizeof(*v) * (cap *= 2));
-
-			if (!p) {
-				free(v);
-				v = NULL;
-				break;
-			}
-			v = p;
-		}
-		v[n++] = (struct objfs_arena_found){
-			.ino = ino, .idx = t->idx,
-			.off = (uint64_t)i * OBJFS_ARENA_MIN_BLOCK,
-			.cap = (uint32_t)OBJFS_ARENA_MIN_BLOCK << order,
-			.flags = f & 0xff, .size = t->size,
-			.mtime_ns = t->mtime_ns, .seq = t->seq,
-			.csum = t->csum,
-		};
-		tag_valid_get(t, order, v[n - 1].valid);
-		i += (1u << order) - 1;		/* its own entries */
-	}
-	if (!v) {
-		teardown(a);
-		*why = "out of memory";
-		return -ENOMEM;
-	}
-	/* Two blocks of one chunk (killed while moving it): the newer. */
-	qsort(v, n, sizeof(*v), by_chunk_newest);
-	pthread_mutex_lock(&a->lock);
-	for (size_t i = 0; i < n; i++) {
-		struct objfs_arena_tag *t = &a->tags[v[i].off /
-			OBJFS_ARENA_MIN_BLOCK];
-		uint32_t b = (uint32_t)(v[i].off / OBJFS_ARENA_MIN_BLOCK);
-
-		if ((m > 0 && v[m - 1].ino == v[i].ino &&
-		     v[m - 1].idx == v[i].idx) ||
-		    claim_locked(a, b, order_of(v[i].cap)) < 0) {
-			atomic_store(&t->ino, 0);
-			continue;
-		}
-		a->own_ino[b] = v[i].ino;
-		a->own_idx[b] = v[i].idx;
-		v[m++] = v[i];
-	}
-	atomic_store(&a->hdr->used, a->used);
-	pthread_mutex_unlock(&a->lock);
-	for (int k = 0; k < OBJFS_ARENA_INTENTS; k++) {
-		struct objfs_arena_intent *it = &a->hdr->intents[k];
-		uint64_t ino = atomic_load(&it->ino);
-
-		if (ino == 0 || ino == INTENT_BUSY)
-			continue;
-		redo[*nredo] = (struct objfs_arena_redo){ ino, it->kind,
-			it->a, it->b };
-		(*nredo)++;
-	}
-	*found = v;
-	*nfound = m;
-	*out = a;
-	return 0;
-
-refuse:
-	close(fd);
-	return -ENOENT;
-}
-
-uint64_t
-objfs_arena_damaged_tags(const struct objfs_arena *a)
-{
-	return a->damaged;
-}
-
-void
-objfs_arena_clear_intents(struct objfs_arena *a)
-{
-	for (int k = 0; k < OBJFS_ARENA_INTENTS; k++)
-		atomic_store(&a->hdr->intents[k].ino, 0);
 }
 
 uint32_t

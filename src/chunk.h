@@ -15,10 +15,14 @@
  * A resident chunk's block may be smaller than a chunk (the tail of a small
  * file); bytes past the block, and past the disk copy's length, read as
  * zeros.  A resident dirty chunk may be PARTIAL: only the sub-blocks in
- * @valid hold its bytes, the others are those of its disk copy (data.c).  Block bytes past end of file are kept zero, so growing a file
- * never exposes old bytes.
+ * @valid hold its bytes, the others are those of its disk copy (data.c).
+ * Block bytes past end of file are kept zero, so growing a file never
+ * exposes old bytes.
  *
- * A disk copy lives in a slot of the object's backing file: chunk-sized,
+ * Where the disk (durable) copy is, is the chunk store's (copy.h): @slot,
+ * @alt and @home are its name for it, read by the store alone.  For the
+ * backing directory (local.c), a disk copy lives in a slot of the
+ * object's backing file: chunk-sized,
  * slot s at byte s * chunk size.  Chunk i goes to slot i when that slot is
  * free; a new version never goes to the slot of a copy that an index
  * record, durable or not, still points at (copy-on-write), so it then

@@ -1,22 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * data.c - the bytes of regular files: loading an object's records,
- * reads, writes, truncation, holes (punch, zero range), fallocate, seeks,
- * and adopting a dead daemon's blocks.  Writing chunks out is
- * writeout.c's (its header has the copy-on-write rules), giving space
- * back space.c's, shared copies share.c's, reading spilled chunks
- * straight from disk readahead.c's.
+ * data.c - the bytes of regular files: loading an object, reads, writes,
+ * truncation, holes (punch, zero range), fallocate, seeks, adopting a
+ * dead daemon's blocks, and deleting an object (objfs_data_doom, _gone,
+ * _destroy).  Writing chunks out is writeout.c's, reading spilled chunks
+ * straight from their copies readahead.c's.  Where a chunk's durable copy
+ * is, and how it is read, written, shared and given back, is the chunk
+ * store's (copy.h): this file reaches copies only through s->copy.
  *
  * Every function here is called with the inode's lock held (store_int.h)
- * and touches only that inode, the arena (which locks itself), the
- * backing file, the index and the store's deferred-space list (a leaf
- * lock).
+ * and touches only that inode, the arena (which locks itself), the index
+ * and, through the chunk store, its copies.
  *
  * Truncation and hole punching change records in one commit with the
- * attributes (the inode's count of records, nrec, included) and defer the
- * freed slots until that commit is durable (space.c), as write-out does.
- * A deleted object's backing file goes once its deletion is durable, and
- * a tombstone in the index says it may.
+ * attributes (the inode's count of records, nrec, included); the copies
+ * they stop using are dropped in that commit and released, to be given
+ * back once it is durable, as write-out's are.  A deleted object's copies
+ * go once its deletion is durable.
  *
  * The inode record counts its chunk records (attr.nrec).  Loading finds
  * them all with valid checksums or marks the object damaged
@@ -39,171 +39,31 @@
 #include "base/sync.h"
 #include "data_int.h"
 
-static const unsigned char zeros[65536];
-
-struct load_ctx {
-	struct objfs_store *s;
-	struct objfs_inode *ip;
-	uint64_t n;			/* records found */
-	int bad;			/* some could not be used */
-	uint64_t seq;			/* the last commit: records loaded are
-					 * taken as made by it */
-	struct objfs_slotmap shared;	/* its copies the share DB counts */
-};
-
-static int
-chunk_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
-{
-	struct load_ctx *l = arg;
-	struct objfs_inode *ip = l->ip;
-	uint64_t max = l->s->max_size >> l->s->chunk_shift, home;
-	struct objfs_chunk *c;
-	int rc;
-
-	if (!r || idx >= max || r->slot >= 4 * max ||
-	    r->len > l->s->chunk_size) {
-		l->bad = 1;
-		return 0;
-	}
-	c = objfs_chunkmap_add(&ip->chunks, idx);
-	if (!c)
-		return -ENOMEM;
-	/* A copy in another object's file takes no slot of this one's;
-	 * several records may point at one of its own that is shared. */
-	home = r->home == ip->ino ? 0 : r->home;
-	rc = home ? 0 : objfs_slots_take(&ip->slots, r->slot);
-	if (rc == -EEXIST && objfs_slots_taken(&l->shared, r->slot))
-		rc = 0;
-	if (rc == -EEXIST) {		/* two records, one slot */
-		l->bad = 1;
-		return 0;
-	}
-	if (rc < 0)
-		return rc;
-	if (r->shift && r->shift != l->s->sub_shift) {
-		l->bad = 1;		/* not a size this store writes */
-		return 0;
-	}
-	if (r->has_alt) {
-		rc = r->alt < 4 * max ? objfs_slots_take(&ip->slots, r->alt) :
-			-EEXIST;
-		if (rc == -EEXIST) {	/* its second slot is another's */
-			l->bad = 1;
-			return 0;
-		}
-		if (rc < 0)
-			return rc;
-		c->alt = r->alt;
-	}
-	c->flags = OBJFS_CHUNK_ONDISK | (r->shift ? OBJFS_CHUNK_SUMS : 0) |
-		(r->has_alt ? OBJFS_CHUNK_ALT : 0);
-	c->csum = r->csum;
-	c->slot = r->slot;
-	c->home = home;
-	c->disk_len = r->len;
-	c->rec_seq = l->seq;
-	l->n++;
-	return 0;
-}
-
-/* A copy of @ip's file that the share DB counts stays taken, whatever
- * @ip's own records say (others may point at it). */
-static int
-share_slot(void *arg, uint64_t slot, uint64_t n)
-{
-	struct objfs_slotmap *m = arg;
-	int rc = objfs_slots_take(m, slot);
-
-	(void)n;
-	return rc == -EEXIST ? 0 : rc;
-}
-
-/* Slots of @ino that wait to be given back are taken. */
-static int
-take_deferred(struct objfs_store *s, struct objfs_inode *ip)
-{
-	int rc = 0;
-
-	pthread_mutex_lock(&s->defer_lock);
-	for (size_t i = 0; rc == 0 && i < s->ndefer; i++)
-		if (s->defer[i].ino == ip->ino &&
-		    s->defer[i].slot != OBJFS_WHOLE_FILE &&
-		    !objfs_slots_taken(&ip->slots, s->defer[i].slot))
-			rc = objfs_slots_take(&ip->slots, s->defer[i].slot);
-	pthread_mutex_unlock(&s->defer_lock);
-	return rc;
-}
 
 int
 objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 {
-	struct load_ctx l = { s, ip, 0, 0, 0, { 0 } };
-	struct objfs_meta_txn *t;
-	int rc = objfs_meta_begin(s->meta, 0, &t);
+	uint64_t n = 0;
+	int bad = 0, rc;
 
 	objfs_inode_assert_locked(ip);
-	if (rc < 0)
-		return rc;
-	/* A record may have changed in this run while the inode was out of
-	 * memory: take each as made by the last commit, durable no sooner. */
-	(void)objfs_meta_commit_seq(t, &l.seq);
-	rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc < 0)
-		return rc;
-	objfs_slots_init(&l.shared);
-	rc = objfs_meta_share_list(t, ip->ino, share_slot, &l.shared);
-	if (rc == 0)
-		rc = objfs_meta_chunk_list(t, ip->ino, chunk_record, &l);
-	objfs_meta_abort(t);
-	for (uint64_t k = 0; rc == 0 && k < l.shared.n; k++)
-		for (uint64_t sl = l.shared.run[k].lo; rc == 0 &&
-		     sl < l.shared.run[k].hi; sl++)
-			rc = share_slot(&ip->slots, sl, 0);
-	objfs_slots_fini(&l.shared);
-	if (rc == 0)
-		rc = take_deferred(s, ip);
+	rc = s->copy->load(s, ip, &n, &bad);
 	if (rc < 0) {
 		objfs_chunkmap_fini(&ip->chunks, s->arena);
-		objfs_slots_fini(&ip->slots);
 		return rc;
 	}
-	if (l.bad || l.n != ip->attr.nrec) {
+	if (bad || n != ip->attr.nrec) {
 		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": %" PRIu64 " of its %"
 			PRIu64 " chunk records are usable%s; the chunks "
-			"without one read as I/O errors", ip->ino, l.n,
-			ip->attr.nrec, l.bad ? " (others are damaged)" : "");
+			"without one read as I/O errors", ip->ino, n,
+			ip->attr.nrec, bad ? " (others are damaged)" : "");
 		ip->attr.pad |= OBJFS_ATTR_DAMAGED;
 	}
 	if (ip->attr.pad & OBJFS_ATTR_DAMAGED)
-		ip->attr.nrec = l.n;	/* what the records now are */
+		ip->attr.nrec = n;	/* what the records now are */
 	return 0;
 }
 
-
-int
-data_backing_fd(struct objfs_store *s, struct objfs_inode *ip, int create,
-		int *created)
-{
-	int fd, made = 0;
-
-	if (created)
-		*created = 0;
-	if (ip->bfd >= 0)
-		return ip->bfd;
-	if (!create && ip->no_file)
-		return -ENOENT;
-	fd = objfs_backing_file(s->backing, ip->ino, create, &made);
-	if (fd >= 0) {
-		ip->bfd = fd;
-		ip->no_file = 0;
-		/* Its name is durable once the directory is synced: before
-		 * any record points into it (writeout). */
-		ip->bfile_new |= made;
-		if (created)
-			*created = made;
-	}
-	return fd;
-}
 
 /* A block for chunk @idx of @ip, tagged so that the spiller can find it;
  * @dirty says whether its bytes are about to differ from the disk (so the
@@ -258,82 +118,6 @@ data_extent_in_file(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx)
 	return (uint32_t)min64(s->chunk_size, ip->attr.size - start);
 }
 
-/* A buffer for a disk copy of @len bytes, aligned for direct I/O. */
-void *
-data_bounce_alloc(uint32_t len)
-{
-	void *p;
-
-	return posix_memalign(&p, OBJFS_SPILL_ALIGN,
-			objfs_spill_span(len ? len : 1)) ? NULL : p;
-}
-
-int
-data_chunk_rec(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		const struct objfs_chunk *c, struct objfs_chunk_rec *r,
-		unsigned char *tab, struct objfs_alt *alt)
-{
-	struct objfs_meta_txn *t;
-	int rc = objfs_meta_begin(s->meta, 0, &t);
-
-	if (rc < 0)
-		return rc;
-	rc = objfs_meta_chunk_get(t, ip->ino, idx, r, tab);
-	objfs_meta_abort(t);
-	if (rc == 0 && (r->slot != c->slot || r->len != c->disk_len ||
-	    (r->home == ip->ino ? 0 : r->home) != c->home ||
-	    r->csum != c->csum || r->shift != data_sub_shift(s, c) ||
-	    !r->has_alt != !(c->flags & OBJFS_CHUNK_ALT) ||
-	    (r->has_alt && r->alt != c->alt) ||
-	    (r->shift && objfs_sums_csum(r->tab, r->len, r->shift) != c->csum)))
-		rc = -ESTALE;
-	if (rc < 0 && rc != -ESTALE)
-		return rc;
-	if (rc == -ESTALE || rc == -ENOENT) {
-		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 " chunk %" PRIu64
-			": its record does not match the chunk in memory",
-			ip->ino, idx);
-		return -EIO;
-	}
-	if (alt)
-		objfs_rec_alt(r, alt);
-	return 0;
-}
-
-/* Read the disk copy of @c into @buf (disk_len bytes), verifying it. */
-int
-data_read_disk_copy(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		const struct objfs_chunk *c, void *buf)
-{
-	unsigned char tab[4 * OBJFS_SUMS_MAX];
-	struct objfs_chunk_rec r;
-	struct objfs_alt alt;
-	int rc, own, fd = data_copy_fd(s, ip, c, &own);
-
-	if (fd < 0) {
-		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": backing file of "
-			"%" PRIu64 ": %s", ip->ino, c->home ? c->home : ip->ino,
-			strerror(-fd));
-		return -EIO;
-	}
-	/* Which sub-blocks are in the second slot is in the record. */
-	if ((c->flags & OBJFS_CHUNK_ALT) &&
-	    (rc = data_chunk_rec(s, ip, idx, c, &r, tab, &alt)) < 0) {
-		data_copy_fd_done(fd, own);
-		return rc;
-	}
-	rc = objfs_spill_read(fd, ip->ino, idx, c->slot,
-			(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL,
-			s->chunk_size, buf, c->disk_len, data_sub_shift(s, c),
-			c->csum);
-	data_copy_fd_done(fd, own);
-	if (rc == -EBADMSG) {
-		atomic_fetch_add(&s->csum_failures, 1);
-		rc = -EIO;
-	}
-	return rc;
-}
-
 /*
  * Bring the disk copy of chunk @idx into a new block of at least
  * @min_cap bytes.  -ENOSPC when the arena has no such block.
@@ -355,7 +139,7 @@ data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, off);
-	rc = data_read_disk_copy(s, ip, idx, c, p);
+	rc = s->copy->read(s, ip, idx, c, p);
 	if (rc < 0) {
 		objfs_arena_free(s->arena, off, cap);
 		return rc;
@@ -371,43 +155,6 @@ data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	atomic_fetch_add(&s->restored_chunks, 1);
 	atomic_fetch_add(&s->restored_bytes, c->disk_len);
 	return 0;
-}
-
-/* Add @n bytes at @p to the iovec list (zeros when @p is NULL, in
- * pieces of the static zero page). */
-static void
-iov_add(struct objfs_iov *v, const void *p, size_t n)
-{
-	while (n) {
-		size_t k = p ? n : n < sizeof(zeros) ? n : sizeof(zeros);
-
-		v->iov[v->n].iov_base = (void *)(p ? p : zeros);
-		v->iov[v->n].iov_len = k;
-		v->n++;
-		n -= k;
-	}
-}
-
-/* Bytes [co, co+n) of a chunk whose valid bytes are src[0..have). */
-void
-data_iov_add_chunk(struct objfs_iov *v, const unsigned char *src, uint32_t have,
-		uint32_t co, uint32_t n)
-{
-	uint32_t k = 0;
-
-	if (co < have) {
-		k = have - co < n ? have - co : n;
-		iov_add(v, src + co, k);
-	}
-	iov_add(v, NULL, n - k);
-}
-
-size_t
-objfs_data_iov_max(struct objfs_store *s, size_t len)
-{
-	/* Per chunk touched: one piece of data and zeros after it; zeros
-	 * come in pieces of sizeof(zeros). */
-	return 2 * (len / s->chunk_size + 2) + len / sizeof(zeros) + 2;
 }
 
 /* A chunk of a damaged object that has neither a block nor a record: it
@@ -448,7 +195,7 @@ again:
 		case OBJFS_CHUNK_HOLE:
 			if (ip->attr.pad & OBJFS_ATTR_DAMAGED)
 				return lost_chunk(ip, idx);
-			iov_add(v, NULL, n);
+			data_iov_add(v, NULL, n);
 			break;
 		case OBJFS_CHUNK_SPILLED:
 			/* Restore, bringing the next chunks back ahead of a
@@ -541,10 +288,8 @@ fill_subs(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		struct objfs_chunk *c, uint32_t first, uint32_t last)
 {
 	uint32_t n = objfs_nsums(c->disk_len, s->sub_shift), i, j;
-	unsigned char tab[4 * OBJFS_SUMS_MAX], *p;
-	struct objfs_chunk_rec r;
-	struct objfs_alt alt;
-	int rc, fd, own, have = 0;
+	unsigned char *p;
+	int rc;
 
 	if (last >= n)
 		last = n ? n - 1 : 0;
@@ -558,34 +303,14 @@ fill_subs(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		}
 		for (j = i + 1; j <= last && !objfs_bits_has(c->valid, j); j++)
 			;
-		if (!have) {
-			rc = data_chunk_rec(s, ip, idx, c, &r, tab, &alt);
-			if (rc < 0)
-				return rc;
-			have = 1;
-		}
-		fd = data_copy_fd(s, ip, c, &own);
-		if (fd < 0)
-			return -EIO;
 		hi = (uint32_t)min64((uint64_t)j << s->sub_shift, c->disk_len);
-		rc = objfs_spill_read_part(fd, ip->ino, idx, c->slot,
-				(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL,
-				s->chunk_size, p + lo, lo, hi, c->disk_len,
-				s->sub_shift, tab);
-		data_copy_fd_done(fd, own);
-		if (rc == -EBADMSG) {
-			atomic_fetch_add(&s->csum_failures, 1);
-			rc = -EIO;
-		}
+		/* Whole blocks: zeros past the copy's end, inside the block
+		 * (its block is a whole chunk: make_partial). */
+		rc = s->copy->read_part(s, ip, idx, c, p + lo, lo, hi);
 		if (rc < 0)
 			return rc;
-		/* The read is whole blocks: past the copy's end, zeros. */
-		if (hi == c->disk_len)
-			memset(p + c->disk_len, 0,
-				objfs_spill_span(c->disk_len) - c->disk_len);
 		for (uint32_t k = i; k < j; k++)
 			objfs_bits_set(c->valid, k);
-		atomic_fetch_add(&s->part_reads, 1);
 	}
 	return 0;
 }
@@ -874,41 +599,6 @@ objfs_data_write(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 }
 
 int
-data_commit_or_abort(struct objfs_meta_txn *t, int rc, uint64_t *seq)
-{
-	if (rc < 0) {
-		objfs_meta_abort(t);
-		return rc;
-	}
-	return objfs_meta_commit_seq(t, seq);
-}
-
-/* A new checksum for the first @len bytes of the disk copy of @c, whose
- * bytes stay where they are (truncation shortens the record). */
-static int
-shorter_csum(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		const struct objfs_chunk *c, uint32_t len, unsigned char *tab,
-		uint64_t *csum)
-{
-	unsigned char *b;
-	int rc;
-
-	if (c->cap && !(c->flags & OBJFS_CHUNK_DIRTY)) {
-		*csum = objfs_chunk_csum(objfs_arena_ptr(s->arena, c->off), len,
-				s->sub_shift, tab);
-		return 0;
-	}
-	b = data_bounce_alloc(c->disk_len);
-	if (!b)
-		return -ENOMEM;
-	rc = data_read_disk_copy(s, ip, idx, c, b);
-	if (rc == 0)
-		*csum = objfs_chunk_csum(b, len, s->sub_shift, tab);
-	free(b);
-	return rc;
-}
-
-int
 objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t size, struct objfs_attr *a)
 {
@@ -916,11 +606,9 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	uint32_t tail = (uint32_t)(size & (s->chunk_size - 1));
 	struct objfs_chunk *c = NULL;
 	struct objfs_meta_txn *t;
-	uint64_t nrec = ip->attr.nrec, cut = 0, csum = 0, seq, i, k;
-	unsigned char tab[4 * OBJFS_SUMS_MAX], otab[4 * OBJFS_SUMS_MAX];
+	uint64_t nrec = ip->attr.nrec, cut = 0, seq, i, k;
+	struct objfs_copy_cut *cutc = NULL;
 	unsigned *what = NULL;
-	struct objfs_alt alt = { 0, { 0, 0 } };
-	struct objfs_chunk_rec orec;
 	struct objfs_chunk *e;
 	int rc, shorten = 0, slot;
 
@@ -938,19 +626,9 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 			c->disk_len > tail;
 		if (c && (rc = data_complete(s, ip, keep - 1, c)) < 0)
 			return rc;
-		if (shorten && (rc = shorter_csum(s, ip, keep - 1, c, tail,
-				tab, &csum)) < 0)
+		if (shorten && (rc = s->copy->cut_prepare(s, ip, keep - 1, c,
+				tail, &cutc)) < 0)
 			return rc;
-		/* Its sub-blocks stay where they are, in either slot. */
-		if (shorten && (c->flags & OBJFS_CHUNK_ALT)) {
-			uint32_t n = objfs_nsums(tail, s->sub_shift);
-
-			rc = data_chunk_rec(s, ip, keep - 1, c, &orec, otab,
-					&alt);
-			if (rc < 0)
-				return rc;
-			objfs_bits_keep(alt.map, n);
-		}
 	}
 	a->size = size;
 	a->nrec = nrec - cut;
@@ -963,6 +641,8 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (rc < 0) {
 		objfs_arena_intent_end(s->arena, slot);
+		if (cutc)
+			s->copy->cut_free(cutc);
 		return rc;
 	}
 	if (cut && !(what = malloc(cut * sizeof(*what))))
@@ -972,37 +652,30 @@ objfs_data_truncate(struct objfs_store *s, struct objfs_inode *ip,
 	if (rc == 0)
 		OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e)
 			if ((e->flags & OBJFS_CHUNK_ONDISK) &&
-			    (rc = data_copy_drop(s, t, ip, e, &what[k++])) < 0)
+			    (rc = s->copy->drop(s, t, ip, e, &what[k++])) < 0)
 				break;
 	if (rc == 0 && cut)
 		rc = objfs_meta_chunk_del_from(t, ip->ino, keep);
-	if (rc == 0 && shorten) {
-		struct objfs_chunk_rec r = { csum, c->slot, tail,
-			s->sub_shift, tab, !!(c->flags & OBJFS_CHUNK_ALT),
-			alt.slot, { 0 }, c->home };
-
-		objfs_bits_copy(r.map, alt.map);
-
-		rc = objfs_meta_chunk_put(t, ip->ino, keep - 1, &r);
-	}
+	if (rc == 0 && shorten)
+		rc = s->copy->cut_record(s, t, ip, keep - 1, c, cutc);
 	if (rc == 0)
 		rc = objfs_meta_inode_put(t, a);
-	rc = data_commit_or_abort(t, rc, &seq);
+	rc = objfs_commit_or_abort(t, rc, &seq);
 	if (rc < 0) {
 		free(what);
+		if (cutc)
+			s->copy->cut_free(cutc);
 		objfs_arena_intent_end(s->arena, slot);
 		return rc;
 	}
 	k = 0;
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, keep, i, e)
 		if (e->flags & OBJFS_CHUNK_ONDISK)
-			data_copy_release(s, ip, e, what[k++], seq);
+			s->copy->release(s, ip, e, what[k++], seq);
 	free(what);
 	if (shorten) {
-		c->flags |= OBJFS_CHUNK_SUMS;
-		c->csum = csum;
-		c->disk_len = tail;
-		c->rec_seq = seq;
+		s->copy->cut_done(c, cutc, seq);
+		s->copy->cut_free(cutc);
 	}
 	if (c && c->cap > tail)
 		memset((unsigned char *)objfs_arena_ptr(s->arena, c->off) + tail,
@@ -1074,7 +747,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 			}
 			what = w;
 		}
-		rc = data_copy_drop(s, t, ip, c, &what[nwhat++]);
+		rc = s->copy->drop(s, t, ip, c, &what[nwhat++]);
 		if (rc == 0)
 			rc = objfs_meta_chunk_del(t, ip->ino, idx);
 		if (rc < 0)
@@ -1084,7 +757,7 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 	if (t) {
 		if (rc == 0)
 			rc = objfs_meta_inode_put(t, &a);
-		rc = data_commit_or_abort(t, rc, &seq);
+		rc = objfs_commit_or_abort(t, rc, &seq);
 	}
 	if (rc < 0) {
 		free(what);
@@ -1104,10 +777,9 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		hi = min64(end, cs + s->chunk_size) - cs;
 		if (lo == 0 && hi == s->chunk_size) {
 			if (c->flags & OBJFS_CHUNK_ONDISK)
-				data_copy_release(s, ip, c, what[nwhat++], seq);
+				s->copy->release(s, ip, c, what[nwhat++], seq);
 			objfs_chunkmap_drop(&ip->chunks, idx, c, s->arena);
 			c->flags = 0;
-			c->home = 0;
 		} else if (lo < c->cap) {
 			objfs_arena_tag_dirty(s->arena, c->off);
 			memset((unsigned char *)objfs_arena_ptr(s->arena, c->off)
@@ -1125,62 +797,17 @@ zero_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 }
 
 /*
- * fallocate: disk blocks for the chunks of [off, end) that have no disk
- * copy, in their home slots, so that writing them out later cannot fail
- * for want of space.  The backing file's size covers them (a sparse end
- * that shrink_file() cuts once those slots are given back).  The arena is
- * not touched, so this works whatever its size.  All or nothing: on
- * failure what was allocated is given back (those slots were free: no
- * record points at them).
+ * fallocate: room in the store for the chunks of [off, end) that have no
+ * copy, so that writing them out later cannot fail for want of space
+ * (copy.h, reserve).  The arena is not touched, so this works whatever its
+ * size.  All or nothing.
  */
 static int
 reserve_range(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		uint64_t end)
 {
-	uint64_t last = (end - 1) >> s->chunk_shift, i, j, done;
-	struct objfs_chunk *c;
-	int fd = data_backing_fd(s, ip, 1, NULL), rc = 0;
-
-	if (fd < 0)
-		return fd;
-	for (i = off >> s->chunk_shift; i <= last; i = j) {
-		for (j = i; j <= last; j++) {
-			c = objfs_chunkmap_get(&ip->chunks, j);
-			if ((c && (c->flags & OBJFS_CHUNK_ONDISK)) ||
-			    objfs_slots_taken(&ip->slots, j))
-				break;
-		}
-		if (j == i) {
-			j = i + 1;
-			continue;
-		}
-		/* Not KEEP_SIZE: blocks past the file's end could not be
-		 * given back on failure (ext4 ignores a hole punched past
-		 * the end), and nothing would show where they went. */
-		if (fallocate(fd, 0, (off_t)(i << s->chunk_shift),
-				(off_t)((j - i) << s->chunk_shift)) < 0) {
-			rc = -errno;
-			done = j;	/* the failed run may be partly there */
-			break;
-		}
-	}
-	if (rc == 0)
-		return 0;
-	/* A failed fallocate may have allocated part of its run, and moved
-	 * the file's end past it: every punch below is inside the file. */
-	for (i = off >> s->chunk_shift; i < done; i++) {
-		c = objfs_chunkmap_get(&ip->chunks, i);
-		if (!(c && (c->flags & OBJFS_CHUNK_ONDISK)) &&
-		    !objfs_slots_taken(&ip->slots, i) &&
-		    objfs_spill_punch(fd, i, s->chunk_size) < 0)
-			/* Only space: no record points at these blocks, and
-			 * the trim after an unclean stop, or the next write
-			 * of the chunk, reuses them. */
-			objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": cannot "
-				"give back the blocks reserved for chunk %"
-				PRIu64 ": %m", ip->ino, i);
-	}
-	return rc == -EOPNOTSUPP ? -EOPNOTSUPP : rc;
+	return s->copy->reserve(s, ip, off >> s->chunk_shift,
+			(end - 1) >> s->chunk_shift);
 }
 
 int
@@ -1290,30 +917,45 @@ objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip)
 {
 	objfs_inode_assert_locked(ip);
 	/* A load reading without the lock (an unlink of the closed file
-	 * can come meanwhile) keeps its buffer and the fd until it is
-	 * done. */
+	 * can come meanwhile) keeps its buffer and the copy it reads until
+	 * it is done. */
 	while (ip->ra && ip->ra->reading)
 		objfs_inode_wait(ip, &ip->ra->cv);
 	data_ra_free(ip);
 	objfs_chunkmap_fini(&ip->chunks, s->arena);
-	objfs_slots_fini(&ip->slots);
-	if (ip->bfd >= 0)
-		close(ip->bfd);
-	ip->bfd = -1;
+	s->copy->unload(s, ip);
 }
+
+/* ---- destruction: an object leaves the index ------------------------- */
 
 int
-objfs_data_has_file(const struct objfs_inode *ip)
+objfs_data_doom(struct objfs_store *s, struct objfs_meta_txn *t,
+		struct objfs_inode *ip, struct objfs_copy_doomed **d)
 {
-	/* An object spilled once and then cut to nothing still has one. */
-	return S_ISREG(ip->attr.mode) && !ip->no_file;
+	objfs_inode_assert_locked(ip);
+	return s->copy->doom(s, t, ip, d);
 }
 
+void
+objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip, uint64_t seq,
+		struct objfs_copy_doomed *d)
+{
+	objfs_inode_assert_locked(ip);
+	objfs_data_unload(s, ip);
+	s->copy->gone(s, ip, seq, d);
+}
+
+void
+objfs_data_doomed_free(struct objfs_store *s, struct objfs_copy_doomed *d)
+{
+	if (d)
+		s->copy->doomed_free(d);
+}
 
 int
 objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 {
-	struct objfs_data_doomed d;
+	struct objfs_copy_doomed *d = NULL;
 	struct objfs_meta_txn *t;
 	uint64_t seq;
 	int rc;
@@ -1332,11 +974,11 @@ objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 		rc = 0;
 	if (rc == 0)
 		rc = objfs_meta_orphan_del(t, ip->ino);
-	rc = data_commit_or_abort(t, rc, &seq);
+	rc = objfs_commit_or_abort(t, rc, &seq);
 	if (rc < 0) {
-		objfs_data_doomed_free(&d);
+		objfs_data_doomed_free(s, d);
 		return rc;
 	}
-	objfs_data_gone(s, ip, seq, &d);
+	objfs_data_gone(s, ip, seq, d);
 	return 0;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * data_int.h - what the file-bytes modules share: data.c (loading,
- * reads, writes, truncation, holes), readahead.c, writeout.c and space.c.
- * All called with the inode's lock held unless they say otherwise.
+ * reads, writes, truncation, holes), readahead.c and writeout.c, above
+ * the chunk-store layer (copy.h), and what that layer's stores use of
+ * them (local_int.h).  All called with the inode's lock held unless they
+ * say otherwise.
  */
 #ifndef OBJFS_DATA_INT_H
 #define OBJFS_DATA_INT_H
@@ -51,38 +53,36 @@ data_mark_subs(const struct objfs_store *s, struct objfs_chunk *c,
  * verify, the chunk unchanged. */
 int data_complete(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t idx, struct objfs_chunk *c);
-/* The record of chunk @idx (@c), its sums into @tab (OBJFS_SUMS_MAX
- * room) and, when it has a second slot, where that is into @alt (may be
- * NULL).  -EIO, logged, when it is not the record of the copy @c
- * names. */
-int data_chunk_rec(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t idx, const struct objfs_chunk *c,
-		struct objfs_chunk_rec *r, unsigned char *tab,
-		struct objfs_alt *alt);
-/* The backing file's fd (made, with @create, when missing; *@created
- * says so), or a negative errno. */
-int data_backing_fd(struct objfs_store *s, struct objfs_inode *ip,
-		int create, int *created);
 /* Bytes of chunk @idx that lie inside the file. */
 uint32_t data_extent_in_file(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t idx);
-/* A buffer for a disk copy of @len bytes, aligned for direct I/O. */
-void *data_bounce_alloc(uint32_t len);
-/* Read the disk copy of @c into @buf (disk_len bytes), verifying it. */
-int data_read_disk_copy(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t idx, const struct objfs_chunk *c, void *buf);
 /* Bring the disk copy of chunk @idx into a new block of at least
  * @min_cap bytes.  -ENOSPC when the arena has no such block. */
 int data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		struct objfs_chunk *c, uint32_t min_cap);
+/* iov.c */
+/* Add @n bytes at @p to a read's list (zeros when @p is NULL). */
+void data_iov_add(struct objfs_iov *v, const void *p, size_t n);
 /* Bytes [co, co+n) of a chunk whose valid bytes are src[0..have). */
 void data_iov_add_chunk(struct objfs_iov *v, const unsigned char *src,
 		uint32_t have, uint32_t co, uint32_t n);
-/* Commit @t when @rc is 0 (the commit's number in *@seq), else abort it;
- * the result. */
-int data_commit_or_abort(struct objfs_meta_txn *t, int rc, uint64_t *seq);
+
+/* writeout.c, for the spiller (spiller_ops.c) */
+/* Write out the dirty chunks among @v (victims of @ip chosen by the
+ * clock, in ascending chunk order) and free their blocks; *freed gets
+ * the bytes freed. */
+int objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_arena_victim *v, int n, uint64_t *freed);
+/* Restore the spilled chunks of [idx, idx+n) while the arena has room
+ * for them below the restore limit. */
+void objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx, uint64_t n);
 
 /* readahead.c */
+/* Load chunk idx into read-ahead slot @slot if request @gen still wants
+ * it (the inode's lock dropped for the read). */
+void objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,
+		int slot, uint64_t gen);
 /* Free the read-ahead slots (no load may be reading: see unload). */
 void data_ra_free(struct objfs_inode *ip);
 /* A sequential reader at chunk @idx (this request began at @first):
@@ -96,66 +96,4 @@ void data_ra_ahead(struct objfs_store *s, struct objfs_inode *ip,
 int data_read_from_disk(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t idx, struct objfs_chunk *c, uint64_t first,
 		struct objfs_iov *v, uint32_t co, uint32_t n);
-/* Is a read-ahead of slot @slot under way (without the inode lock)? */
-int data_slot_loading(const struct objfs_inode *ip, uint64_t slot);
-
-/* share.c */
-#define DATA_COPY_FREE	1u	/* no record points at the copy any more */
-#define DATA_COPY_FILE	2u	/* ... and its home is gone: the whole file */
-/* The object whose backing file holds @c's disk copy. */
-static inline uint64_t
-data_copy_home(const struct objfs_inode *ip, const struct objfs_chunk *c)
-{
-	return c->home ? c->home : ip->ino;
-}
-/* Is @c's disk copy shared, so that nothing may be written into it (no
- * append in place, no sub-blocks in its slots)?  1, 0, or -errno (to be
- * taken as 1). */
-int data_copy_shared(struct objfs_store *s, const struct objfs_inode *ip,
-		const struct objfs_chunk *c);
-/* How many records use @c's disk copy (the share DB's count, 1 without
- * an entry) into *@n: 0 or -errno.  A copy is shared with another file
- * only when that is 2 or more (a count left at 1 says nothing more). */
-int data_copy_users(struct objfs_store *s, const struct objfs_inode *ip,
-		const struct objfs_chunk *c, uint64_t *n);
-/* The fd through which chunk @c's disk copy is read: @ip's backing file,
- * or, for a copy shared from another object's, that file opened for
- * this read (*@own: data_copy_fd_done() closes it). */
-int data_copy_fd(struct objfs_store *s, struct objfs_inode *ip,
-		const struct objfs_chunk *c, int *own);
-void data_copy_fd_done(int fd, int own);
-/* In @t, chunk @c of @ip stops pointing at its disk copy (rewritten,
- * cut, punched, deleted): *@what gets DATA_COPY_FREE when the copy is to
- * be given back once @t is durable (always, for a copy not shared), and
- * DATA_COPY_FILE when it was the last one in a deleted object's file
- * (whose tombstone is then put in @t). */
-int data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
-		const struct objfs_inode *ip, const struct objfs_chunk *c,
-		unsigned *what);
-/* Dedup.  A disk copy, other than @c's own, holding the @len bytes of
- * @buf whose chunk checksum is @csum (candidates from the content DB,
- * each read, checked against its sums and compared byte for byte):
- * 1 and where it is, or 0.  No transaction held. */
-int data_dedup_find(struct objfs_store *s, struct objfs_inode *ip,
-		const struct objfs_chunk *c, const void *buf, uint32_t len,
-		uint64_t csum, uint64_t *home, uint64_t *slot);
-/* In @t, the commit of a write-out: take a reference on the copy found,
- * if it is still what was read (its content entry unchanged, and
- * counted, or its one record still whole).  1 taken, 0 gone (write the
- * chunk instead), or -errno. */
-int data_dedup_claim(struct objfs_meta_txn *t, uint64_t home, uint64_t slot,
-		uint64_t csum, uint32_t len);
-/* After @t committed as @seq: defer what data_copy_drop() freed, and
- * @c's second slot. */
-void data_copy_release(struct objfs_store *s, struct objfs_inode *ip,
-		const struct objfs_chunk *c, unsigned what, uint64_t seq);
-
-/* space.c */
-/* Put @slot of @ino on the list of space to give back once commit @seq
- * is durable (it stays taken meanwhile). */
-void data_defer_slot(struct objfs_store *s, uint64_t ino, uint64_t slot,
-		uint64_t seq);
-/* Drop what is deferred for @ino: it is going as a whole. */
-void data_forget_deferred(struct objfs_store *s, uint64_t ino);
-
 #endif

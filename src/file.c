@@ -508,7 +508,7 @@ copy_share(struct objfs_store *s, uint64_t ino_in, uint64_t off_in,
 	rc = 0;
 	if (S_ISREG(src->attr.mode) && S_ISREG(dst->attr.mode) &&
 	    bytes_allowed(dst->attr.mode, -EINVAL) == 0)
-		rc = objfs_data_share(s, src, off_in, dst, off_out, len, done);
+		rc = s->copy->share(s, src, off_in, dst, off_out, len, done);
 	if (*done && remove_privs(s, dst, w))
 		*changed = 1;
 	if (second != first)
@@ -596,7 +596,7 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 		for (int tries = 0; ; tries++) {
 			rc = objfs_store_sync_all(s);
 			if (rc != -ENOSPC || tries == 3 ||
-			    !objfs_data_reclaim(s))
+			    !s->copy->reclaim(s))
 				return rc;
 		}
 	}
@@ -614,7 +614,7 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 		 * rewrites freed, given back only once the index is durable:
 		 * make it durable, take the space, and write again, as the
 		 * spiller does.  ENOSPC when nothing was waiting. */
-		if (rc != -ENOSPC || tries == 3 || !objfs_data_reclaim(s))
+		if (rc != -ENOSPC || tries == 3 || !s->copy->reclaim(s))
 			break;
 	}
 	/* The bytes are on disk already: what makes them and every
@@ -660,7 +660,7 @@ objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 		/* Reserving takes backing-disk space: a full disk may hold
 		 * space waiting to be given back (see fsync). */
 		if (!(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))) {
-			if (tries >= 3 || !objfs_data_reclaim(s))
+			if (tries >= 3 || !s->copy->reclaim(s))
 				break;
 			continue;
 		}
@@ -760,66 +760,6 @@ objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
 	st->spill_low = ss.low_bytes;
 }
 
-/* The figures' walk of the index: the shared copies (sorted by the share
- * DB's key order), each counted once, at its longest record. */
-struct fig_walk {
-	struct objfs_status_figures *f;
-	struct fig_copy { uint64_t home, slot; uint32_t len; } *v;
-	size_t n, cap;
-};
-
-static int
-fig_share(void *arg, uint64_t home, uint64_t slot, uint64_t n)
-{
-	struct fig_walk *w = arg;
-
-	if (n > 1)
-		w->f->shared_now++;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 64;
-		struct fig_copy *v = realloc(w->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		w->v = v;
-		w->cap = cap;
-	}
-	w->v[w->n++] = (struct fig_copy){ home, slot, 0 };
-	return 0;
-}
-
-static int
-fig_copy_cmp(const void *a, const void *b)
-{
-	const struct fig_copy *x = a, *y = b;
-
-	if (x->home != y->home)
-		return x->home < y->home ? -1 : 1;
-	return x->slot < y->slot ? -1 : x->slot > y->slot;
-}
-
-static int
-add_chunk(void *arg, uint64_t ino, uint64_t idx,
-		const struct objfs_chunk_rec *r)
-{
-	struct fig_walk *w = arg;
-	struct fig_copy key, *p;
-
-	(void)idx;
-	if (!r)
-		return 0;
-	w->f->disk_bytes += r->len;
-	w->f->disk_chunks++;
-	key.home = r->home ? r->home : ino;
-	key.slot = r->slot;
-	p = w->n ? bsearch(&key, w->v, w->n, sizeof(*p), fig_copy_cmp) : NULL;
-	if (!p)
-		w->f->disk_stored += r->len;
-	else if (r->len > p->len)
-		p->len = r->len;
-	return 0;
-}
-
 struct objfs_latency *
 objfs_store_latency(struct objfs_store *s)
 {
@@ -829,31 +769,11 @@ objfs_store_latency(struct objfs_store *s)
 int
 objfs_store_get_figures(struct objfs_store *s, struct objfs_status_figures *f)
 {
-	struct objfs_meta_txn *t;
-	int rc;
-
 	memset(f, 0, sizeof(*f));
 	objfs_store_get_stats(s, &f->st);
 	f->pid = (long)getpid();
 	f->data_dir = s->data_dir;
 	f->arena_note = s->arena_note;
 	/* Figures that cannot be had make the read fail, never zeros. */
-	rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc < 0)
-		return rc;
-	{
-		struct fig_walk w = { f, NULL, 0, 0 };
-
-		/* The share DB walks in key order: sorted for bsearch. */
-		rc = objfs_meta_share_all(t, fig_share, &w);
-		if (rc == 0)
-			rc = objfs_meta_chunk_all(t, add_chunk, &w);
-		for (size_t i = 0; rc == 0 && i < w.n; i++)
-			f->disk_stored += w.v[i].len;
-		free(w.v);
-	}
-	objfs_meta_abort(t);
-	if (rc < 0)
-		return rc;
-	return objfs_backing_free(s->backing, &f->fs_bytes, NULL, &f->fs_avail);
+	return s->copy->figures(s, f);
 }

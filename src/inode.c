@@ -32,40 +32,6 @@
 #include "store_int.h"
 #include "../meta/meta_keys.h"
 
-void
-objfs_time_now(int64_t *sec, uint32_t *nsec)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	*sec = ts.tv_sec;
-	*nsec = (uint32_t)ts.tv_nsec;
-}
-
-int64_t
-objfs_time_ns(void)
-{
-	int64_t sec;
-	uint32_t nsec;
-
-	objfs_time_now(&sec, &nsec);
-	return sec * 1000000000ll + nsec;
-}
-
-void
-objfs_attr_touch_mc(struct objfs_attr *a)
-{
-	objfs_time_now(&a->mtime_sec, &a->mtime_nsec);
-	a->ctime_sec = a->mtime_sec;
-	a->ctime_nsec = a->mtime_nsec;
-}
-
-void
-objfs_attr_touch_c(struct objfs_attr *a)
-{
-	objfs_time_now(&a->ctime_sec, &a->ctime_nsec);
-}
-
 /* ---- index writes ------------------------------------------------------ */
 
 /*

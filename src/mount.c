@@ -374,7 +374,7 @@ maint_main(void *arg)
 		/* A checkpoint of everything committed: a machine crash
 		 * then takes at most about a second of changes. */
 		(void)objfs_meta_tick(s->meta, 0);
-		objfs_data_release(s, 0);
+		s->copy->give_back(s, 0);
 		pthread_mutex_lock(&s->maint_lock);
 	}
 	pthread_mutex_unlock(&s->maint_lock);
@@ -438,14 +438,6 @@ free_table(struct objfs_store *s)
 	}
 	free(s->table);
 }
-
-/* How the spiller reaches the file layer (spiller.h). */
-static const struct objfs_spiller_ops spill_ops = {
-	.evict = objfs_data_spill_evict,
-	.reclaim = objfs_data_spill_reclaim,
-	.restore = objfs_data_spill_restore,
-	.read_ahead = objfs_data_spill_read_ahead,
-};
 
 static void
 destroy_locks(struct objfs_store *s)
@@ -616,6 +608,8 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		goto err_lock;
 	}
 	close(sub);
+	/* The chunk store: the backing directory (copy.h). */
+	s->copy = &objfs_copy_local;
 	snprintf(path, sizeof(path), "%s/backing", cfg->data_dir);
 	rc = objfs_backing_open(path, &s->backing);
 	if (rc < 0) {
@@ -740,7 +734,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 			.arena = s->arena, .chunk_size = s->chunk_size,
 			.high_bytes = s->high_bytes, .low_bytes = low_bytes,
 			.restore_threads = OBJFS_RESTORE_THREADS,
-			.ops = &spill_ops, .ctx = s,
+			.ops = &objfs_store_spiller_ops, .ctx = s,
 		};
 
 		rc = objfs_spiller_start(&sc, &s->spiller);
@@ -906,7 +900,7 @@ objfs_store_close(struct objfs_store *s)
 	objfs_spiller_stop(s->spiller);
 	s->spiller = NULL;
 	/* Space that deletes freed first: the write-out may need it. */
-	(void)objfs_data_reclaim(s);
+	(void)s->copy->reclaim(s);
 	{
 		char what[96];
 
@@ -944,7 +938,7 @@ objfs_store_close(struct objfs_store *s)
 	}
 	/* Everything committed is durable now: the space it freed can go
 	 * (the tombstones' removal is checkpointed at close). */
-	objfs_data_release(s, 0);
+	s->copy->give_back(s, 0);
 	if (rc == 0 && !kept)
 		(void)mount_set_clean(s, 1);
 	free_table(s);

@@ -421,7 +421,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	struct objfs_inode *dp, *ip;
 	struct objfs_attr a, pa;
 	struct objfs_dirent d;
-	struct objfs_data_doomed doomed;
+	struct objfs_copy_doomed *doomed = NULL;
 	size_t len = strlen(name);
 	uint64_t seq;
 	int rc, gone, doomed_set = 0;
@@ -500,7 +500,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 		if (gone) {
 			ip->gone = 1;
 			atomic_fetch_sub(&s->ninodes, 1);
-			objfs_data_gone(s, ip, seq, &doomed);
+			objfs_data_gone(s, ip, seq, doomed);
 			doomed_set = 0;
 		}
 	}
@@ -510,7 +510,7 @@ out_ip:
 	/* Never an inode lock inside a transaction (put may take one). */
 	objfs_meta_abort(t);
 	if (doomed_set)
-		objfs_data_doomed_free(&doomed);
+		objfs_data_doomed_free(s, doomed);
 	objfs_inode_put(s, ip);
 out_dp:
 	objfs_inode_put(s, dp);

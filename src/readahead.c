@@ -5,8 +5,9 @@
  * a sequential reader by the restore threads without the inode's lock.
  *
  * A LOADING slot belongs to its loader; ra->reading counts the loads that
- * read without the lock, and the slots' buffers and the backing fd stay
- * until it is zero (objfs_data_unload waits for it).
+ * read without the lock (the chunk store's read_start/run/end, copy.h),
+ * and the slots' buffers and the store's state of the object stay until
+ * it is zero (objfs_data_unload waits for it).
  */
 #include <config.h>
 
@@ -49,7 +50,7 @@ ra_get(struct objfs_store *s, struct objfs_inode *ip)
 	ra->n = n;
 	ra->last = UINT64_MAX;
 	for (unsigned i = 0; i < n; i++) {
-		ra->slot[i].buf = data_bounce_alloc(s->chunk_size);
+		ra->slot[i].buf = objfs_copy_buf(s->chunk_size);
 		if (!ra->slot[i].buf) {
 			while (i--)
 				free(ra->slot[i].buf);
@@ -90,13 +91,14 @@ objfs_data_ra_release(struct objfs_inode *ip)
 
 /* The slot holding (or loading) the current disk copy of chunk @idx. */
 static struct objfs_ra_slot *
-ra_find(struct objfs_rahead *ra, uint64_t idx, const struct objfs_chunk *c)
+ra_find(const struct objfs_store *s, struct objfs_rahead *ra, uint64_t idx,
+		const struct objfs_chunk *c)
 {
 	for (unsigned i = 0; i < ra->n; i++) {
 		struct objfs_ra_slot *sl = &ra->slot[i];
 
 		if (sl->state != OBJFS_RA_EMPTY && sl->idx == idx &&
-		    sl->dslot == c->slot && sl->csum == c->csum &&
+		    sl->key == s->copy->key(c) && sl->csum == c->csum &&
 		    sl->len == c->disk_len)
 			return sl;
 	}
@@ -147,14 +149,14 @@ data_ra_ahead(struct objfs_store *s, struct objfs_inode *ip,
 		struct objfs_ra_slot *sl;
 
 		if (!c || objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED ||
-		    ra_find(ra, j, c))
+		    ra_find(s, ra, j, c))
 			continue;
 		sl = ra_victim(ra, first, idx, 0);
 		if (!sl)
 			return;
 		sl->state = OBJFS_RA_LOADING;
 		sl->idx = j;
-		sl->dslot = c->slot;
+		sl->key = s->copy->key(c);
 		sl->csum = c->csum;
 		sl->len = c->disk_len;
 		sl->gen = ++ra->next_gen;
@@ -171,7 +173,7 @@ static int
 load_direct(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		const struct objfs_chunk *c, void *buf)
 {
-	int rc = data_read_disk_copy(s, ip, idx, c, buf);
+	int rc = s->copy->read(s, ip, idx, c, buf);
 
 	if (rc == 0)
 		atomic_fetch_add(&s->direct_reads, 1);
@@ -192,7 +194,7 @@ read_bounce(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (!nb)
 		return -ENOMEM;
 	v->bounce = nb;
-	b = data_bounce_alloc(s->chunk_size);
+	b = objfs_copy_buf(s->chunk_size);
 	if (!b)
 		return -ENOMEM;
 	v->bounce[v->nbounce++] = b;
@@ -201,16 +203,6 @@ read_bounce(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		return rc;
 	data_iov_add_chunk(v, b, c->disk_len, co, n);
 	return 0;
-}
-
-void
-objfs_iov_release(struct objfs_iov *v)
-{
-	for (size_t i = 0; i < v->nbounce; i++)
-		free(v->bounce[i]);
-	free(v->bounce);
-	v->bounce = NULL;
-	v->nbounce = 0;
 }
 
 /*
@@ -227,12 +219,10 @@ read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		struct objfs_chunk *c, struct objfs_rahead *ra,
 		struct objfs_iov *v, uint32_t co, uint32_t n)
 {
-	unsigned char tab[4 * OBJFS_SUMS_MAX], *b;
-	struct objfs_chunk_rec r;
-	struct objfs_alt alt;
 	uint32_t hi, base, end, shift = s->sub_shift;
+	unsigned char *b;
 	void **nb;
-	int rc, fd, own;
+	int rc;
 
 	if (!(c->flags & OBJFS_CHUNK_SUMS) || idx == ra->last ||
 	    idx == ra->last + 1)
@@ -247,33 +237,17 @@ read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 			c->disk_len);
 	if (end - base > c->disk_len / 2)
 		return 0;
-	/* The sums, and where the sub-blocks are, are in the record, not
-	 * in memory: one index read. */
-	rc = data_chunk_rec(s, ip, idx, c, &r, tab, &alt);
-	if (rc < 0)
-		return rc;
 	nb = realloc(v->bounce, (v->nbounce + 1) * sizeof(*nb));
 	if (!nb)
 		return -ENOMEM;
 	v->bounce = nb;
-	b = data_bounce_alloc(end - base);
+	b = objfs_copy_buf(end - base);
 	if (!b)
 		return -ENOMEM;
 	v->bounce[v->nbounce++] = b;
-	fd = data_copy_fd(s, ip, c, &own);
-	if (fd < 0)
-		return 0;	/* reported by the whole read */
-	rc = objfs_spill_read_part(fd, ip->ino, idx, c->slot,
-			(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL, s->chunk_size,
-			b, co, hi, c->disk_len, shift, tab);
-	data_copy_fd_done(fd, own);
-	if (rc == -EBADMSG) {
-		atomic_fetch_add(&s->csum_failures, 1);
-		rc = -EIO;
-	}
+	rc = s->copy->read_part(s, ip, idx, c, b, co, hi);
 	if (rc < 0)
 		return rc;
-	atomic_fetch_add(&s->part_reads, 1);
 	ra->last = idx;
 	data_iov_add_chunk(v, b, c->disk_len - base, co - base, n);
 	return 1;
@@ -297,7 +271,7 @@ data_read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 
 	if (!ra)
 		return -ENOMEM;
-	sl = ra_find(ra, idx, c);
+	sl = ra_find(s, ra, idx, c);
 	if (!sl && (rc = read_part(s, ip, idx, c, ra, v, co, n)) != 0)
 		return rc < 0 ? rc : 0;
 	if (!sl) {
@@ -309,7 +283,7 @@ data_read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		if (rc < 0)
 			return rc;
 		sl->idx = idx;
-		sl->dslot = c->slot;
+		sl->key = s->copy->key(c);
 		sl->csum = c->csum;
 		sl->len = c->disk_len;
 		sl->state = OBJFS_RA_READY;
@@ -331,21 +305,17 @@ data_read_from_disk(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 }
 
 /* Load chunk idx into read-ahead slot @slot if request @gen still wants
- * it (ip->lock held; dropped for the disk read). */
-static void
-read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
+ * it (ip->lock held; dropped for the read: the spiller's restore
+ * threads, spiller_ops.c). */
+void
+objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
 		uint64_t gen)
 {
 	struct objfs_rahead *ra = ip->ra;
+	struct objfs_copy_read *rd;
 	struct objfs_ra_slot *sl;
 	struct objfs_chunk *c;
-	uint64_t idx, csum, dslot;
-	uint32_t len;
-	unsigned shift;
-	unsigned char tab[4 * OBJFS_SUMS_MAX];
-	struct objfs_chunk_rec r;
-	struct objfs_alt alt;
-	int fd, own = 0, rc = -ESTALE, has_alt = 0;
+	int rc = -ESTALE;
 
 	objfs_inode_assert_locked(ip);
 	if (!ra || slot < 0 || (unsigned)slot >= ra->n)
@@ -353,38 +323,23 @@ read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
 	sl = &ra->slot[slot];
 	if (sl->state != OBJFS_RA_LOADING || sl->gen != gen)
 		return;
-	idx = sl->idx;
-	dslot = sl->dslot;
-	csum = sl->csum;
-	len = sl->len;
-	c = objfs_chunkmap_get(&ip->chunks, idx);
-	/* A copy shared from another object's file is read through an fd
-	 * of this load's own. */
-	fd = c ? data_copy_fd(s, ip, c, &own) : -ENOENT;
+	c = objfs_chunkmap_get(&ip->chunks, sl->idx);
 	if (c && objfs_chunk_state(c) == OBJFS_CHUNK_SPILLED &&
-	    c->slot == dslot && c->csum == csum && c->disk_len == len &&
-	    fd >= 0) {
-		/* The slot is ours while LOADING; the buffers and fd stay
-		 * while ra->reading says a load is under way (unloading
-		 * waits for it); the disk copy's slot is not given back
-		 * while a record points at it.  Read without the lock, so
-		 * the reader copies the chunk before this one meanwhile. */
-		shift = data_sub_shift(s, c);
-		/* Where its sub-blocks are, taken while the lock still
-		 * keeps the record as the chunk map says. */
-		has_alt = !!(c->flags & OBJFS_CHUNK_ALT);
-		rc = has_alt ? data_chunk_rec(s, ip, idx, c, &r, tab, &alt) : 0;
-		if (rc == 0) {
-			ra->reading++;
-			objfs_inode_unlock(ip);
-			rc = objfs_spill_read(fd, ip->ino, idx, dslot,
-					has_alt ? &alt : NULL, s->chunk_size,
-					sl->buf, len, shift, csum);
-			objfs_inode_lock(ip);
-			ra->reading--;
-		}
+	    s->copy->key(c) == sl->key && c->csum == sl->csum &&
+	    c->disk_len == sl->len &&
+	    (rc = s->copy->read_start(s, ip, sl->idx, c, &rd)) == 0) {
+		/* The slot is ours while LOADING; the buffers and the store's
+		 * state stay while ra->reading says a load is under way
+		 * (unloading waits for it); the copy is not given back
+		 * before read_end.  Read without the lock, so the reader
+		 * copies the chunk before this one meanwhile. */
+		ra->reading++;
+		objfs_inode_unlock(ip);
+		rc = s->copy->read_run(s, rd, sl->buf);
+		objfs_inode_lock(ip);
+		ra->reading--;
+		s->copy->read_end(s, ip, rd);
 	}
-	data_copy_fd_done(fd, own);
 	/* A failure (a chunk rewritten meanwhile, or a bad copy) leaves the
 	 * slot empty: the reader then reads it itself, and reports. */
 	if (sl->state == OBJFS_RA_LOADING && sl->gen == gen) {
@@ -394,33 +349,3 @@ read_ahead(struct objfs_store *s, struct objfs_inode *ip, int slot,
 	}
 	pthread_cond_broadcast(&ra->cv);
 }
-
-
-/* Is a read-ahead of slot @slot under way (without the inode lock)? */
-int
-data_slot_loading(const struct objfs_inode *ip, uint64_t slot)
-{
-	for (unsigned i = 0; ip->ra && i < ip->ra->n; i++)
-		if (ip->ra->slot[i].state == OBJFS_RA_LOADING &&
-		    ip->ra->slot[i].dslot == slot)
-			return 1;
-	return 0;
-}
-
-/* What the spiller's restore threads call (spiller.h). */
-void
-objfs_data_spill_read_ahead(void *store, uint64_t ino, uint64_t idx, int slot,
-		uint64_t gen)
-{
-	struct objfs_store *s = store;
-	struct objfs_inode *ip;
-
-	(void)idx;	/* the slot says which chunk, and gen whether still */
-	if (objfs_store_iget_cached(s, ino, &ip) < 0)
-		return;
-	objfs_inode_lock(ip);
-	read_ahead(s, ip, slot, gen);
-	objfs_inode_unlock(ip);
-	objfs_store_iput(s, ip);
-}
-

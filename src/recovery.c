@@ -187,7 +187,7 @@ mount_mark_unclean(struct objfs_store *s)
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
 	if (!clean) {
-		freed = objfs_data_trim(s);
+		freed = s->copy->trim(s);
 		if (freed)
 			objfs_log(OBJFS_LOG_INFO, "gave back %" PRIu64 " MiB of "
 				"backing files that no record points at (left by "

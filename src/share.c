@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * share.c - disk copies that several chunks share: copies made by
- * copy_file_range over whole chunks (objfs_data_share), and the rules
- * every other path follows for them.
+ * share.c - the backing directory's copies that several chunks share
+ * (local_int.h): copies made by copy_file_range over whole chunks
+ * (local_share), equal content written once (dedup), deleting an object
+ * (local_doom, local_gone), the store's figures, and the rules every
+ * other path follows for shared copies.
  *
  * A shared copy stays where it was written: slot S of the backing file
  * of object H (its "home").  The index's share DB counts the records
@@ -10,7 +12,7 @@
  * H's own.  A record in another object's file ends with H (meta.h,
  * schema 5); H's own records never name H, so a copy becomes shared
  * without touching them (or H's lock): whether a copy is shared is the
- * share DB's to say (data_copy_shared).  The count changes in the very commit that adds
+ * share DB's to say (local_copy_shared).  The count changes in the very commit that adds
  * or removes a record, so no crash can leave it unlike the records: a
  * copy is never given back while a record (durable or not) points at
  * it, and never left behind once none does.
@@ -23,13 +25,13 @@
  *	  slot is: once the commit is durable, through the deferred list
  *	  (space.c), in H's file, whoever dropped it.
  *	- H's own slot map keeps S taken while the share DB counts it, even
- *	  after H's own record went elsewhere (data.c loads both).
+ *	  after H's own record went elsewhere (local.c loads both).
  *	- H's backing file outlives H while other objects' records point
  *	  into it: deleting H writes no tombstone then.  The commit that
  *	  drops the last reference into the file of a deleted H writes it,
  *	  and the file goes once that commit is durable.
  *
- * Called with the inode lock(s) held (store_int.h): objfs_data_share()
+ * Called with the inode lock(s) held (store_int.h): local_share()
  * with both, which only ns_lock permits.
  */
 #include <config.h>
@@ -42,45 +44,11 @@
 
 #include "../meta/meta_keys.h"
 #include "base/log.h"
-#include "data_int.h"
+#include "local_int.h"
+#include "status.h"
 
 int
-data_copy_fd(struct objfs_store *s, struct objfs_inode *ip,
-		const struct objfs_chunk *c, int *own)
-{
-	*own = 0;
-	if (!c->home || c->home == ip->ino)
-		return data_backing_fd(s, ip, 0, NULL);
-	*own = 1;
-	return objfs_backing_file(s->backing, c->home, 0, NULL);
-}
-
-void
-data_copy_fd_done(int fd, int own)
-{
-	if (own && fd >= 0)
-		close(fd);
-}
-
-static int
-any_share(void *arg, uint64_t slot, uint64_t n)
-{
-	(void)slot;
-	(void)n;
-	*(int *)arg = 1;
-	return 1;		/* stops the walk */
-}
-
-int
-objfs_data_file_shared(struct objfs_meta_txn *t, uint64_t home)
-{
-	int found = 0, rc = objfs_meta_share_list(t, home, any_share, &found);
-
-	return rc < 0 ? rc : found;
-}
-
-int
-data_copy_shared(struct objfs_store *s, const struct objfs_inode *ip,
+local_copy_shared(struct objfs_store *s, const struct objfs_inode *ip,
 		const struct objfs_chunk *c)
 {
 	struct objfs_meta_txn *t;
@@ -100,7 +68,7 @@ data_copy_shared(struct objfs_store *s, const struct objfs_inode *ip,
 }
 
 int
-data_copy_users(struct objfs_store *s, const struct objfs_inode *ip,
+local_users(struct objfs_store *s, const struct objfs_inode *ip,
 		const struct objfs_chunk *c, uint64_t *n)
 {
 	struct objfs_meta_txn *t;
@@ -109,7 +77,7 @@ data_copy_users(struct objfs_store *s, const struct objfs_inode *ip,
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		return rc;
-	rc = objfs_meta_share_get(t, data_copy_home(ip, c), c->slot, n);
+	rc = objfs_meta_share_get(t, local_copy_home(ip, c), c->slot, n);
 	objfs_meta_abort(t);
 	if (rc == -ENOENT) {
 		*n = 1;
@@ -119,11 +87,11 @@ data_copy_users(struct objfs_store *s, const struct objfs_inode *ip,
 }
 
 int
-data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
+local_drop(struct objfs_store *s, struct objfs_meta_txn *t,
 		const struct objfs_inode *ip, const struct objfs_chunk *c,
 		unsigned *what)
 {
-	uint64_t n, home = data_copy_home(ip, c);
+	uint64_t n, home = local_copy_home(ip, c);
 	struct objfs_attr a;
 	int rc;
 
@@ -133,7 +101,7 @@ data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
 		return 0;
 	rc = objfs_meta_share_get(t, home, c->slot, &n);
 	if (rc == -ENOENT && !c->home) {
-		*what = DATA_COPY_FREE;		/* its own copy, not shared */
+		*what = OBJFS_COPY_FREE;		/* its own copy, not shared */
 		return objfs_meta_content_del(t, home, c->slot);
 	}
 	if (rc == -ENOENT) {
@@ -150,7 +118,7 @@ data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
 	rc = objfs_meta_share_put(t, home, c->slot, n - 1);
 	if (rc < 0 || n > 1)
 		return rc;
-	*what = DATA_COPY_FREE;
+	*what = OBJFS_COPY_FREE;
 	rc = objfs_meta_content_del(t, home, c->slot);
 	if (rc < 0 || !c->home)
 		return rc;
@@ -162,23 +130,23 @@ data_copy_drop(struct objfs_store *s, struct objfs_meta_txn *t,
 	rc = objfs_data_file_shared(t, c->home);
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
-	*what |= DATA_COPY_FILE;
+	*what |= OBJFS_COPY_FILE;
 	return objfs_meta_deleted_add(t, c->home);
 }
 
 void
-data_copy_release(struct objfs_store *s, struct objfs_inode *ip,
+local_release(struct objfs_store *s, struct objfs_inode *ip,
 		const struct objfs_chunk *c, unsigned what, uint64_t seq)
 {
-	uint64_t home = data_copy_home(ip, c);
+	uint64_t home = local_copy_home(ip, c);
 
-	if (what & DATA_COPY_FILE)
-		data_defer_slot(s, home, OBJFS_WHOLE_FILE, seq);
-	else if (what & DATA_COPY_FREE)
-		data_defer_slot(s, home, c->slot, seq);
+	if (what & OBJFS_COPY_FILE)
+		local_defer_slot(s, home, OBJFS_WHOLE_FILE, seq);
+	else if (what & OBJFS_COPY_FREE)
+		local_defer_slot(s, home, c->slot, seq);
 	/* A second slot is never shared. */
 	if (c->flags & OBJFS_CHUNK_ALT)
-		data_defer_slot(s, ip->ino, c->alt, seq);
+		local_defer_slot(s, ip->ino, c->alt, seq);
 }
 
 /* ---- equal content (dedup) --------------------------------------------- */
@@ -201,7 +169,7 @@ cand_add(void *arg, uint64_t home, uint64_t slot)
 }
 
 int
-data_dedup_find(struct objfs_store *s, struct objfs_inode *ip,
+local_dedup_find(struct objfs_store *s, struct objfs_inode *ip,
 		const struct objfs_chunk *c, const void *buf, uint32_t len,
 		uint64_t csum, uint64_t *home, uint64_t *slot)
 {
@@ -222,12 +190,12 @@ data_dedup_find(struct objfs_store *s, struct objfs_inode *ip,
 
 		/* Its own copy as it is: nothing to share. */
 		if ((c->flags & OBJFS_CHUNK_ONDISK) && k.slot[i] == c->slot &&
-		    k.home[i] == data_copy_home(ip, c))
+		    k.home[i] == local_copy_home(ip, c))
 			continue;
-		if (!b && !(b = data_bounce_alloc(len)))
+		if (!b && !(b = objfs_copy_buf(len)))
 			return 0;
 		fd = own ? objfs_backing_file(s->backing, k.home[i], 0, NULL) :
-			data_backing_fd(s, ip, 0, NULL);
+			local_backing_fd(s, ip, 0, NULL);
 		if (fd < 0)
 			continue;
 		/* The bytes, checked against their sums, and compared: equal
@@ -235,7 +203,7 @@ data_dedup_find(struct objfs_store *s, struct objfs_inode *ip,
 		same = objfs_spill_read(fd, k.home[i], 0, k.slot[i], NULL,
 				s->chunk_size, b, len, s->sub_shift, csum) == 0 &&
 			memcmp(b, buf, len) == 0;
-		data_copy_fd_done(fd, own);
+		local_copy_fd_done(fd, own);
 		if (same) {
 			free(b);
 			*home = k.home[i];
@@ -248,7 +216,7 @@ data_dedup_find(struct objfs_store *s, struct objfs_inode *ip,
 }
 
 int
-data_dedup_claim(struct objfs_meta_txn *t, uint64_t home, uint64_t slot,
+local_dedup_claim(struct objfs_meta_txn *t, uint64_t home, uint64_t slot,
 		uint64_t csum, uint32_t len)
 {
 	unsigned char tab[4 * OBJFS_SUMS_MAX];
@@ -283,8 +251,17 @@ data_dedup_claim(struct objfs_meta_txn *t, uint64_t home, uint64_t slot,
 
 /* ---- deleting an object ------------------------------------------------ */
 
+/* What a deleted object gives back once its commit is durable: slots, or
+ * whole files (of objects gone before, whose last shared copy this was),
+ * and with @whole its own file (a tombstone is in the commit). */
+struct objfs_copy_doomed {
+	struct objfs_deferred *v;
+	size_t n, cap;
+	int whole;
+};
+
 static int
-doomed_add(struct objfs_data_doomed *d, uint64_t ino, uint64_t slot)
+doomed_add(struct objfs_copy_doomed *d, uint64_t ino, uint64_t slot)
 {
 	struct objfs_deferred *v;
 
@@ -302,23 +279,25 @@ doomed_add(struct objfs_data_doomed *d, uint64_t ino, uint64_t slot)
 }
 
 int
-objfs_data_doom(struct objfs_store *s, struct objfs_meta_txn *t,
-		struct objfs_inode *ip, struct objfs_data_doomed *d)
+local_doom(struct objfs_store *s, struct objfs_meta_txn *t,
+		struct objfs_inode *ip, struct objfs_copy_doomed **out)
 {
+	struct objfs_copy_doomed *d = calloc(1, sizeof(*d));
 	struct objfs_chunk *c;
 	uint64_t i;
 	int rc = 0, kept;
 
-	memset(d, 0, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
 	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
 		unsigned what;
 
 		if (!(c->flags & OBJFS_CHUNK_ONDISK))
 			continue;
-		rc = data_copy_drop(s, t, ip, c, &what);
-		if (rc == 0 && (what & DATA_COPY_FILE))
+		rc = local_drop(s, t, ip, c, &what);
+		if (rc == 0 && (what & OBJFS_COPY_FILE))
 			rc = doomed_add(d, c->home, OBJFS_WHOLE_FILE);
-		else if (rc == 0 && (what & DATA_COPY_FREE) && c->home)
+		else if (rc == 0 && (what & OBJFS_COPY_FREE) && c->home)
 			rc = doomed_add(d, c->home, c->slot);
 		if (rc < 0)
 			goto fail;
@@ -344,37 +323,35 @@ objfs_data_doom(struct objfs_store *s, struct objfs_meta_txn *t,
 		if (rc < 0)
 			goto fail;
 	}
-	d->whole = !kept && objfs_data_has_file(ip);
+	d->whole = !kept && local_has_copies(ip);
 	if (d->whole && (rc = objfs_meta_deleted_add(t, ip->ino)) < 0)
 		goto fail;
+	*out = d;
 	return 0;
 
 fail:
-	objfs_data_doomed_free(d);
+	local_doomed_free(d);
 	return rc;
 }
 
 void
-objfs_data_doomed_free(struct objfs_data_doomed *d)
+local_doomed_free(struct objfs_copy_doomed *d)
 {
 	free(d->v);
-	d->v = NULL;
-	d->n = d->cap = 0;
+	free(d);
 }
 
 void
-objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip, uint64_t seq,
-		struct objfs_data_doomed *d)
+local_gone(struct objfs_store *s, struct objfs_inode *ip, uint64_t seq,
+		struct objfs_copy_doomed *d)
 {
-	objfs_inode_assert_locked(ip);
-	objfs_data_unload(s, ip);
 	if (d->whole) {
-		data_forget_deferred(s, ip->ino);
-		data_defer_slot(s, ip->ino, OBJFS_WHOLE_FILE, seq);
+		local_forget_deferred(s, ip->ino);
+		local_defer_slot(s, ip->ino, OBJFS_WHOLE_FILE, seq);
 	}
 	for (size_t k = 0; k < d->n; k++)
-		data_defer_slot(s, d->v[k].ino, d->v[k].slot, seq);
-	objfs_data_doomed_free(d);
+		local_defer_slot(s, d->v[k].ino, d->v[k].slot, seq);
+	local_doomed_free(d);
 }
 
 /* ---- copies that share ------------------------------------------------- */
@@ -397,7 +374,7 @@ struct shared_one {
 };
 
 int
-objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
+local_share(struct objfs_store *s, struct objfs_inode *src,
 		uint64_t off_in, struct objfs_inode *dst, uint64_t off_out,
 		uint64_t len, uint64_t *done)
 {
@@ -449,10 +426,10 @@ objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
 			break;
 		/* The record as it is, sums included: the destination's is
 		 * the same but for its key and the home. */
-		rc = data_chunk_rec(s, src, si + k, c, &r, tab, NULL);
+		rc = local_chunk_rec(s, src, si + k, c, &r, tab, NULL);
 		if (rc < 0)
 			break;
-		home = data_copy_home(src, c);
+		home = local_copy_home(src, c);
 		rc = objfs_meta_share_get(t, home, c->slot, &cnt);
 		if (rc == -ENOENT && c->home)
 			rc = -EIO;	/* a shared record with no count */
@@ -470,7 +447,7 @@ objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
 		if ((rc = objfs_meta_share_put(t, home, c->slot, cnt + 1)) < 0)
 			break;
 		/* The destination's old copy, if any, loses a reference. */
-		if (d && (rc = data_copy_drop(s, t, dst, d, &x->drop)) < 0)
+		if (d && (rc = local_drop(s, t, dst, d, &x->drop)) < 0)
 			break;
 		if (!(d && (d->flags & OBJFS_CHUNK_ONDISK)))
 			a.nrec++;
@@ -499,7 +476,7 @@ objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
 			OBJFS_META_SCHEMA_SHARE)) == 0)
 		rc = objfs_meta_super_put(t, OBJFS_SUPER_SUB_SHIFT,
 				s->sub_shift);
-	rc = data_commit_or_abort(t, rc, &seq);
+	rc = objfs_commit_or_abort(t, rc, &seq);
 	if (rc < 0) {
 		free(v);
 		return rc == -ENOMEM ? rc : 0;
@@ -510,7 +487,7 @@ objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
 		struct objfs_chunk *c = objfs_chunkmap_get(&src->chunks, x->si);
 		struct objfs_chunk *d = objfs_chunkmap_add(&dst->chunks, x->di);
 
-		data_copy_release(s, dst, &x->old, x->drop, seq);
+		local_release(s, dst, &x->old, x->drop, seq);
 		if (!d) {
 			/* No memory for the entry: the record is in the
 			 * index, so the next load finds it; until then the
@@ -524,8 +501,8 @@ objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
 		 * block, and the copy did not happen. */
 		objfs_chunkmap_drop(&dst->chunks, x->di, d, s->arena);
 		d->flags = c->flags & (OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS);
-		d->home = data_copy_home(src, c) == dst->ino ? 0 :
-			data_copy_home(src, c);
+		d->home = local_copy_home(src, c) == dst->ino ? 0 :
+			local_copy_home(src, c);
 		d->slot = c->slot;
 		d->csum = c->csum;
 		d->disk_len = c->disk_len;
@@ -540,4 +517,89 @@ objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
 	dst->attr_dirty = 0;
 	*done = bytes;
 	return 0;
+}
+
+/* ---- the store's figures (status) ------------------------------------- */
+
+/* The figures' walk of the index: the shared copies (sorted by the share
+ * DB's key order), each counted once, at its longest record. */
+struct fig_walk {
+	struct objfs_status_figures *f;
+	struct fig_copy { uint64_t home, slot; uint32_t len; } *v;
+	size_t n, cap;
+};
+
+static int
+fig_share(void *arg, uint64_t home, uint64_t slot, uint64_t n)
+{
+	struct fig_walk *w = arg;
+
+	if (n > 1)
+		w->f->shared_now++;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct fig_copy *v = realloc(w->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		w->v = v;
+		w->cap = cap;
+	}
+	w->v[w->n++] = (struct fig_copy){ home, slot, 0 };
+	return 0;
+}
+
+static int
+fig_copy_cmp(const void *a, const void *b)
+{
+	const struct fig_copy *x = a, *y = b;
+
+	if (x->home != y->home)
+		return x->home < y->home ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+static int
+add_chunk(void *arg, uint64_t ino, uint64_t idx,
+		const struct objfs_chunk_rec *r)
+{
+	struct fig_walk *w = arg;
+	struct fig_copy key, *p;
+
+	(void)idx;
+	if (!r)
+		return 0;
+	w->f->disk_bytes += r->len;
+	w->f->disk_chunks++;
+	key.home = r->home ? r->home : ino;
+	key.slot = r->slot;
+	p = w->n ? bsearch(&key, w->v, w->n, sizeof(*p), fig_copy_cmp) : NULL;
+	if (!p)
+		w->f->disk_stored += r->len;
+	else if (r->len > p->len)
+		p->len = r->len;
+	return 0;
+}
+
+int
+local_figures(struct objfs_store *s, struct objfs_status_figures *f)
+{
+	struct fig_walk w = { f, NULL, 0, 0 };
+	struct objfs_meta_txn *t;
+	int rc;
+
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	/* The share DB walks in key order: sorted for bsearch. */
+	rc = objfs_meta_share_all(t, fig_share, &w);
+	if (rc == 0)
+		rc = objfs_meta_chunk_all(t, add_chunk, &w);
+	for (size_t i = 0; rc == 0 && i < w.n; i++)
+		f->disk_stored += w.v[i].len;
+	free(w.v);
+	objfs_meta_abort(t);
+	if (rc < 0)
+		return rc;
+	return objfs_backing_free(s->backing, &f->fs_bytes, NULL, &f->fs_avail);
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * space.c - disk space that waits to be given back: the slots a durable
- * commit freed and the backing files of deleted objects (the deferred
- * list, under defer_lock), and, after an unclean stop, the slots no record
- * points at.
+ * space.c - the backing directory's space that waits to be given back
+ * (local_int.h): the slots a durable commit freed and the backing files of
+ * deleted objects (the deferred list, under defer_lock), and, after an
+ * unclean stop, the slots no record points at.  A live object's slots are
+ * given back under its lock, taken through the inode table, and never one
+ * read without the lock meanwhile (local_reading).
  */
 #include <config.h>
 
@@ -19,12 +21,12 @@
 #include "base/csum.h"
 #include "base/log.h"
 #include "base/sync.h"
-#include "data_int.h"
+#include "local_int.h"
 
 /* Put @slot of @ip on the list of space to give back once commit @seq is
  * durable (it stays taken meanwhile). */
 void
-data_defer_slot(struct objfs_store *s, uint64_t ino, uint64_t slot, uint64_t seq)
+local_defer_slot(struct objfs_store *s, uint64_t ino, uint64_t slot, uint64_t seq)
 {
 	pthread_mutex_lock(&s->defer_lock);
 	if (s->ndefer == s->defer_cap) {
@@ -47,9 +49,24 @@ data_defer_slot(struct objfs_store *s, uint64_t ino, uint64_t slot, uint64_t seq
 	pthread_mutex_unlock(&s->defer_lock);
 }
 
+int
+local_take_deferred(struct objfs_store *s, struct objfs_inode *ip)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->defer_lock);
+	for (size_t i = 0; rc == 0 && i < s->ndefer; i++)
+		if (s->defer[i].ino == ip->ino &&
+		    s->defer[i].slot != OBJFS_WHOLE_FILE &&
+		    !objfs_slots_taken(&ip->slots, s->defer[i].slot))
+			rc = objfs_slots_take(&ip->slots, s->defer[i].slot);
+	pthread_mutex_unlock(&s->defer_lock);
+	return rc;
+}
+
 /* Drop what is deferred for @ino: it is going as a whole. */
 void
-data_forget_deferred(struct objfs_store *s, uint64_t ino)
+local_forget_deferred(struct objfs_store *s, uint64_t ino)
 {
 	size_t k = 0;
 
@@ -148,10 +165,10 @@ release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
 		punch_gone(s, d, n);
 		return;
 	}
-	fd = data_backing_fd(s, ip, 0, NULL);
+	fd = local_backing_fd(s, ip, 0, NULL);
 	for (size_t i = 0; i < n; i++) {
 		/* Keep what a read-ahead is reading, until next time. */
-		if (data_slot_loading(ip, d[i].slot))
+		if (local_reading(ip, d[i].slot))
 			continue;
 		if (fd >= 0 && objfs_spill_punch(fd, d[i].slot,
 				s->chunk_size) < 0 && errno != EOPNOTSUPP)
@@ -183,14 +200,14 @@ release_file(struct objfs_store *s, const struct objfs_deferred *d)
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &t);
 	if (rc == 0) {
 		rc = objfs_meta_deleted_del(t, d->ino);
-		rc = data_commit_or_abort(t, rc, NULL);
+		rc = objfs_commit_or_abort(t, rc, NULL);
 	}
 	if (rc == 0)
 		undefer(s, d, 1);
 }
 
 void
-objfs_data_release(struct objfs_store *s, int all)
+local_give_back(struct objfs_store *s, int all)
 {
 	uint64_t durable = objfs_meta_durable_seq(s->meta);
 	struct objfs_deferred *d;
@@ -219,7 +236,7 @@ objfs_data_release(struct objfs_store *s, int all)
 }
 
 int
-objfs_data_reclaim(struct objfs_store *s)
+local_reclaim(struct objfs_store *s)
 {
 	size_t n;
 
@@ -229,7 +246,7 @@ objfs_data_reclaim(struct objfs_store *s)
 	if (!n)
 		return 0;
 	if (objfs_meta_sync(s->meta) == 0)
-		objfs_data_release(s, 0);
+		local_give_back(s, 0);
 	return 1;
 }
 
@@ -330,7 +347,7 @@ trim_one(void *arg, uint64_t ino)
 }
 
 uint64_t
-objfs_data_trim(struct objfs_store *s)
+local_trim(struct objfs_store *s)
 {
 	uint64_t freed = 0;
 	void *arg[2] = { s, &freed };

@@ -109,7 +109,7 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 		    !(c->flags & OBJFS_CHUNK_DIRTY) && want_shared) {
 			uint64_t users;
 
-			if (data_copy_users(s, ip, c, &users) < 0 || users > 1)
+			if (s->copy->users(s, ip, c, &users) < 0 || users > 1)
 				shared += c->disk_len;
 		}
 		switch (objfs_chunk_state(c)) {

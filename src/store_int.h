@@ -4,9 +4,10 @@
  * table), mount.c (open, close, maintenance; adopt.c and recovery.c do
  * its adoption and recovery: mount_int.h), namespace.c,
  * file.c (attributes, open files), xattr.c, the file bytes (data.c,
- * writeout.c, readahead.c, space.c: data_int.h).  The spiller
- * (spiller.c) does not include it: it sees the arena and the four
- * objfs_data_spill_* calls below (spiller.h).  Not for the adapter.
+ * writeout.c, readahead.c, iov.c: data_int.h), the chunk store (copy.h;
+ * the backing directory's files: local_int.h) and spiller_ops.c.  The
+ * spiller (spiller.c) does not include it: it sees the arena and the
+ * four calls of spiller_ops.c (spiller.h).  Not for the adapter.
  *
  * Locks, outermost first (a thread holding one may take only those
  * below it):
@@ -49,14 +50,19 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "base/clock.h"
 #include "base/sync.h"
 #include "chunk.h"
+#include "copy.h"
 #include "metrics.h"
 #include "spill.h"
 #include "spiller.h"
 #include "store.h"
 
 enum { OBJFS_INODE_LOADING = 0, OBJFS_INODE_READY = 1 };
+
+/* Reads of one object's copies without its lock at once (read-ahead). */
+#define OBJFS_READING_MAX	8
 
 struct objfs_inode {
 	uint64_t ino;
@@ -92,6 +98,9 @@ struct objfs_inode {
 	int bfile_new;			/* protected by lock: its backing file
 					 * was made and the directory not yet
 					 * synced */
+	uint64_t reading[OBJFS_READING_MAX]; /* protected by lock: slots
+					 * read without it (local.c) */
+	unsigned nreading;		/* protected by lock */
 	struct objfs_rahead *ra;	/* protected by lock: chunks read
 					 * straight from disk, or NULL */
 	uint64_t rd_next;		/* protected by lock: one past the
@@ -129,7 +138,7 @@ enum { OBJFS_RA_EMPTY, OBJFS_RA_LOADING, OBJFS_RA_READY };
 struct objfs_ra_slot {
 	unsigned char *buf;
 	uint64_t idx;
-	uint64_t dslot;			/* the disk copy's slot */
+	uint64_t key;			/* which copy (copy.h, key) */
 	uint64_t csum;
 	uint64_t gen;			/* which request is loading it */
 	uint32_t len;
@@ -167,7 +176,8 @@ struct objfs_deferred {
 struct objfs_store {
 	struct objfs_meta *meta;
 	struct objfs_arena *arena;
-	struct objfs_backing *backing;
+	const struct objfs_copy_ops *copy;	/* the chunk store (copy.h) */
+	struct objfs_backing *backing;	/* the local one's directory */
 	int lockfd;
 	char *data_dir;			/* as given at open */
 	int failed;			/* objfs_store_note_failure() */
@@ -259,7 +269,8 @@ int objfs_data_seek(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, int whence, uint64_t *out);
 /* Free the read-ahead slots unless a load is in flight (last close). */
 void objfs_data_ra_release(struct objfs_inode *ip);
-/* Free the arena blocks and the backing fd (the object stays on disk). */
+/* Free the arena blocks and the chunk store's state of the object (its
+ * copies stay). */
 void objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip);
 /* Remove the object's index records, and its backing file once that is
  * durable. */
@@ -267,50 +278,22 @@ int objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip);
 /* objsum.c: the whole-object checksum (csum.h), 32 hex digits. */
 int objfs_data_object_sum(struct objfs_store *s, struct objfs_inode *ip,
 		char hex[33]);
-/* May @ip have a backing file?  Then deleting it records a tombstone. */
-int objfs_data_has_file(const struct objfs_inode *ip);
-/* What deleting an object leaves to give back once its commit is made
- * (share.c). */
-struct objfs_data_doomed {
-	struct objfs_deferred *v;	/* slots, or whole files (of objects
-					 * gone before, whose last shared copy
-					 * this was) */
-	size_t n, cap;
-	int whole;			/* its own file goes: a tombstone */
-};
-/* In @t, which deletes @ip's records: drop its references to shared
- * copies, and record its tombstone, unless other objects' records point
- * into its file (which then stays until the last of them goes).  0 or
- * -errno (@t is then to be aborted); objfs_data_gone() frees @d. */
+/* Deleting an object (data.c, through the chunk store's doom and gone:
+ * copy.h).  In @t, which deletes @ip's records: drop its references to
+ * copies, and say what it gives back (*@d).  0 or -errno (@t is then to
+ * be aborted).  Once @t committed as @seq, objfs_data_gone() lets go of
+ * @ip's chunks and gives that back when the commit is durable; if @t
+ * was not, objfs_data_doomed_free(). */
 int objfs_data_doom(struct objfs_store *s, struct objfs_meta_txn *t,
-		struct objfs_inode *ip, struct objfs_data_doomed *d);
-/* @ip left the index in commit @seq (objfs_data_doom() said what goes):
- * its backing file, or the slots doomed, go when that is durable. */
+		struct objfs_inode *ip, struct objfs_copy_doomed **d);
 void objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t seq, struct objfs_data_doomed *d);
-void objfs_data_doomed_free(struct objfs_data_doomed *d);
+		uint64_t seq, struct objfs_copy_doomed *d);
+void objfs_data_doomed_free(struct objfs_store *s,
+		struct objfs_copy_doomed *d);
 /* Do records of other objects (or of a deleted @ino) point into @ino's
- * backing file?  1, 0 or -errno (share.c). */
+ * backing file?  1, 0 or -errno (share.c; the local store's, for the
+ * checker and recovery, which know its files). */
 int objfs_data_file_shared(struct objfs_meta_txn *t, uint64_t ino);
-/* copy_file_range without copying: chunk-aligned @off_in of @src and
- * @off_out of @dst, whole chunks (and a last one that ends @src) whose
- * disk copy is current are shared, in one commit with @dst's size.
- * *@done: the bytes so shared, from the start (0: copy them).  Both
- * inode locks held (so ns_lock too; @src may be @dst).  0 or -ENOMEM. */
-int objfs_data_share(struct objfs_store *s, struct objfs_inode *src,
-		uint64_t off_in, struct objfs_inode *dst, uint64_t off_out,
-		uint64_t len, uint64_t *done);
-/* Give back the space deferred until commits that are durable now (all
- * of it with @all, after a final sync).  No lock held. */
-void objfs_data_release(struct objfs_store *s, int all);
-/* After an unclean stop (at mount, before anything else): punch the
- * slots of backing files that no record points at, the copies a write-out
- * made but never recorded and the old ones whose release was lost.  The
- * bytes given back. */
-uint64_t objfs_data_trim(struct objfs_store *s);
-/* When space waits to be given back: make the index durable and give it
- * back now (a full disk).  1 if there was any, else 0.  No lock held. */
-int objfs_data_reclaim(struct objfs_store *s);
 
 /* store->lock, its holder recorded, so that every function named
  * *_locked that needs it can check that its caller holds it. */
@@ -327,14 +310,25 @@ int objfs_data_reclaim(struct objfs_store *s);
 #define MAX_INODES		(1ull << 40)
 #define XATTR_CAPS		"security.capability"
 
-/* inode.c */
-void objfs_time_now(int64_t *sec, uint32_t *nsec);
-int64_t objfs_time_ns(void);
+/* Set mtime and ctime (objfs_attr_touch_c: ctime) to now. */
+static inline void
+objfs_attr_touch_mc(struct objfs_attr *a)
+{
+	objfs_time_now(&a->mtime_sec, &a->mtime_nsec);
+	a->ctime_sec = a->mtime_sec;
+	a->ctime_nsec = a->mtime_nsec;
+}
+
+static inline void
+objfs_attr_touch_c(struct objfs_attr *a)
+{
+	objfs_time_now(&a->ctime_sec, &a->ctime_nsec);
+}
+
 /* @ip's mtime in nanoseconds (data.c). */
 int64_t data_mtime_ns(const struct objfs_inode *ip);
-/* Set mtime and ctime (objfs_attr_touch_c: ctime) to now. */
-void objfs_attr_touch_mc(struct objfs_attr *a);
-void objfs_attr_touch_c(struct objfs_attr *a);
+
+/* inode.c */
 /* A transaction for a plain change: -ENOSPC at once on a tight index,
  * after waking the maintenance thread to make room. */
 int objfs_store_begin_change(struct objfs_store *s,
@@ -398,6 +392,18 @@ objfs_rec_alt(const struct objfs_chunk_rec *r, struct objfs_alt *a)
 	return r->has_alt ? a : NULL;
 }
 
+/* Commit @t when @rc is 0 (the commit's number in *@seq, which may be
+ * NULL), else abort it; the result. */
+static inline int
+objfs_commit_or_abort(struct objfs_meta_txn *t, int rc, uint64_t *seq)
+{
+	if (rc < 0) {
+		objfs_meta_abort(t);
+		return rc;
+	}
+	return objfs_meta_commit_seq(t, seq);
+}
+
 /* mount.c */
 /* Take the lock of the data directory open at @dirfd (its "lock" file):
  * the fd in *@lockfd_out, or -EBUSY with the pid of the daemon that holds
@@ -407,15 +413,9 @@ objfs_rec_alt(const struct objfs_chunk_rec *r, struct objfs_alt *a)
 int objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder,
 		char *state, size_t state_size);
 
-/* What the spiller calls (spiller.h): each finds the inode in memory,
- * takes its lock, does the work and lets it go (writeout.c, readahead.c,
- * space.c). */
-uint64_t objfs_data_spill_evict(void *store,
-		const struct objfs_arena_victim *v, int n, int *err);
-void objfs_data_spill_restore(void *store, uint64_t ino, uint64_t idx,
-		uint64_t n);
-void objfs_data_spill_read_ahead(void *store, uint64_t ino, uint64_t idx,
-		int slot, uint64_t gen);
-int objfs_data_spill_reclaim(void *store);
+/* spiller_ops.c: how the spiller's threads reach the objects
+ * (spiller.h): each call finds the inode in memory, takes its lock, does
+ * the work (writeout.c, readahead.c, the chunk store) and lets it go. */
+extern const struct objfs_spiller_ops objfs_store_spiller_ops;
 
 #endif

@@ -292,6 +292,190 @@ assert_content(struct fx *f, uint64_t ino, const unsigned char *want,
 
 /* ---- tests ------------------------------------------------------------- */
 
+/* ---- the chunk-store layer: a second table plugged in ------------------ */
+
+static void overwrite(struct fx *f, uint64_t ino, unsigned char *model,
+		uint64_t off, size_t n, unsigned seed);
+
+/* A store that is the backing directory's, seen through a table of its
+ * own: each call counted, and some made to fail, as a second store (a
+ * cluster out of reach) would.  The file layer must work through it
+ * alone, and a failure of it must lose nothing. */
+static struct objfs_copy_ops wrap_ops;
+static _Atomic int wrap_calls[8], wrap_fail_sync, wrap_fail_read;
+enum { W_BATCH, W_SYNC, W_READ, W_CUT, W_DOOM, W_GONE, W_RELEASE, W_LOAD };
+
+static int
+w_batch_new(struct objfs_store *s, struct objfs_inode *ip, const uint64_t *sel,
+		size_t n, int evicting, struct objfs_copy_batch **out)
+{
+	wrap_calls[W_BATCH]++;
+	return objfs_copy_local.batch_new(s, ip, sel, n, evicting, out);
+}
+
+static int
+w_batch_sync(struct objfs_copy_batch *b)
+{
+	wrap_calls[W_SYNC]++;
+	if (wrap_fail_sync) {
+		objfs_copy_local.batch_undo(b);
+		return -EIO;
+	}
+	return objfs_copy_local.batch_sync(b);
+}
+
+static int
+w_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, void *buf)
+{
+	wrap_calls[W_READ]++;
+	return wrap_fail_read ? -EIO : objfs_copy_local.read(s, ip, idx, c, buf);
+}
+
+static int
+w_read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, void *buf, uint32_t lo, uint32_t hi)
+{
+	wrap_calls[W_READ]++;
+	return wrap_fail_read ? -EIO :
+		objfs_copy_local.read_part(s, ip, idx, c, buf, lo, hi);
+}
+
+static int
+w_read_start(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, struct objfs_copy_read **out)
+{
+	wrap_calls[W_READ]++;
+	return wrap_fail_read ? -EIO :
+		objfs_copy_local.read_start(s, ip, idx, c, out);
+}
+
+static int
+w_cut_prepare(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, uint32_t len,
+		struct objfs_copy_cut **out)
+{
+	wrap_calls[W_CUT]++;
+	return objfs_copy_local.cut_prepare(s, ip, idx, c, len, out);
+}
+
+static int
+w_doom(struct objfs_store *s, struct objfs_meta_txn *t, struct objfs_inode *ip,
+		struct objfs_copy_doomed **d)
+{
+	wrap_calls[W_DOOM]++;
+	return objfs_copy_local.doom(s, t, ip, d);
+}
+
+static void
+w_gone(struct objfs_store *s, struct objfs_inode *ip, uint64_t seq,
+		struct objfs_copy_doomed *d)
+{
+	wrap_calls[W_GONE]++;
+	objfs_copy_local.gone(s, ip, seq, d);
+}
+
+static void
+w_release(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_chunk *c, unsigned what, uint64_t seq)
+{
+	wrap_calls[W_RELEASE]++;
+	objfs_copy_local.release(s, ip, c, what, seq);
+}
+
+static int
+w_load(struct objfs_store *s, struct objfs_inode *ip, uint64_t *n, int *bad)
+{
+	wrap_calls[W_LOAD]++;
+	return objfs_copy_local.load(s, ip, n, bad);
+}
+
+static void
+wrap_store(struct fx *f)
+{
+	wrap_ops = objfs_copy_local;
+	wrap_ops.name = "wrapped";
+	wrap_ops.batch_new = w_batch_new;
+	wrap_ops.batch_sync = w_batch_sync;
+	wrap_ops.read = w_read;
+	wrap_ops.read_part = w_read_part;
+	wrap_ops.read_start = w_read_start;
+	wrap_ops.cut_prepare = w_cut_prepare;
+	wrap_ops.doom = w_doom;
+	wrap_ops.gone = w_gone;
+	wrap_ops.release = w_release;
+	wrap_ops.load = w_load;
+	f->s->copy = &wrap_ops;
+	for (int i = 0; i < 8; i++)
+		wrap_calls[i] = 0;
+	wrap_fail_sync = wrap_fail_read = 0;
+}
+
+/*
+ * The file layer reaches copies through the store's table alone: with a
+ * table of its own in place, every write-out, read of a spilled chunk,
+ * truncation and deletion goes through it; a store that cannot make a
+ * batch durable fails fsync with EIO and the bytes stay, dirty, to be
+ * written once it can; one that cannot read fails the read with EIO,
+ * never with other bytes.
+ */
+static void
+test_second_store_table(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 4 * CHUNK;
+	unsigned char *buf = pattern(len, 71), *fill = pattern(12u << 20, 72);
+	unsigned char got[100];
+	struct objfs_setattr sa = { .valid = OBJFS_SET_SIZE, .size = CHUNK + 100 };
+	struct objfs_attr a;
+	uint64_t ino, big;
+	size_t n;
+
+	wrap_store(f);
+	ino = make_file(f, "w", buf, len, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_true(wrap_calls[W_BATCH] >= 1);
+	assert_true(wrap_calls[W_SYNC] >= 1);
+
+	/* The store cannot make the batch durable: EIO, nothing lost. */
+	overwrite(f, ino, buf, CHUNK + 10, 5000, 73);
+	wrap_fail_sync = 1;
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), -EIO);
+	assert_content(f, ino, buf, len, 0);
+	wrap_fail_sync = 0;
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
+	reopen(f);
+	wrap_store(f);
+	assert_content(f, ino, buf, len, 0);
+	assert_true(wrap_calls[W_LOAD] >= 1);
+
+	/* Spilled by a larger file: reads come from the store. */
+	big = make_file(f, "fill", fill, 12u << 20, 0);
+	assert_int_equal(objfs_store_fsync(f->s, big, 0), 0);
+	wrap_calls[W_READ] = 0;
+	wrap_fail_read = 1;
+	assert_int_equal(objfs_store_read(f->s, big, 100, got, 100, &n), -EIO);
+	assert_true(wrap_calls[W_READ] >= 1);
+	wrap_fail_read = 0;
+	assert_int_equal(objfs_store_read(f->s, big, 100, got, 100, &n), 0);
+	assert_memory_equal(got, fill + 100, 100);
+
+	/* Truncation into a chunk with a copy, and deletion, through it. */
+	assert_int_equal(objfs_store_setattr(f->s, ino, &sa, &a), 0);
+	assert_true(wrap_calls[W_CUT] >= 1);
+	assert_true(wrap_calls[W_RELEASE] >= 1);
+	assert_content(f, ino, buf, CHUNK + 100, 0);
+	assert_int_equal(objfs_store_release(f->s, big, O_RDWR, 0), 0);
+	assert_int_equal(objfs_store_unlink(f->s, 1, "fill"), 0);
+	assert_true(wrap_calls[W_DOOM] >= 1);
+	assert_true(wrap_calls[W_GONE] >= 1);
+	reopen(f);
+	assert_content(f, ino, buf, CHUNK + 100, 0);
+	free(buf);
+	free(fill);
+}
+
 static void
 test_roundtrip_reopen(void **state)
 {
@@ -2672,7 +2856,7 @@ static void
 give_back(struct fx *f)
 {
 	assert_int_equal(objfs_meta_sync(f->s->meta), 0);
-	objfs_data_release(f->s, 0);
+	f->s->copy->give_back(f->s, 0);
 }
 
 /*
@@ -3130,6 +3314,8 @@ main(void)
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(
 				test_jumping_reads_restore_second_time, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_second_store_table, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_page_cache_after_direct_writes,
 				setup, teardown),
