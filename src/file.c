@@ -2,7 +2,8 @@
 /*
  * file.c - attributes and open files: getattr and setattr, open and
  * release, read, write, copy_file_range, fsync, fallocate, lseek, and the
- * whole store's figures.  The bytes themselves are data.c's.
+ * whole store's figures (the chunk store's, copy.h).  The bytes themselves
+ * are data.c's.
  *
  * Size and times changed by writes are written to the index on release,
  * fsync, eviction and unmount; every other change is written through.

@@ -3,7 +3,7 @@
  * spill.h - the backing directory: one file per object, holding the disk
  * copies of its chunks in chunk-sized slots, slot s at offset s * chunk
  * size.  Chunk i is in slot i unless copy-on-write had to put it
- * elsewhere (data.c), so an object written out once is a plain file
+ * elsewhere (local.c), so an object written out once is a plain file
  * holding exactly its bytes.
  *
  * File names are the object's inode number in 16 hex digits, never a name

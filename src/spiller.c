@@ -9,7 +9,7 @@
  * from the arena's clock (an LRU approximation over every block tagged
  * with its owner), clean chunks first: dropping a chunk whose disk copy is
  * current costs no I/O.  Only when no clean chunk is cold does it choose
- * dirty ones, write them out (writeout.c, so the index never
+ * dirty ones, write them out (spiller_ops.c, writeout.c, so the index never
  * points at bytes that fail their checksum) and drop them.  Chunks of
  * open files, and of the file being written, are eligible, which is how a
  * file larger than the arena streams through it.
