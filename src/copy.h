@@ -218,6 +218,12 @@ struct objfs_copy_ops {
 	 * record names.  The bytes freed. */
 	uint64_t (*trim)(struct objfs_store *s);
 
+	/* ---- capacity (no lock held) ---- */
+	/* The store's size, its free bytes and those free for writers (df:
+	 * statfs's blocks, bfree and bavail before the arena's part). */
+	int (*space)(struct objfs_store *s, uint64_t *total, uint64_t *free,
+			uint64_t *avail);
+
 	/* ---- the status file (no lock held) ---- */
 	/* The figures of what the store holds: disk_bytes, disk_chunks,
 	 * disk_stored, shared_now, fs_bytes, fs_avail (status.h). */

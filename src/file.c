@@ -703,12 +703,13 @@ objfs_store_statfs(struct objfs_store *s, struct objfs_statfs *st)
 	uint64_t total, nfree, avail;
 	int rc;
 
-	/* Capacity and use are the backing filesystem's: everything ends up
-	 * there, so df's "used" (size - free) is the disk's.  What is left
+	/* Capacity and use are the chunk store's (the backing filesystem's,
+	 * for the local one): everything ends up there, so df's "used"
+	 * (size - free) is the disk's.  What is left
 	 * for writers leaves room for the bytes in the arena, which may
 	 * need it.  (Free was computed as available before, which made df
 	 * count the root reserve, and the arena, as used.) */
-	rc = objfs_backing_free(s->backing, &total, &nfree, &avail);
+	rc = s->copy->space(s, &total, &nfree, &avail);
 	if (rc < 0)
 		return rc;
 	objfs_arena_get_stats(s->arena, &as);

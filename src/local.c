@@ -880,5 +880,6 @@ const struct objfs_copy_ops objfs_copy_local = {
 	.give_back = local_give_back,
 	.reclaim = local_reclaim,
 	.trim = local_trim,
+	.space = local_space,
 	.figures = local_figures,
 };

@@ -35,6 +35,9 @@ int local_chunk_rec(struct objfs_store *s, struct objfs_inode *ip,
 		struct objfs_alt *alt);
 /* May @ip have a backing file?  Then deleting it records a tombstone. */
 int local_has_copies(const struct objfs_inode *ip);
+/* The backing filesystem's size and free bytes (copy.h, space). */
+int local_space(struct objfs_store *s, uint64_t *total, uint64_t *free,
+		uint64_t *avail);
 /* Is slot @slot of @ip's file being read without the lock? */
 int local_reading(const struct objfs_inode *ip, uint64_t slot);
 

@@ -125,3 +125,10 @@ objfs_data_file_shared(struct objfs_meta_txn *t, uint64_t home)
 
 	return rc < 0 ? rc : found;
 }
+
+int
+local_space(struct objfs_store *s, uint64_t *total, uint64_t *free,
+		uint64_t *avail)
+{
+	return objfs_backing_free(s->backing, total, free, avail);
+}
