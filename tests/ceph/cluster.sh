@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# tests/ceph/cluster.sh - a single-node Ceph cluster for the tests: one
+# monitor and one OSD (bluestore on a sparse file), every daemon bound to
+# 127.0.0.1, no authentication, one pool of size 1.  Everything lives in
+# DIR; nothing is installed or changed outside it.
+#
+#   cluster.sh start DIR [POOL]   make and start it; prints nothing, exits
+#                                 0 once POOL (default objfs) takes a write
+#   cluster.sh stop DIR           stop its daemons by the pids they wrote
+#   cluster.sh osd-stop DIR       stop the OSD alone (a cluster out of reach)
+#   cluster.sh osd-start DIR      start it again
+#
+# DIR/ceph.conf is the client's configuration (rados -c, -o remote_conf=).
+# Needs ceph-mon, ceph-osd and ceph-common (Debian's, 16.2).  A start that
+# fails stops what it started and prints the daemons' last log lines.
+set -u
+cmd=${1:-}
+D=${2:-}
+POOL=${3:-objfs}
+[ -n "$cmd" ] && [ -n "$D" ] || { echo "usage: cluster.sh start|stop|osd-stop|osd-start DIR [POOL]" >&2; exit 2; }
+
+conf=$D/ceph.conf
+
+pid_of() { cat "$D/run/$1.pid" 2>/dev/null; }
+
+stop_one() {	# stop_one NAME: SIGTERM, then SIGKILL after 10 s
+	local p
+	p=$(pid_of "$1") || return 0
+	[ -n "$p" ] || return 0
+	kill "$p" 2>/dev/null || { rm -f "$D/run/$1.pid"; return 0; }
+	for _ in $(seq 100); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$p" 2>/dev/null
+	for _ in $(seq 50); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	rm -f "$D/run/$1.pid"
+}
+
+free_port() {	# a TCP port free on 127.0.0.1 now
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+fail() {
+	echo "cluster.sh: $*" >&2
+	for l in "$D"/log/*.log; do
+		[ -f "$l" ] && { echo "---- $l" >&2; tail -n 20 "$l" >&2; }
+	done
+	stop_one osd.0
+	stop_one mon.a
+	exit 1
+}
+
+start_osd() {
+	ceph-osd -c "$conf" -i 0 >"$D/log/osd.0.out" 2>&1 || return 1
+	for _ in $(seq 300); do
+		[ -s "$D/run/osd.0.pid" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+case $cmd in
+stop)
+	stop_one osd.0
+	stop_one mon.a
+	exit 0
+	;;
+osd-stop)
+	stop_one osd.0
+	exit 0
+	;;
+osd-start)
+	start_osd || fail "the OSD did not start again"
+	exit 0
+	;;
+start) ;;
+*) echo "cluster.sh: unknown command $cmd" >&2; exit 2 ;;
+esac
+
+command -v ceph-mon >/dev/null && command -v ceph-osd >/dev/null && command -v ceph >/dev/null ||
+	{ echo "cluster.sh: ceph-mon, ceph-osd and ceph-common are not installed" >&2; exit 1; }
+mkdir -p "$D/run" "$D/log" "$D/mon.a" "$D/osd.0" || exit 1
+port=$(free_port)
+fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+cat >"$conf" <<EOC
+[global]
+fsid = $fsid
+mon host = [v2:127.0.0.1:$port]
+public addr = 127.0.0.1
+cluster addr = 127.0.0.1
+ms bind ipv6 = false
+auth cluster required = none
+auth service required = none
+auth client required = none
+auth allow insecure global id reclaim = false
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg autoscale mode = off
+osd crush chooseleaf type = 0
+mon allow pool size one = true
+mon allow pool delete = true
+mon warn on pool no redundancy = false
+mon data avail warn = 1
+mon data avail crit = 0
+run dir = $D/run
+pid file = $D/run/\$name.pid
+admin socket = $D/run/\$name.asok
+log file = $D/log/\$name.log
+log to stderr = false
+err to stderr = false
+keyring = $D/keyring
+[mon.a]
+mon data = $D/mon.a
+[osd.0]
+osd data = $D/osd.0
+osd objectstore = bluestore
+bluestore block path = $D/osd.0.block
+bluestore block create = true
+bluestore block size = 10737418240
+bluestore block db create = false
+bluestore block wal create = false
+osd memory target = 939524096
+bluestore cache autotune = false
+bluestore cache size = 134217728
+EOC
+ceph-authtool --create-keyring "$D/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null 2>&1 ||
+	fail "ceph-authtool failed"
+monmaptool --create --addv a "[v2:127.0.0.1:$port]" --fsid "$fsid" "$D/monmap" >/dev/null 2>&1 ||
+	fail "monmaptool failed"
+ceph-mon -c "$conf" --mkfs -i a --monmap "$D/monmap" --keyring "$D/keyring" \
+	>"$D/log/mon.a.mkfs" 2>&1 || fail "ceph-mon --mkfs failed: $(tail -n 3 "$D/log/mon.a.mkfs")"
+ceph-mon -c "$conf" -i a >"$D/log/mon.a.out" 2>&1 || fail "ceph-mon did not start"
+C="timeout 20 ceph -c $conf --connect-timeout 10"
+for i in $(seq 100); do
+	$C mon stat >/dev/null 2>&1 && break
+	[ "$i" = 100 ] && fail "the monitor does not answer"
+	sleep 0.2
+done
+uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+id=$($C osd new "$uuid" 2>"$D/log/osd.new.err") || fail "ceph osd new: $(cat "$D/log/osd.new.err")"
+[ "$id" = 0 ] || fail "ceph osd new gave id $id"
+ceph-osd -c "$conf" -i 0 --mkfs --osd-uuid "$uuid" >"$D/log/osd.0.mkfs" 2>&1 ||
+	fail "ceph-osd --mkfs failed: $(tail -n 3 "$D/log/osd.0.mkfs")"
+start_osd || fail "the OSD did not start"
+$C osd pool create "$POOL" 8 8 >/dev/null 2>&1 || fail "cannot create pool $POOL"
+$C osd pool set "$POOL" size 1 --yes-i-really-mean-it >/dev/null 2>&1 || true
+$C osd pool application enable "$POOL" objfs >/dev/null 2>&1 || true
+# Up once a write is taken (the PGs peered, the OSD up and in).
+echo ready >"$D/probe"
+for i in $(seq 120); do
+	timeout 5 rados -c "$conf" -p "$POOL" put cluster-probe "$D/probe" >/dev/null 2>&1 && break
+	[ "$i" = 120 ] && fail "pool $POOL takes no write after 60 s"
+	sleep 0.5
+done
+timeout 5 rados -c "$conf" -p "$POOL" rm cluster-probe >/dev/null 2>&1
+exit 0
