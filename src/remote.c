@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote.c - objfs's client of a Ceph pool (remote.h).
+ *
+ * The timeout bounds every operation through librados's own settings
+ * (rados_osd_op_timeout, rados_mon_op_timeout, client_mount_timeout): an
+ * operation the cluster does not answer returns -ETIMEDOUT, and librados
+ * cancels it, so nothing is left to complete later behind the caller's
+ * back.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remote.h"
+
+int
+objfs_remote_parse(const char *spec, char pool[OBJFS_REMOTE_NAME_MAX],
+		char ns[OBJFS_REMOTE_NAME_MAX], char *err, size_t errsize)
+{
+	const char *p, *slash;
+	size_t n;
+
+	pool[0] = ns[0] = '\0';
+	if (!spec || strncmp(spec, "rados:", 6) != 0) {
+		snprintf(err, errsize, "remote=%s: expected rados:POOL or "
+			"rados:POOL/NAMESPACE", spec ? spec : "");
+		return -EINVAL;
+	}
+	p = spec + 6;
+	slash = strchr(p, '/');
+	n = slash ? (size_t)(slash - p) : strlen(p);
+	if (n == 0 || n >= OBJFS_REMOTE_NAME_MAX) {
+		snprintf(err, errsize, "remote=%s: the pool name is %s", spec,
+			n ? "too long" : "empty");
+		return -EINVAL;
+	}
+	memcpy(pool, p, n);
+	pool[n] = '\0';
+	if (slash) {
+		n = strlen(slash + 1);
+		if (n == 0 || n >= OBJFS_REMOTE_NAME_MAX ||
+		    strchr(slash + 1, '/')) {
+			snprintf(err, errsize, "remote=%s: the namespace is %s",
+				spec, n == 0 ? "empty" : n >= OBJFS_REMOTE_NAME_MAX ?
+				"too long" : "not one name (a '/' in it)");
+			pool[0] = '\0';
+			return -EINVAL;
+		}
+		memcpy(ns, slash + 1, n + 1);
+	}
+	return 0;
+}
+
+#ifdef HAVE_RADOS
+#include <rados/librados.h>
+
+struct objfs_remote {
+	rados_t cluster;
+	rados_ioctx_t io;
+};
+
+int
+objfs_remote_connect(const struct objfs_remote_config *cfg,
+		struct objfs_remote **out, char *err, size_t errsize)
+{
+	char pool[OBJFS_REMOTE_NAME_MAX], ns[OBJFS_REMOTE_NAME_MAX], t[16];
+	const char *conf = cfg->conf ? cfg->conf : "/etc/ceph/ceph.conf";
+	struct objfs_remote *r;
+	int rc;
+
+	rc = objfs_remote_parse(cfg->spec, pool, ns, err, errsize);
+	if (rc < 0)
+		return rc;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	rc = rados_create2(&r->cluster, "ceph", cfg->id ? cfg->id :
+			"client.admin", 0);
+	if (rc < 0) {
+		snprintf(err, errsize, "remote: cannot make a client named %s: "
+			"%s", cfg->id ? cfg->id : "client.admin", strerror(-rc));
+		free(r);
+		return rc;
+	}
+	rc = rados_conf_read_file(r->cluster, conf);
+	if (rc < 0) {
+		snprintf(err, errsize, "remote_conf=%s: cannot read it: %s",
+			conf, strerror(-rc));
+		goto fail;
+	}
+	snprintf(t, sizeof(t), "%u", cfg->timeout_s ? cfg->timeout_s :
+			OBJFS_REMOTE_TIMEOUT);
+	if ((rc = rados_conf_set(r->cluster, "rados_osd_op_timeout", t)) < 0 ||
+	    (rc = rados_conf_set(r->cluster, "rados_mon_op_timeout", t)) < 0 ||
+	    (rc = rados_conf_set(r->cluster, "client_mount_timeout", t)) < 0) {
+		snprintf(err, errsize, "remote: cannot set its timeout: %s",
+			strerror(-rc));
+		goto fail;
+	}
+	rc = rados_connect(r->cluster);
+	if (rc < 0) {
+		snprintf(err, errsize, "remote: cannot reach the cluster of %s "
+			"within %s s: %s", conf, t, strerror(-rc));
+		goto fail;
+	}
+	rc = rados_ioctx_create(r->cluster, pool, &r->io);
+	if (rc < 0) {
+		snprintf(err, errsize, "remote=%s: pool %s: %s", cfg->spec, pool,
+			rc == -ENOENT ? "no such pool" : strerror(-rc));
+		rados_shutdown(r->cluster);
+		free(r);
+		return rc;
+	}
+	rados_ioctx_set_namespace(r->io, ns[0] ? ns : NULL);
+	*out = r;
+	return 0;
+
+fail:
+	rados_shutdown(r->cluster);
+	free(r);
+	return rc;
+}
+
+void
+objfs_remote_close(struct objfs_remote *r)
+{
+	if (!r)
+		return;
+	rados_ioctx_destroy(r->io);
+	rados_shutdown(r->cluster);
+	free(r);
+}
+
+int
+objfs_remote_put(struct objfs_remote *r, const char *name, const void *buf,
+		size_t len)
+{
+	return rados_write_full(r->io, name, buf, len);
+}
+
+int
+objfs_remote_create(struct objfs_remote *r, const char *name, const void *buf,
+		size_t len)
+{
+	rados_write_op_t op = rados_create_write_op();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+	rados_write_op_write_full(op, buf, len);
+	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rados_release_write_op(op);
+	return rc;
+}
+
+int
+objfs_remote_get(struct objfs_remote *r, const char *name, uint64_t off,
+		void *buf, size_t len, size_t *got)
+{
+	int rc = rados_read(r->io, name, buf, len, off);
+
+	*got = rc > 0 ? (size_t)rc : 0;
+	return rc < 0 ? rc : 0;
+}
+
+int
+objfs_remote_stat(struct objfs_remote *r, const char *name, uint64_t *size)
+{
+	time_t mtime;
+
+	return rados_stat(r->io, name, size, &mtime);
+}
+
+int
+objfs_remote_remove(struct objfs_remote *r, const char *name)
+{
+	int rc = rados_remove(r->io, name);
+
+	return rc == -ENOENT ? 0 : rc;
+}
+
+#define HOLD_LOCK	"objfs"
+
+int
+objfs_remote_hold(struct objfs_remote *r, const char *name, const char *holder,
+		unsigned seconds, char *who, size_t whosize)
+{
+	struct timeval tv = { (time_t)seconds, 0 };
+	char tag[64], clients[512], cookies[512], addrs[512];
+	size_t tl = sizeof(tag), cl = sizeof(clients), kl = sizeof(cookies),
+	       al = sizeof(addrs);
+	int excl, rc;
+
+	/* Renewing needs the flag; taking it first does not mind it. */
+	rc = rados_lock_exclusive(r->io, name, HOLD_LOCK, holder,
+			"objfs mount", &tv, LIBRADOS_LOCK_FLAG_RENEW);
+	if (rc != -EBUSY && rc != -EEXIST)
+		return rc;
+	if (who && whosize) {
+		who[0] = '\0';
+		/* The cookie is the holder's own description of itself. */
+		if (rados_list_lockers(r->io, name, HOLD_LOCK, &excl, tag, &tl,
+				clients, &cl, cookies, &kl, addrs, &al) > 0)
+			snprintf(who, whosize, "%s", cookies);
+	}
+	return -EBUSY;
+}
+
+int
+objfs_remote_release(struct objfs_remote *r, const char *name,
+		const char *holder)
+{
+	int rc = rados_unlock(r->io, name, HOLD_LOCK, holder);
+
+	return rc == -ENOENT ? 0 : rc;
+}
+
+#else	/* !HAVE_RADOS */
+
+int
+objfs_remote_connect(const struct objfs_remote_config *cfg,
+		struct objfs_remote **out, char *err, size_t errsize)
+{
+	(void)cfg;
+	*out = NULL;
+	snprintf(err, errsize, "remote: this objfs was built without librados "
+		"(install librados-dev and build again)");
+	return -ENOTSUP;
+}
+
+void
+objfs_remote_close(struct objfs_remote *r)
+{
+	(void)r;
+}
+
+#endif

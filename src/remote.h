@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote.h - objfs's client of a Ceph pool (librados): the connection the
+ * remote tier (issue 25: -o remote=rados:POOL[/NAMESPACE]) is built on.
+ * One pool and namespace per connection; every call is bounded by the
+ * connection's timeout and fails with -ETIMEDOUT when the cluster does not
+ * answer within it, never hanging beyond.  Thread-safe as librados is:
+ * calls may come from any thread at once.
+ *
+ * Built only where librados is (configure: HAVE_RADOS); without it,
+ * objfs_remote_connect() says so and nothing else can be called.
+ */
+#ifndef OBJFS_REMOTE_H
+#define OBJFS_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct objfs_remote;
+
+struct objfs_remote_config {
+	const char *spec;	/* rados:POOL or rados:POOL/NAMESPACE */
+	const char *conf;	/* ceph.conf; NULL: /etc/ceph/ceph.conf */
+	const char *id;		/* the client's name (client.ID); NULL:
+				 * admin */
+	unsigned timeout_s;	/* every operation; 0: the default, 30 */
+};
+
+#define OBJFS_REMOTE_TIMEOUT	30u
+#define OBJFS_REMOTE_NAME_MAX	96	/* pool and namespace names */
+
+/* Split @spec ("rados:POOL[/NAMESPACE]") into @pool and @ns (empty when
+ * none).  -EINVAL, with a message in @err, for anything else. */
+int objfs_remote_parse(const char *spec, char pool[OBJFS_REMOTE_NAME_MAX],
+		char ns[OBJFS_REMOTE_NAME_MAX], char *err, size_t errsize);
+
+/* Connect, and open the pool: 0, or -errno with what went wrong in @err
+ * (no configuration file, no monitor answering within the timeout, no
+ * such pool, built without librados: -ENOTSUP). */
+int objfs_remote_connect(const struct objfs_remote_config *cfg,
+		struct objfs_remote **out, char *err, size_t errsize);
+void objfs_remote_close(struct objfs_remote *r);
+
+/* Object @name holds exactly @buf[0..len) (replaced whole, atomically:
+ * a reader sees the old bytes or the new). */
+int objfs_remote_put(struct objfs_remote *r, const char *name,
+		const void *buf, size_t len);
+/* The same, only if no object @name exists: -EEXIST otherwise. */
+int objfs_remote_create(struct objfs_remote *r, const char *name,
+		const void *buf, size_t len);
+/* Up to @len bytes of @name from @off into @buf; *@got the bytes read.
+ * -ENOENT when there is no such object. */
+int objfs_remote_get(struct objfs_remote *r, const char *name, uint64_t off,
+		void *buf, size_t len, size_t *got);
+/* Its size; -ENOENT when absent. */
+int objfs_remote_stat(struct objfs_remote *r, const char *name,
+		uint64_t *size);
+/* Remove @name; absent is not an error. */
+int objfs_remote_remove(struct objfs_remote *r, const char *name);
+
+/* An exclusive hold on @name (the lock "objfs"), for @seconds, naming
+ * @holder (who holds it, shown to whoever is refused); taken again by
+ * the same holder, it is renewed.  -EBUSY with the current holder in
+ * @who (may be NULL) when another has it. */
+int objfs_remote_hold(struct objfs_remote *r, const char *name,
+		const char *holder, unsigned seconds, char *who,
+		size_t whosize);
+int objfs_remote_release(struct objfs_remote *r, const char *name,
+		const char *holder);
+
+#endif

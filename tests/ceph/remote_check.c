@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote_check.c - objfs's client of a Ceph pool (src/remote.c) against a
+ * real cluster (tests/integration/remote_client.sh starts it).  Prints
+ * TAP.
+ *
+ *   remote_check CONF POOL          the calls, on a cluster that answers
+ *   remote_check CONF POOL down     with its OSD stopped: each call fails
+ *                                   with ETIMEDOUT within its timeout
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/remote.h"
+
+static int n, failed;
+
+static void
+check(const char *what, int ok)
+{
+	n++;
+	if (!ok)
+		failed++;
+	printf("%sok %d - %s\n", ok ? "" : "not ", n, what);
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+parse_checks(void)
+{
+	char pool[OBJFS_REMOTE_NAME_MAX], ns[OBJFS_REMOTE_NAME_MAX], err[256];
+
+	check("rados:p parses: pool p, no namespace",
+		objfs_remote_parse("rados:p", pool, ns, err, sizeof(err)) == 0 &&
+		strcmp(pool, "p") == 0 && ns[0] == '\0');
+	check("rados:p/ns parses: pool p, namespace ns",
+		objfs_remote_parse("rados:p/ns", pool, ns, err, sizeof(err)) == 0 &&
+		strcmp(pool, "p") == 0 && strcmp(ns, "ns") == 0);
+	check("s3:b is refused, saying what is expected",
+		objfs_remote_parse("s3:b", pool, ns, err, sizeof(err)) == -EINVAL &&
+		strstr(err, "rados:POOL"));
+	check("rados: (no pool) is refused",
+		objfs_remote_parse("rados:", pool, ns, err, sizeof(err)) == -EINVAL &&
+		strstr(err, "empty"));
+	check("rados:p/ (empty namespace) is refused",
+		objfs_remote_parse("rados:p/", pool, ns, err, sizeof(err)) == -EINVAL);
+	check("rados:p/a/b (two names) is refused",
+		objfs_remote_parse("rados:p/a/b", pool, ns, err, sizeof(err)) == -EINVAL &&
+		strstr(err, "'/'"));
+}
+
+int
+main(int argc, char **argv)
+{
+	struct objfs_remote_config cfg = { NULL, NULL, NULL, 5 };
+	struct objfs_remote *r, *r2;
+	char spec[256], err[512], who[256];
+	size_t len = 1u << 20, got;
+	unsigned char *buf, *back;
+	uint64_t size;
+	double t;
+	int rc;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: remote_check CONF POOL [down]\n");
+		return 2;
+	}
+	cfg.conf = argv[1];
+	buf = malloc(len);
+	back = malloc(len);
+	srand(7);
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (unsigned char)rand();
+	if (argc > 3 && strcmp(argv[3], "down") == 0) {
+		snprintf(spec, sizeof(spec), "rados:%s/t", argv[2]);
+		cfg.spec = spec;
+		rc = objfs_remote_connect(&cfg, &r, err, sizeof(err));
+		check("connects while the monitor answers", rc == 0);
+		if (rc == 0) {
+			t = now();
+			rc = objfs_remote_put(r, "down-put", buf, len);
+			check("a write with the OSD down fails with ETIMEDOUT",
+				rc == -ETIMEDOUT);
+			check("... after its 5 s timeout, within 15 s",
+				now() - t >= 4.5 && now() - t < 15);
+			t = now();
+			rc = objfs_remote_get(r, "obj", 0, back, len, &got);
+			check("a read with the OSD down fails with ETIMEDOUT",
+				rc == -ETIMEDOUT);
+			check("... within 15 s", now() - t < 15);
+			objfs_remote_close(r);
+		}
+		printf("1..%d\n", n);
+		return 0;
+	}
+	parse_checks();
+
+	cfg.spec = "rados:no-such-pool";
+	rc = objfs_remote_connect(&cfg, &r, err, sizeof(err));
+	check("a pool that does not exist: ENOENT, said so",
+		rc == -ENOENT && strstr(err, "no such pool"));
+	cfg.conf = "/nonexistent/ceph.conf";
+	snprintf(spec, sizeof(spec), "rados:%s", argv[2]);
+	cfg.spec = spec;
+	rc = objfs_remote_connect(&cfg, &r, err, sizeof(err));
+	check("a configuration file that does not exist: refused, naming it",
+		rc < 0 && strstr(err, "/nonexistent/ceph.conf"));
+	cfg.conf = argv[1];
+
+	snprintf(spec, sizeof(spec), "rados:%s/t", argv[2]);
+	cfg.spec = spec;
+	rc = objfs_remote_connect(&cfg, &r, err, sizeof(err));
+	check("connects to the pool and namespace", rc == 0);
+	if (rc < 0) {
+		printf("# %s\n1..%d\n", err, n);
+		return 0;
+	}
+	check("put 1 MiB", objfs_remote_put(r, "obj", buf, len) == 0);
+	check("stat: 1 MiB", objfs_remote_stat(r, "obj", &size) == 0 &&
+		size == len);
+	check("get: the same bytes",
+		objfs_remote_get(r, "obj", 0, back, len, &got) == 0 &&
+		got == len && memcmp(buf, back, len) == 0);
+	check("get from an offset: the bytes there",
+		objfs_remote_get(r, "obj", 1000, back, 100, &got) == 0 &&
+		got == 100 && memcmp(buf + 1000, back, 100) == 0);
+	check("put again, shorter: replaced whole",
+		objfs_remote_put(r, "obj", buf + 5, 10) == 0 &&
+		objfs_remote_stat(r, "obj", &size) == 0 && size == 10);
+	check("create of an object that exists: EEXIST, unchanged",
+		objfs_remote_create(r, "obj", buf, len) == -EEXIST &&
+		objfs_remote_stat(r, "obj", &size) == 0 && size == 10);
+	check("create of a new one", objfs_remote_create(r, "new", buf, 7) == 0 &&
+		objfs_remote_stat(r, "new", &size) == 0 && size == 7);
+	check("get of an absent object: ENOENT",
+		objfs_remote_get(r, "absent", 0, back, 10, &got) == -ENOENT);
+	check("remove, and of an absent one", objfs_remote_remove(r, "new") == 0 &&
+		objfs_remote_remove(r, "new") == 0 &&
+		objfs_remote_stat(r, "new", &size) == -ENOENT);
+
+	/* Namespaces keep objects apart. */
+	snprintf(spec, sizeof(spec), "rados:%s/other", argv[2]);
+	cfg.spec = spec;
+	rc = objfs_remote_connect(&cfg, &r2, err, sizeof(err));
+	check("another namespace of the pool", rc == 0);
+	if (rc == 0) {
+		check("... does not see the first's objects",
+			objfs_remote_stat(r2, "obj", &size) == -ENOENT);
+
+		/* The hold: one holder at a time, renewed by its holder,
+		 * free again after it expires or is released. */
+		check("a hold taken", objfs_remote_hold(r, "hold", "host-a:1", 3,
+				who, sizeof(who)) == 0);
+		check("renewed by its holder", objfs_remote_hold(r, "hold",
+				"host-a:1", 3, who, sizeof(who)) == 0);
+		objfs_remote_close(r2);
+	}
+	/* A second client of the same namespace, as a second machine. */
+	snprintf(spec, sizeof(spec), "rados:%s/t", argv[2]);
+	cfg.spec = spec;
+	rc = objfs_remote_connect(&cfg, &r2, err, sizeof(err));
+	if (rc == 0) {
+		check("another holder is refused with EBUSY, told who holds it",
+			objfs_remote_hold(r2, "hold", "host-b:2", 3, who,
+				sizeof(who)) == -EBUSY &&
+			strcmp(who, "host-a:1") == 0);
+		t = now();
+		while (objfs_remote_hold(r2, "hold", "host-b:2", 3, who,
+				sizeof(who)) == -EBUSY && now() - t < 20)
+			nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
+		check("... and takes it once it expired (3 s)",
+			now() - t >= 1 && now() - t < 20);
+		check("released by its holder",
+			objfs_remote_release(r2, "hold", "host-b:2") == 0);
+		check("then taken at once by another",
+			objfs_remote_hold(r, "hold", "host-a:1", 3, who,
+				sizeof(who)) == 0 &&
+			objfs_remote_release(r, "hold", "host-a:1") == 0);
+		objfs_remote_close(r2);
+	} else {
+		check("a second client connects", 0);
+	}
+	objfs_remote_close(r);
+	free(buf);
+	free(back);
+	printf("1..%d\n", n);
+	return 0;
+}
