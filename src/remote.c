@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/csum.h"
+#include "base/log.h"
 #include "remote.h"
 
 int
@@ -55,8 +57,24 @@ objfs_remote_parse(const char *spec, char pool[OBJFS_REMOTE_NAME_MAX],
 	return 0;
 }
 
+void
+objfs_remote_chunk_name(const void *buf, uint32_t len,
+		char name[OBJFS_REMOTE_CHUNK_NAME])
+{
+	unsigned char h[16];
+	char *p = name;
+
+	objfs_content_hash128(buf, len, h);
+	p += sprintf(p, "c.");
+	for (int i = 0; i < 16; i++)
+		p += sprintf(p, "%02x", h[i]);
+	sprintf(p, "-%x", len);
+}
+
 #ifdef HAVE_RADOS
 #include <rados/librados.h>
+
+#define SUMS_XATTR	"objfs.sums"
 
 struct objfs_remote {
 	rados_t cluster;
@@ -218,6 +236,105 @@ objfs_remote_release(struct objfs_remote *r, const char *name,
 	int rc = rados_unlock(r->io, name, HOLD_LOCK, holder);
 
 	return rc == -ENOENT ? 0 : rc;
+}
+
+/* Does the object @name hold a chunk of @len bytes with these sums? */
+static int
+chunk_same(struct objfs_remote *r, const char *name, uint32_t len,
+		unsigned shift, const unsigned char *tab)
+{
+	size_t n = 1 + 4 * (size_t)objfs_nsums(len, shift);
+	unsigned char *have = malloc(n + 1);
+	uint64_t size;
+	int rc;
+
+	if (!have)
+		return -ENOMEM;
+	rc = objfs_remote_stat(r, name, &size);
+	if (rc == 0)
+		rc = rados_getxattr(r->io, name, SUMS_XATTR, (char *)have, n + 1);
+	if (rc >= 0)
+		rc = size == len && (size_t)rc == n && have[0] == shift &&
+			memcmp(have + 1, tab, n - 1) == 0;
+	else if (rc == -ENODATA)
+		rc = 0;		/* no sums: not one of ours */
+	free(have);
+	return rc;
+}
+
+int
+objfs_remote_chunk_put(struct objfs_remote *r, const char *name,
+		const void *buf, uint32_t len, unsigned shift,
+		const unsigned char *tab)
+{
+	size_t n = 1 + 4 * (size_t)objfs_nsums(len, shift);
+	rados_write_op_t op;
+	unsigned char *x;
+	int rc, tries = 0;
+
+again:
+	x = malloc(n);
+	op = x ? rados_create_write_op() : NULL;
+	if (!op) {
+		free(x);
+		return -ENOMEM;
+	}
+	x[0] = (unsigned char)shift;
+	memcpy(x + 1, tab, n - 1);
+	rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+	rados_write_op_write_full(op, buf, len);
+	rados_write_op_setxattr(op, SUMS_XATTR, (const char *)x, n);
+	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rados_release_write_op(op);
+	free(x);
+	if (rc == 0)
+		return 1;
+	if (rc != -EEXIST)
+		return rc;
+	/* There already: the same bytes, or (a name is 128 bits of a hash
+	 * and the length) something damaged it. */
+	rc = chunk_same(r, name, len, shift, tab);
+	if (rc == -ENOENT && tries++ < 3)
+		goto again;	/* removed in between (collected) */
+	if (rc < 0)
+		return rc;
+	if (!rc) {
+		objfs_log(OBJFS_LOG_ERR, "remote: chunk %s in the pool does not "
+			"hold the bytes its name says", name);
+		return -EIO;
+	}
+	return 0;
+}
+
+int
+objfs_remote_chunk_get(struct objfs_remote *r, const char *name, void *buf,
+		uint32_t len, unsigned shift, uint64_t csum)
+{
+	unsigned char tab[4 * OBJFS_SUMS_MAX];
+	rados_read_op_t op = rados_create_read_op();
+	uint64_t size = 0;
+	size_t got = 0;
+	time_t mtime;
+	int rc, rv1 = 0, rv2 = 0;
+
+	if (!op)
+		return -ENOMEM;
+	/* Its size and its bytes in one round trip: a longer object is not
+	 * it either. */
+	rados_read_op_stat(op, &size, &mtime, &rv1);
+	rados_read_op_read(op, 0, len, buf, &got, &rv2);
+	rc = rados_read_op_operate(op, r->io, name, 0);
+	rados_release_read_op(op);
+	if (rc == 0)
+		rc = rv1 < 0 ? rv1 : rv2 < 0 ? rv2 : 0;
+	if (rc < 0)
+		return rc;
+	if (size == len && got == len &&
+	    objfs_chunk_csum(buf, len, shift, tab) == csum)
+		return 0;
+	objfs_log(OBJFS_LOG_ERR, "remote: chunk %s: its bytes do not match "
+		"their checksum, refusing to return them", name);
+	return -EIO;
 }
 
 #else	/* !HAVE_RADOS */

@@ -68,4 +68,31 @@ int objfs_remote_hold(struct objfs_remote *r, const char *name,
 int objfs_remote_release(struct objfs_remote *r, const char *name,
 		const char *holder);
 
+/*
+ * Chunks named by their content.  A chunk's object is named
+ * "c.<32 hex digits>-<length in hex>" (objfs_content_hash128() of its
+ * bytes), holds exactly its bytes, and carries their sub-block sums in
+ * the xattr "objfs.sums" (its shift byte, then 4 bytes a sum, csum.h),
+ * all written in one atomic operation that creates the object only if it
+ * does not exist: the same bytes are stored once, and an object of that
+ * name is never changed afterwards.
+ */
+#define OBJFS_REMOTE_CHUNK_NAME	48
+void objfs_remote_chunk_name(const void *buf, uint32_t len,
+		char name[OBJFS_REMOTE_CHUNK_NAME]);
+/* Store @len bytes at @buf (sums @tab of sub-blocks of 1 << @shift,
+ * csum.h) as chunk @name: 1 when written, 0 when an object of that name
+ * holds them already (its size and sums equal: nothing written), -EIO
+ * (logged) when one holds other bytes, or -errno (-ETIMEDOUT: the cluster
+ * did not answer). */
+int objfs_remote_chunk_put(struct objfs_remote *r, const char *name,
+		const void *buf, uint32_t len, unsigned shift,
+		const unsigned char *tab);
+/* Read chunk @name, @len bytes, into @buf, and check it against the
+ * checksum @csum (objfs_chunk_csum() of its bytes with @shift): 0, -EIO
+ * (logged) when it is shorter, longer or its bytes do not match,
+ * -ENOENT when there is none, or -errno. */
+int objfs_remote_chunk_get(struct objfs_remote *r, const char *name,
+		void *buf, uint32_t len, unsigned shift, uint64_t csum);
+
 #endif

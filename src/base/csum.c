@@ -66,6 +66,17 @@ objfs_sums_csum(const unsigned char *tab, uint32_t len, unsigned shift)
 			(uint64_t)len << 8 | shift);
 }
 
+void
+objfs_content_hash128(const void *buf, uint32_t len, unsigned char out[16])
+{
+	XXH128_hash_t h = XXH3_128bits_withSeed(buf, len, len);
+
+	for (int i = 0; i < 8; i++) {
+		out[i] = (unsigned char)(h.high64 >> (56 - 8 * i));
+		out[8 + i] = (unsigned char)(h.low64 >> (56 - 8 * i));
+	}
+}
+
 uint64_t
 objfs_chunk_csum(const void *buf, uint32_t len, unsigned shift,
 		unsigned char *tab)

@@ -56,6 +56,12 @@ uint64_t objfs_sums_csum(const unsigned char *tab, uint32_t len,
 /* The sum of sub-block @i, whose @len bytes are at @buf. */
 uint32_t objfs_sub_sum(const void *buf, uint32_t len, uint32_t i);
 
+/* The name of @len bytes by their content (a chunk in a pool named by
+ * what it holds): the xxh3-128 of the bytes, seeded with their length,
+ * big-endian into @out. */
+void objfs_content_hash128(const void *buf, uint32_t len,
+		unsigned char out[16]);
+
 /*
  * The whole-object checksum (doc/design.md, "Object checksums";
  * scripts/objfs-sum computes it from the bytes alone): the xxh3-128 of

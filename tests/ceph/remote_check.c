@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "src/base/csum.h"
 #include "src/remote.h"
 
 static int n, failed;
@@ -60,6 +61,57 @@ parse_checks(void)
 	check("rados:p/a/b (two names) is refused",
 		objfs_remote_parse("rados:p/a/b", pool, ns, err, sizeof(err)) == -EINVAL &&
 		strstr(err, "'/'"));
+}
+
+/* Chunks named by their content: stored once, never changed, every read
+ * checked. */
+static void
+chunk_checks(struct objfs_remote *r, const unsigned char *buf, size_t len)
+{
+	unsigned char tab[4 * OBJFS_SUMS_MAX], tab2[4 * OBJFS_SUMS_MAX];
+	char name[OBJFS_REMOTE_CHUNK_NAME], name2[OBJFS_REMOTE_CHUNK_NAME];
+	unsigned char *back = malloc(len), *other = calloc(1, len + 1);
+	unsigned shift = 12;
+	uint64_t csum, csum2, size;
+
+	csum = objfs_chunk_csum(buf, (uint32_t)len, shift, tab);
+	objfs_remote_chunk_name(buf, (uint32_t)len, name);
+	memcpy(other, buf, len);
+	other[len / 2] ^= 1;		/* one bit in one sub-block */
+	csum2 = objfs_chunk_csum(other, (uint32_t)len, shift, tab2);
+	objfs_remote_chunk_name(other, (uint32_t)len, name2);
+	check("a chunk's name: c., 32 hex digits, its length",
+		strlen(name) == 2 + 32 + 1 + 6 && strncmp(name, "c.", 2) == 0 &&
+		strcmp(name + 35, "100000") == 0);
+	check("one bit changed: another name", strcmp(name, name2) != 0);
+	check("a new chunk is written (1)", objfs_remote_chunk_put(r, name, buf,
+			(uint32_t)len, shift, tab) == 1);
+	check("the same bytes again: already there (0), nothing written",
+		objfs_remote_chunk_put(r, name, buf, (uint32_t)len, shift,
+			tab) == 0);
+	check("read back, checked", objfs_remote_chunk_get(r, name, back,
+			(uint32_t)len, shift, csum) == 0 &&
+		memcmp(back, buf, len) == 0);
+	check("read with another checksum: EIO, never the bytes",
+		objfs_remote_chunk_get(r, name, back, (uint32_t)len, shift,
+			csum2) == -EIO);
+	check("an absent chunk: ENOENT", objfs_remote_chunk_get(r, name2, back,
+			(uint32_t)len, shift, csum2) == -ENOENT);
+	/* Damage under its name: other bytes, then a longer object. */
+	check("other bytes put under a chunk's name",
+		objfs_remote_put(r, name2, buf, len) == 0);
+	check("... read: EIO", objfs_remote_chunk_get(r, name2, back,
+			(uint32_t)len, shift, csum2) == -EIO);
+	check("... and a put of its real bytes: EIO, not taken as there",
+		objfs_remote_chunk_put(r, name2, other, (uint32_t)len, shift,
+			tab2) == -EIO);
+	check("an object one byte longer than its name says: EIO on read",
+		objfs_remote_put(r, name2, other, len + 1) == 0 &&
+		objfs_remote_stat(r, name2, &size) == 0 && size == len + 1 &&
+		objfs_remote_chunk_get(r, name2, back, (uint32_t)len, shift,
+			csum2) == -EIO);
+	free(back);
+	free(other);
 }
 
 int
@@ -145,6 +197,7 @@ main(int argc, char **argv)
 		objfs_remote_stat(r, "obj", &size) == 0 && size == 10);
 	check("create of a new one", objfs_remote_create(r, "new", buf, 7) == 0 &&
 		objfs_remote_stat(r, "new", &size) == 0 && size == 7);
+	chunk_checks(r, buf, len);
 	check("get of an absent object: ENOENT",
 		objfs_remote_get(r, "absent", 0, back, 10, &got) == -ENOENT);
 	check("remove, and of an absent one", objfs_remote_remove(r, "new") == 0 &&
