@@ -11,6 +11,8 @@
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +81,8 @@ objfs_remote_chunk_name(const void *buf, uint32_t len,
 struct objfs_remote {
 	rados_t cluster;
 	rados_ioctx_t io;
+	/* The head's calls read the ioctx's last version: one at a time. */
+	pthread_mutex_t head_lock;
 };
 
 int
@@ -134,6 +138,7 @@ objfs_remote_connect(const struct objfs_remote_config *cfg,
 		return rc;
 	}
 	rados_ioctx_set_namespace(r->io, ns[0] ? ns : NULL);
+	pthread_mutex_init(&r->head_lock, NULL);
 	*out = r;
 	return 0;
 
@@ -150,6 +155,7 @@ objfs_remote_close(struct objfs_remote *r)
 		return;
 	rados_ioctx_destroy(r->io);
 	rados_shutdown(r->cluster);
+	pthread_mutex_destroy(&r->head_lock);
 	free(r);
 }
 
@@ -335,6 +341,91 @@ objfs_remote_chunk_get(struct objfs_remote *r, const char *name, void *buf,
 	objfs_log(OBJFS_LOG_ERR, "remote: chunk %s: its bytes do not match "
 		"their checksum, refusing to return them", name);
 	return -EIO;
+}
+
+#define HEAD	"objfs.head"
+
+static void
+log_name(char name[64], uint64_t epoch, uint64_t seq)
+{
+	snprintf(name, 64, "objfs.log.%016" PRIx64 ".%016" PRIx64, epoch, seq);
+}
+
+int
+objfs_remote_log_put(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
+		const void *buf, size_t len)
+{
+	char name[64];
+
+	log_name(name, epoch, seq);
+	return objfs_remote_create(r, name, buf, len);
+}
+
+int
+objfs_remote_log_get(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
+		void *buf, size_t cap, size_t *len)
+{
+	rados_read_op_t op = rados_create_read_op();
+	uint64_t size = 0;
+	time_t mtime;
+	char name[64];
+	int rc, rv1 = 0, rv2 = 0;
+
+	if (!op)
+		return -ENOMEM;
+	log_name(name, epoch, seq);
+	rados_read_op_stat(op, &size, &mtime, &rv1);
+	rados_read_op_read(op, 0, cap, buf, len, &rv2);
+	rc = rados_read_op_operate(op, r->io, name, 0);
+	rados_release_read_op(op);
+	if (rc == 0)
+		rc = rv1 < 0 ? rv1 : rv2 < 0 ? rv2 : 0;
+	if (rc == 0 && size > cap)
+		rc = -EFBIG;
+	return rc;
+}
+
+int
+objfs_remote_head_get(struct objfs_remote *r, void *buf, size_t cap,
+		size_t *len, uint64_t *ver)
+{
+	size_t got = 0;
+	int rc;
+
+	pthread_mutex_lock(&r->head_lock);
+	rc = objfs_remote_get(r, HEAD, 0, buf, cap, &got);
+	*ver = rc == 0 ? rados_get_last_version(r->io) : 0;
+	pthread_mutex_unlock(&r->head_lock);
+	*len = got;
+	return rc;
+}
+
+int
+objfs_remote_head_put(struct objfs_remote *r, const void *buf, size_t len,
+		uint64_t *ver)
+{
+	rados_write_op_t op = rados_create_write_op();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	if (*ver == 0)
+		rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+	else
+		rados_write_op_assert_version(op, *ver);
+	rados_write_op_write_full(op, buf, len);
+	pthread_mutex_lock(&r->head_lock);
+	rc = rados_write_op_operate(op, r->io, HEAD, NULL, 0);
+	if (rc == 0)
+		*ver = rados_get_last_version(r->io);
+	pthread_mutex_unlock(&r->head_lock);
+	rados_release_write_op(op);
+	/* Another writer's version (newer: -ERANGE; the object made anew
+	 * with a lower one: -EOVERFLOW), or a head where none was. */
+	if (rc == -ERANGE || rc == -EOVERFLOW || rc == -EEXIST ||
+	    (rc == -ENOENT && *ver != 0))
+		rc = -ECANCELED;
+	return rc;
 }
 
 #else	/* !HAVE_RADOS */

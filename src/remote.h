@@ -95,4 +95,27 @@ int objfs_remote_chunk_put(struct objfs_remote *r, const char *name,
 int objfs_remote_chunk_get(struct objfs_remote *r, const char *name,
 		void *buf, uint32_t len, unsigned shift, uint64_t csum);
 
+/*
+ * The pool's log and its head, for the tree's changes.  A log record is
+ * "objfs.log.<epoch>.<seq>" (16 hex digits each), created only if absent:
+ * -EEXIST says that number is taken, so a writer whose hold expired
+ * cannot overwrite what its successor wrote (fencing).  The head
+ * ("objfs.head") is a small object replaced only while its version is
+ * the one its writer read: a compare-and-swap.
+ */
+int objfs_remote_log_put(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
+		const void *buf, size_t len);
+/* Record @seq into @buf (room for @cap bytes), its length in *@len;
+ * -ENOENT when there is none, -EFBIG when it is longer than @cap. */
+int objfs_remote_log_get(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
+		void *buf, size_t cap, size_t *len);
+/* The head's bytes and version (-ENOENT: none yet). */
+int objfs_remote_head_get(struct objfs_remote *r, void *buf, size_t cap,
+		size_t *len, uint64_t *ver);
+/* Replace the head with @buf if its version is still *@ver (0: only if
+ * there is no head yet); its new version into *@ver.  -ECANCELED when
+ * another writer changed (or made) it meanwhile: nothing written. */
+int objfs_remote_head_put(struct objfs_remote *r, const void *buf, size_t len,
+		uint64_t *ver);
+
 #endif

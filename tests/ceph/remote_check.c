@@ -114,6 +114,41 @@ chunk_checks(struct objfs_remote *r, const unsigned char *buf, size_t len)
 	free(other);
 }
 
+/* The log's records are taken once (fencing); the head changes only
+ * from the version its writer read. */
+static void
+log_checks(struct objfs_remote *r, struct objfs_remote *r2)
+{
+	char got[64];
+	size_t len;
+	uint64_t v1 = 0, v2, vr;
+
+	check("log record 1 written", objfs_remote_log_put(r, 7, 1, "one", 3) == 0);
+	check("a second writer of record 1: EEXIST, the first's stays",
+		objfs_remote_log_put(r2, 7, 1, "ONE", 3) == -EEXIST &&
+		objfs_remote_log_get(r, 7, 1, got, sizeof(got), &len) == 0 &&
+		len == 3 && memcmp(got, "one", 3) == 0);
+	check("record 2 absent: ENOENT",
+		objfs_remote_log_get(r, 7, 2, got, sizeof(got), &len) == -ENOENT);
+	check("a record longer than the room: EFBIG",
+		objfs_remote_log_get(r, 7, 1, got, 2, &len) == -EFBIG);
+	check("the head made where there was none",
+		objfs_remote_head_put(r, "h1", 2, &v1) == 0 && v1 != 0);
+	v2 = 0;
+	check("made again by another: ECANCELED",
+		objfs_remote_head_put(r2, "hX", 2, &v2) == -ECANCELED);
+	check("read: its bytes and version", objfs_remote_head_get(r2, got,
+			sizeof(got), &len, &vr) == 0 && len == 2 &&
+		memcmp(got, "h1", 2) == 0 && vr == v1);
+	v2 = vr;
+	check("replaced from the version read",
+		objfs_remote_head_put(r2, "h2", 2, &v2) == 0 && v2 != v1);
+	check("a writer with the older version: ECANCELED, nothing written",
+		objfs_remote_head_put(r, "h3", 2, &v1) == -ECANCELED &&
+		objfs_remote_head_get(r, got, sizeof(got), &len, &vr) == 0 &&
+		memcmp(got, "h2", 2) == 0 && vr == v2);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -212,6 +247,14 @@ main(int argc, char **argv)
 	if (rc == 0) {
 		check("... does not see the first's objects",
 			objfs_remote_stat(r2, "obj", &size) == -ENOENT);
+		objfs_remote_close(r2);
+	}
+	snprintf(spec, sizeof(spec), "rados:%s/t", argv[2]);
+	cfg.spec = spec;
+	rc = objfs_remote_connect(&cfg, &r2, err, sizeof(err));
+	check("a second client of the namespace", rc == 0);
+	if (rc == 0) {
+		log_checks(r, r2);
 
 		/* The hold: one holder at a time, renewed by its holder,
 		 * free again after it expires or is released. */
