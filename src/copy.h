@@ -79,9 +79,6 @@ struct objfs_copy_ops {
 			uint64_t *n, int *bad);
 	/* Let go of that state (the copies stay in the store). */
 	void (*unload)(struct objfs_store *s, struct objfs_inode *ip);
-	/* May @ip have anything in the store (deleting it then leaves a
-	 * tombstone until it is given back)? */
-	int (*has_copies)(const struct objfs_inode *ip);
 
 	/* ---- reads ---- */
 	/* The copy of @c into @buf (objfs_copy_buf(disk_len)), verified. */

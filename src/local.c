@@ -848,7 +848,6 @@ const struct objfs_copy_ops objfs_copy_local = {
 	.name = "local",
 	.load = local_load,
 	.unload = local_unload,
-	.has_copies = local_has_copies,
 	.read = local_read,
 	.read_part = local_read_part,
 	.read_start = local_read_start,
