@@ -89,6 +89,7 @@ const char *const objfs_meta_db_names[OBJFS_META_NDBS] = {
 	OBJFS_DB_SUPER, OBJFS_DB_INODE, OBJFS_DB_DIRENT, OBJFS_DB_DIRCOOKIE,
 	OBJFS_DB_XATTR, OBJFS_DB_SYMLINK, OBJFS_DB_CHUNK, OBJFS_DB_ORPHAN,
 	OBJFS_DB_DELETED, OBJFS_DB_SHARE, OBJFS_DB_CONTENT, OBJFS_DB_BYCSUM,
+	OBJFS_DB_OUTBOX,
 };
 
 _Thread_local struct objfs_meta *meta_held;
@@ -453,6 +454,23 @@ journal_append(struct objfs_meta *m, uint64_t seq)
 	return 0;
 }
 
+/* The remote tier's copy of commit @seq's payload (OBJFS_META_OUTBOX), in
+ * the batch: it reaches LMDB with the commit's own changes, so that a
+ * commit is never in the index without it, nor it without the commit. */
+int
+meta_outbox_put(struct objfs_meta *m, MDB_txn *txn, uint64_t seq,
+		const void *p, size_t len)
+{
+	unsigned char k[8];
+	MDB_val stored;
+
+	if (!m->outbox)
+		return 0;
+	put_be64(k, seq);
+	return raw_put(txn, m->dbi[DB_OUTBOX], DB_OUTBOX, k, 8, p, len, 0,
+			&stored);
+}
+
 int
 objfs_meta_journal_entries(const unsigned char *p, size_t len,
 		int (*cb)(void *arg, int op, int db, const unsigned char *k,
@@ -586,6 +604,9 @@ meta_replay(struct objfs_meta *m, uint64_t *n)
 	while ((len = objfs_meta_journal_read(m->jfd, m->jsize, off, ckpt + *n + 1, &buf,
 			&cap)) > 0) {
 		rc = apply(m, m->batch, buf, len);
+		if (rc == 0)
+			rc = meta_outbox_put(m, m->batch, ckpt + *n + 1, buf,
+					len);
 		if (rc) {
 			free(buf);
 			return rc;
@@ -671,7 +692,7 @@ meta_checkpoint(struct objfs_meta *m)
 
 	if (!m->batch || m->rdonly)
 		return 0;
-	if (seq == m->ckpt_seq) {
+	if (seq == m->ckpt_seq && !m->raw_dirty) {
 		mdb_txn_abort(m->batch);	/* it only read */
 		m->batch = NULL;
 		return 0;
@@ -708,6 +729,7 @@ meta_checkpoint(struct objfs_meta *m)
 		return err;
 	}
 	m->ckpt_seq = m->jseq = seq;
+	m->raw_dirty = 0;
 	atomic_store(&m->durable_seq, seq);
 	m->joff = 0;
 	m->batch_ns = 0;
@@ -791,6 +813,14 @@ commit_write(struct objfs_meta_txn *t, uint64_t *seq_out)
 	if (m->jlen == JHDR) {		/* changed nothing */
 		*seq_out = m->seq;
 		return rollback(m);	/* a failed put may have, though */
+	}
+	/* The remote tier's copy first: if it cannot be made, the commit
+	 * fails whole. */
+	rc = map_err(meta_outbox_put(m, m->batch, next, m->jbuf + JHDR,
+			m->jlen - JHDR), "outbox");
+	if (rc < 0) {
+		(void)rollback(m);
+		return rc;
 	}
 	/* The last quarter of the journal is for essential writes, so that
 	 * deletes still work when a full disk stops checkpoints. */

@@ -117,6 +117,8 @@ struct objfs_chunk_rec {
 int objfs_meta_exists(const char *dir);
 #define OBJFS_META_CREATE	1
 #define OBJFS_META_RDONLY	2
+#define OBJFS_META_OUTBOX	4	/* keep every commit for the remote
+					 * tier (objfs_meta_outbox_next) */
 int objfs_meta_open(const char *dir, int flags, struct objfs_meta **out,
 		int *created);
 /* Checkpoint and close.  Returns the checkpoint's error: then what was
@@ -279,6 +281,40 @@ int objfs_meta_deleted_del(struct objfs_meta_txn *t, uint64_t ino);
 int objfs_meta_deleted_get(struct objfs_meta_txn *t, uint64_t ino);
 int objfs_meta_deleted_list(struct objfs_meta_txn *t,
 		int (*cb)(void *arg, uint64_t ino), void *arg);
+
+/* ---- shipping, for the remote tier (ship.c) ---------------------------- */
+
+/*
+ * With OBJFS_META_OUTBOX, each commit's changes (its journal payload,
+ * meta_keys.h) stay in the outbox until objfs_meta_outbox_done() takes
+ * them: a commit and its outbox entry are durable together.  _next: the
+ * first entry numbered above @after, copied into *@buf (malloc'd, the
+ * caller frees it); -ENOENT when there is none.
+ */
+int objfs_meta_outbox_next(struct objfs_meta *m, uint64_t after,
+		uint64_t *seq, void **buf, size_t *len);
+/* Take the entries numbered up to @upto out (no journal record: after a
+ * kill before the next checkpoint they are there again). */
+int objfs_meta_outbox_done(struct objfs_meta *m, uint64_t upto);
+/* The number of the last commit. */
+uint64_t objfs_meta_last_seq(struct objfs_meta *m);
+/*
+ * The whole index as journal entries (puts), in pieces of about @part
+ * bytes, each given to @cb (which returns 0 or -errno to stop), all from
+ * one state: the commit it holds in *@seq.  The outbox and the data
+ * directory's own super records (id, clean, journal_seq) are left out.
+ */
+int objfs_meta_dump(struct objfs_meta *m, size_t part,
+		int (*cb)(void *arg, const void *p, size_t len), void *arg,
+		uint64_t *seq);
+/* Apply journal entries (a dump, or a commit's payload) to the index, as
+ * they are: every put must carry its record checksum.  Not journaled:
+ * durable at the next checkpoint (objfs_meta_checkpoint_now).  On error
+ * the index is unusable (-EIO from then on): import into a new index
+ * only.  *@entries counts the entries applied. */
+int objfs_meta_import(struct objfs_meta *m, const void *p, size_t len,
+		uint64_t *entries);
+int objfs_meta_checkpoint_now(struct objfs_meta *m);
 
 /* ---- whole-index walks, for totals and for objfsctl check ------------- */
 

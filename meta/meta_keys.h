@@ -28,6 +28,12 @@
  *							for (dedup)
  *	bycsum		csum . home . slot		(empty): the same, found by
  *							checksum
+ *	outbox		seq				a commit's journal payload,
+ *							until the remote tier has
+ *							put it in the pool's log
+ *							(OBJFS_META_OUTBOX only;
+ *							written by meta.c itself,
+ *							never journaled)
  *
  * Every value ends with an 8-byte trailer: the xxh3 (canonical BE) of the
  * DB's number, the key and the value, so a damaged record is detected and
@@ -75,7 +81,8 @@
 #define OBJFS_DB_SHARE		"share"
 #define OBJFS_DB_CONTENT	"content"
 #define OBJFS_DB_BYCSUM		"bycsum"
-#define OBJFS_META_NDBS		12
+#define OBJFS_DB_OUTBOX		"outbox"
+#define OBJFS_META_NDBS		13
 
 #define OBJFS_SUPER_SCHEMA	"schema"
 #define OBJFS_SUPER_CHUNK	"chunk_size"

@@ -67,6 +67,12 @@ struct objfs_meta {
 	int tight;			/* see the top of this file */
 	int broken;			/* lost track of the batch: EIO */
 	int rdonly;			/* never commits (objfsctl) */
+	int outbox;			/* keeps each commit's payload for the
+					 * remote tier (OBJFS_META_OUTBOX) */
+	int raw_dirty;			/* the batch holds changes no journal
+					 * record has (the outbox's, an
+					 * import): checkpoint even if no
+					 * commit was made */
 };
 
 struct objfs_meta_txn {
@@ -183,6 +189,8 @@ int meta_open_err(int rc);
 int meta_ensure_batch(struct objfs_meta *m);
 int meta_replay(struct objfs_meta *m, uint64_t *n);
 int meta_checkpoint(struct objfs_meta *m);
+int meta_outbox_put(struct objfs_meta *m, MDB_txn *txn, uint64_t seq,
+		const void *p, size_t len);
 int meta_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 void meta_lock(struct objfs_meta *m);
 void meta_unlock(struct objfs_meta *m);

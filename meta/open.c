@@ -437,6 +437,7 @@ objfs_meta_open(const char *dir, int flags, struct objfs_meta **out,
 		return -ENOMEM;
 	m->dfd = m->jfd = -1;
 	m->rdonly = rdonly;
+	m->outbox = !!(flags & OBJFS_META_OUTBOX) && !rdonly;
 	pthread_mutex_init(&m->lock, NULL);
 	/* A new index: the journal first, so that an index file never
 	 * exists without one. */

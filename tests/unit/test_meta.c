@@ -936,6 +936,127 @@ test_rebuild(void **state)
 	rm_index(to);
 }
 
+/* ---- shipping (ship.c): the outbox, dump and import ------------------- */
+
+struct dump_buf {
+	unsigned char *p;
+	size_t len, pieces;
+};
+
+static int
+dump_cb(void *arg, const void *p, size_t len)
+{
+	struct dump_buf *d = arg;
+
+	d->p = realloc(d->p, d->len + len);
+	assert_non_null(d->p);
+	memcpy(d->p + d->len, p, len);
+	d->len += len;
+	d->pieces++;
+	return 0;
+}
+
+/* Every outbox entry above @after, in order: their count, the last one's
+ * number in *@last. */
+static int
+outbox_count(struct objfs_meta *m, uint64_t after, uint64_t *last)
+{
+	uint64_t seq = after, prev = after;
+	size_t len;
+	void *buf;
+
+	if (after == 0 && objfs_meta_outbox_next(m, 0, &seq, &buf, &len) == 0) {
+		free(buf);
+		prev = seq - 1;		/* from the first there is */
+		seq = prev;
+	}
+	int n = 0;
+
+	while (objfs_meta_outbox_next(m, seq, &seq, &buf, &len) == 0) {
+		assert_int_equal(seq, prev + 1);	/* no gap */
+		assert_true(len > 0);
+		prev = seq;
+		free(buf);
+		n++;
+	}
+	*last = prev;
+	return n;
+}
+
+static void
+test_outbox_and_dump(void **state)
+{
+	struct fx *f = *state;
+	struct dump_buf d = { 0 };
+	uint64_t last, seq, first, entries = 0;
+	struct objfs_meta *other;
+	char dir2[64];
+	pid_t pid;
+	int st;
+
+	objfs_meta_abort(f->t);
+	f->t = NULL;
+	assert_int_equal(objfs_meta_close(f->m), 0);
+	/* Commits made with the outbox on, by a process killed before any
+	 * checkpoint: the journal's replay brings their entries back. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct objfs_meta *m;
+
+		if (objfs_meta_open(f->dir, OBJFS_META_OUTBOX, &m, NULL) != 0)
+			_exit(2);
+		commit_names(m, 0, 300);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(objfs_meta_open(f->dir, OBJFS_META_OUTBOX, &f->m,
+			NULL), 0);
+	first = objfs_meta_last_seq(f->m) - 299;
+	assert_int_equal(outbox_count(f->m, 0, &last), 300);
+	assert_int_equal(last, objfs_meta_last_seq(f->m));
+	/* Taken out up to 200: the rest stays, across a close. */
+	assert_int_equal(objfs_meta_outbox_done(f->m, first + 199), 0);
+	assert_int_equal(objfs_meta_outbox_next(f->m, 0, &seq, (void **)&d.p, &d.len),
+			0);
+	assert_int_equal(seq, first + 200);
+	free(d.p);
+	d.p = NULL;
+	d.len = 0;
+	assert_int_equal(objfs_meta_close(f->m), 0);
+	assert_int_equal(objfs_meta_open(f->dir, OBJFS_META_OUTBOX, &f->m,
+			NULL), 0);
+	assert_int_equal(outbox_count(f->m, first + 199, &last), 100);
+	/* Replaying the outbox's payloads on a dump taken before them gives
+	 * the same names as a dump taken after. */
+	strcpy(dir2, "/tmp/objfs-meta-XXXXXX");
+	assert_non_null(mkdtemp(dir2));
+	assert_int_equal(objfs_meta_dump(f->m, 4096, dump_cb, &d, &seq), 0);
+	assert_true(d.pieces > 1);		/* in pieces of about 4 KiB */
+	assert_int_equal(seq, objfs_meta_last_seq(f->m));
+	assert_int_equal(objfs_meta_open(dir2, OBJFS_META_CREATE, &other,
+			NULL), 0);
+	assert_int_equal(objfs_meta_import(other, d.p, d.len, &entries), 0);
+	assert_true(entries >= 300);
+	assert_int_equal(objfs_meta_checkpoint_now(other), 0);
+	assert_int_equal(objfs_meta_close(other), 0);
+	assert_int_equal(objfs_meta_open(dir2, 0, &other, NULL), 0);
+	assert_int_equal(count_names(other, 0, 300), 300);
+	/* The outbox is not in a dump. */
+	assert_int_equal(objfs_meta_close(other), 0);
+	assert_int_equal(objfs_meta_open(dir2, OBJFS_META_OUTBOX, &other,
+			NULL), 0);
+	assert_int_equal(outbox_count(other, 0, &last), 0);
+	/* A damaged record is refused, and leaves the index unusable. */
+	d.p[d.len - 1] ^= 0x5a;
+	assert_int_equal(objfs_meta_import(other, d.p, d.len, NULL), -EIO);
+	assert_int_equal(objfs_meta_checkpoint_now(other), -EIO);
+	objfs_meta_close(other);
+	rm_index(dir2);
+	free(d.p);
+}
+
 static void
 test_open_errors(void **state)
 {
@@ -1077,6 +1198,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_pages_past_the_end,
 				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_outbox_and_dump, setup,
+				teardown),
 		cmocka_unit_test(test_open_errors),
 	};
 
