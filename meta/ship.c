@@ -23,12 +23,14 @@
 #include "meta_priv.h"
 
 /* Super keys that belong to this data directory, not to the tree: never
- * in a dump, never taken from one. */
+ * in a dump, never taken from one (the remote tier's, src/tier.c, say
+ * which tree, epoch and mount the index is the cache of). */
 static int
 local_key(int db, const unsigned char *k, size_t klen)
 {
 	static const char *const own[] = { OBJFS_SUPER_ID, OBJFS_SUPER_CLEAN,
-		OBJFS_SUPER_JOURNAL };
+		OBJFS_SUPER_JOURNAL, "remote_tree", "remote_epoch",
+		"remote_owner" };
 
 	if (db == DB_OUTBOX)
 		return 1;

@@ -252,6 +252,9 @@ objfs_store_status_text(struct objfs_store *s, char *text, size_t size,
 		rc = objfs_status_format(&f, text, size, len);
 	if (rc < 0)
 		return rc;
+	/* The remote tier's state, the bytes waiting, its rates. */
+	if (s->tier && *len + 1 < size)
+		*len += s->tier_ops->status(s->tier, text + *len, size - *len);
 	objfs_latency_format(s->lat, text, size, len);
 	return 0;
 }
@@ -621,7 +624,7 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 	/* The bytes are on disk already: what makes them and every
 	 * namespace change so far durable is one flush of the journal. */
 	if (rc == 0)
-		rc = objfs_meta_sync(s->meta);
+		rc = objfs_store_sync_index(s);
 	objfs_inode_put(s, ip);
 	return rc;
 }

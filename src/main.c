@@ -32,6 +32,7 @@
 #include "base/log.h"
 #include "metrics.h"
 #include "store.h"
+#include "tier.h"
 #include "units.h"
 
 #define MIN_ARENA	(16ull << 20)
@@ -60,6 +61,11 @@ struct opts {
 	int shared;			/* -o allow_other or allow_root */
 	char *log;			/* -o log=: NULL auto, "syslog", a path */
 	char *metrics_file;		/* -o metrics_file= */
+	char *remote;			/* -o remote=rados:POOL[/NS] */
+	char *remote_conf;		/* -o remote_conf= */
+	char *remote_id;		/* -o remote_id= */
+	unsigned remote_timeout;	/* -o remote_timeout=SECONDS */
+	unsigned remote_hold;		/* -o remote_hold=SECONDS */
 	char *passthrough;	/* options for libfuse and the kernel */
 	size_t passlen;
 };
@@ -325,6 +331,18 @@ usage(FILE *f)
 "                           its threads waiting as SCHED_IDLE (idle:\n"
 "                           faster small-file work, slower background\n"
 "                           reads and write-back), or never (off)\n"
+"    -o remote=rados:POOL[/NAMESPACE]\n"
+"                           keep the tree and its chunks in a Ceph pool:\n"
+"                           fsync returns once they are in the pool, and\n"
+"                           an empty data directory on any machine mounts\n"
+"                           the same tree (one mount per namespace)\n"
+"    -o remote_conf=FILE    the cluster's ceph.conf (default\n"
+"                           /etc/ceph/ceph.conf)\n"
+"    -o remote_id=NAME      the cephx user, client.NAME (default admin)\n"
+"    -o remote_timeout=S    an operation on the cluster fails with\n"
+"                           ETIMEDOUT after S seconds (default 30)\n"
+"    -o remote_hold=S       the namespace's hold lapses S seconds after\n"
+"                           its mount stops renewing it (default 30)\n"
 "    -o metrics_file=FILE   write the figures in Prometheus text format to\n"
 "                           FILE every 15 s (for node_exporter's textfile\n"
 "                           collector: a DIR/NAME.prom it reads)\n"
@@ -471,6 +489,37 @@ parse_one_option(struct opts *o, const char *opt)
 			o->no_dedup = 1;
 		else
 			refuse("%s: must be on or off", opt);
+	} else if (strncmp(opt, "remote=", 7) == 0) {
+		if (strncmp(opt + 7, "rados:", 6) != 0 || !opt[13])
+			refuse("%s: must be rados:POOL or rados:POOL/NAMESPACE",
+				opt);
+		free(o->remote);
+		o->remote = strdup(opt + 7);
+	} else if (strncmp(opt, "remote_conf=", 12) == 0) {
+		if (!opt[12])
+			refuse("remote_conf=: empty file name");
+		free(o->remote_conf);
+		o->remote_conf = strdup(opt + 12);
+	} else if (strncmp(opt, "remote_id=", 10) == 0) {
+		if (!opt[10] || strchr(opt + 10, '.'))
+			refuse("%s: the cephx user's name, without \"client.\"",
+				opt);
+		free(o->remote_id);
+		o->remote_id = strdup(opt + 10);
+	} else if (strncmp(opt, "remote_timeout=", 15) == 0 ||
+		   strncmp(opt, "remote_hold=", 12) == 0) {
+		const char *num = strchr(opt, '=') + 1;
+		char *end;
+		long n = strtol(num, &end, 10);
+
+		if (end == num || (*end && strcmp(end, "s") != 0) || n < 1 ||
+		    n > 3600)
+			refuse("%s: must be a number of seconds from 1 to 3600",
+				opt);
+		if (opt[7] == 't')
+			o->remote_timeout = (unsigned)n;
+		else
+			o->remote_hold = (unsigned)n;
 	} else if (strncmp(opt, "arena_dir=", 10) == 0) {
 		if (opt[10] != '/')
 			refuse("%s: must be an absolute path", opt);
@@ -776,6 +825,24 @@ main(int argc, char **argv)
 	cfg.keep_arena = o.keep_arena;
 	cfg.no_dedup = o.no_dedup;
 	cfg.arena_dir = o.arena_dir;
+	if (o.remote) {
+#ifdef HAVE_RADOS
+		cfg.tier_ops = &objfs_tier_rados;
+#else
+		refuse("remote=%s: this objfs was built without librados "
+			"(install librados-dev, configure and build again)",
+			o.remote);
+#endif
+		cfg.remote = o.remote;
+		cfg.remote_conf = o.remote_conf;
+		cfg.remote_id = o.remote_id;
+		cfg.remote_timeout = o.remote_timeout;
+		cfg.remote_hold = o.remote_hold;
+	} else if (o.remote_conf || o.remote_id || o.remote_timeout ||
+		   o.remote_hold) {
+		refuse("remote_conf, remote_id, remote_timeout and remote_hold "
+			"need remote=rados:POOL");
+	}
 	{
 		unsigned hi = o.spill_high ? o.spill_high : 90;
 		unsigned lo = o.spill_low ? o.spill_low : 70;

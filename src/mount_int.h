@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mount_int.h - what opening and closing the store (mount.c) shares with
- * the two files that do its recovery: adopt.c (the arena a daemon that
+ * mount_index.c (the index) and the two files that do its recovery: adopt.c (the arena a daemon that
  * died left: found, adopted, its blocks given back to their chunks) and
  * recovery.c (after a daemon that did not stop cleanly: orphans reaped,
  * deleted objects' backing files swept, space no record points at given
@@ -13,6 +13,20 @@
 #define OBJFS_MOUNT_INT_H
 
 #include "store_int.h"
+
+/* mount_index.c: open the index in @path (index/), or make it, or, with
+ * the remote tier, build it from the pool; *@created when it was made
+ * empty.  0, or -errno with *@msg saying why. */
+int mount_open_index(struct objfs_store *s, const char *path, int *created,
+		const char **msg);
+/* Fill a new index (@created), or check an existing one: schema, chunk
+ * size (@want_chunk, 0: any), sub-blocks; its id in *@id. */
+int mount_init_or_check_index(struct objfs_store *s, int created,
+		uint32_t want_chunk, uint64_t *id, const char **msg);
+/* The backing directory's id file (at @dirfd) must name @id: written
+ * when missing, -EXDEV when it names another. */
+int mount_check_dir_id(struct objfs_store *s, int dirfd, uint64_t id,
+		const char **msg);
 
 /* What objfs_arena_adopt() found, until mount_adopt_blocks() takes it. */
 struct mount_adoption {

@@ -27,6 +27,7 @@ struct objfs_remote_config {
 };
 
 #define OBJFS_REMOTE_TIMEOUT	30u
+#define OBJFS_REMOTE_HOLD	30u	/* seconds a hold lasts unrenewed */
 #define OBJFS_REMOTE_NAME_MAX	96	/* pool and namespace names */
 
 /* Split @spec ("rados:POOL[/NAMESPACE]") into @pool and @ns (empty when
@@ -67,6 +68,19 @@ int objfs_remote_hold(struct objfs_remote *r, const char *name,
 		size_t whosize);
 int objfs_remote_release(struct objfs_remote *r, const char *name,
 		const char *holder);
+/* Who holds @name: the client (client.N) and the holder's description;
+ * -ENOENT when nobody does. */
+int objfs_remote_holder(struct objfs_remote *r, const char *name,
+		char *client, size_t clen, char *cookie, size_t klen);
+/* Take the hold away from @client's @cookie (a holder known dead). */
+int objfs_remote_break(struct objfs_remote *r, const char *name,
+		const char *client, const char *cookie);
+/* The cluster's raw space and what is free of it. */
+int objfs_remote_df(struct objfs_remote *r, uint64_t *total, uint64_t *avail);
+/* An object's size and bytes, however long: *@buf malloc'd (the caller
+ * frees it).  -ENOENT when absent. */
+int objfs_remote_get_all(struct objfs_remote *r, const char *name,
+		void **buf, size_t *len);
 
 /*
  * Chunks named by their content.  A chunk's object is named
@@ -94,6 +108,31 @@ int objfs_remote_chunk_put(struct objfs_remote *r, const char *name,
  * -ENOENT when there is none, or -errno. */
 int objfs_remote_chunk_get(struct objfs_remote *r, const char *name,
 		void *buf, uint32_t len, unsigned shift, uint64_t csum);
+
+/*
+ * Many chunk puts in flight (at most @window at once; 0: 16): each added
+ * with its name, bytes and sums (the bytes are read until _wait returns),
+ * then all waited for.  A chunk of 64 KiB or more is looked for first (its
+ * size and sums, in one round trip) and sent only when the pool lacks it.
+ * _wait gives the first error; _result(k) says for the k-th put: 1
+ * written, 0 there already, -EIO another object under its name, -errno.
+ */
+struct objfs_remote_puts;
+int objfs_remote_puts_new(struct objfs_remote *r, unsigned window,
+		struct objfs_remote_puts **out);
+int objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
+		const void *buf, uint32_t len, unsigned shift,
+		const unsigned char *tab);
+int objfs_remote_puts_wait(struct objfs_remote_puts *p);
+int objfs_remote_puts_result(const struct objfs_remote_puts *p, size_t k);
+void objfs_remote_puts_free(struct objfs_remote_puts *p);
+/* Bytes [@lo, @hi) of chunk @name (@len bytes long), read as the whole
+ * sub-blocks that hold them into @buf (from @lo rounded down), each
+ * checked against @tab: 0, -EBADMSG (logged) when one does not match,
+ * -ENOENT, or -errno. */
+int objfs_remote_chunk_get_part(struct objfs_remote *r, const char *name,
+		void *buf, uint32_t len, unsigned shift,
+		const unsigned char *tab, uint32_t lo, uint32_t hi);
 
 /*
  * The pool's log and its head, for the tree's changes.  A log record is

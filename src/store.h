@@ -31,6 +31,8 @@
 
 struct objfs_store;
 
+struct objfs_tier_ops;
+
 struct objfs_store_config {
 	const char *data_dir;	/* holds index/, backing/ and lock */
 	uint64_t arena_size;	/* bytes */
@@ -41,6 +43,13 @@ struct objfs_store_config {
 	unsigned spill_high;	/* % of the arena: start spilling (0: 90) */
 	unsigned spill_low;	/* % of the arena: stop spilling (0: 70) */
 	int no_dedup;		/* write equal chunks twice (-o dedup=off) */
+	/* The remote tier (tier.h), or NULL: a local tree. */
+	const struct objfs_tier_ops *tier_ops;
+	const char *remote;	/* rados:POOL[/NAMESPACE] */
+	const char *remote_conf;	/* NULL: /etc/ceph/ceph.conf */
+	const char *remote_id;	/* the cephx user; NULL: admin */
+	unsigned remote_timeout;	/* s; 0: 30 */
+	unsigned remote_hold;	/* s; 0: 30 */
 };
 
 struct objfs_cred {

@@ -31,7 +31,9 @@
  *			lock (to read its use), never another, and never
  *			across a call into the file layer or I/O.
  *	defer_lock	the space waiting to be given back.
- *	the arena's lock, the index's lock (meta.c): innermost.
+ *	the remote tier's lock (tier_int.h): its shipping state; never
+			held across a call into the index or the cluster.
+	the arena's lock, the index's lock (meta.c): innermost.
  *	maint_lock	the maintenance thread's sleep only.
  *	the unmount's progress lock (mount.c, struct unmount_progress): its
  *			thread's sleep; under it, only the log's lock and a
@@ -58,6 +60,7 @@
 #include "spill.h"
 #include "spiller.h"
 #include "store.h"
+#include "tier.h"
 
 enum { OBJFS_INODE_LOADING = 0, OBJFS_INODE_READY = 1 };
 
@@ -177,6 +180,9 @@ struct objfs_store {
 	struct objfs_meta *meta;
 	struct objfs_arena *arena;
 	const struct objfs_copy_ops *copy;	/* the chunk store (copy.h) */
+	/* The remote tier (tier.h), or NULL. */
+	const struct objfs_tier_ops *tier_ops;
+	struct objfs_tier *tier;
 	struct objfs_backing *backing;	/* the local one's directory */
 	int lockfd;
 	char *data_dir;			/* as given at open */
@@ -188,6 +194,8 @@ struct objfs_store {
 	uint32_t chunk_size;
 	unsigned chunk_shift;
 	unsigned sub_shift;		/* sub-block sums (csum.h) */
+	int meta_flags;			/* objfs_meta_open's (OUTBOX with a
+					 * tier) */
 	unsigned schema;		/* the index's (meta_keys.h); 5 once a
 					 * disk copy was shared; changed
 					 * under both inode locks of a copy
@@ -402,6 +410,18 @@ objfs_commit_or_abort(struct objfs_meta_txn *t, int rc, uint64_t *seq)
 		return rc;
 	}
 	return objfs_meta_commit_seq(t, seq);
+}
+
+/* Everything committed so far durable: the journal flushed, and, with
+ * the remote tier, every commit in the pool's log (fsync). */
+static inline int
+objfs_store_sync_index(struct objfs_store *s)
+{
+	int rc = objfs_meta_sync(s->meta);
+
+	if (rc == 0 && s->tier)
+		rc = s->tier_ops->sync(s->tier, objfs_meta_last_seq(s->meta));
+	return rc;
 }
 
 /* mount.c */

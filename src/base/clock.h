@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * clock.h - the wall clock, for file times: seconds and nanoseconds, or
- * nanoseconds since the epoch.
+ * nanoseconds since the epoch; and the monotonic clock, for durations.
  */
 #ifndef OBJFS_BASE_CLOCK_H
 #define OBJFS_BASE_CLOCK_H
@@ -27,6 +27,16 @@ objfs_time_ns(void)
 
 	objfs_time_now(&sec, &nsec);
 	return sec * 1000000000ll + nsec;
+}
+
+/* Nanoseconds of the monotonic clock, for durations and deadlines. */
+static inline uint64_t
+objfs_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 #endif

@@ -1,0 +1,778 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pool.c - a Ceph pool as the chunk store (copy.h): the remote tier's
+ * second store.
+ *
+ * A chunk's copy is the pool object named by its content,
+ * "c.<xxh3-128 of its bytes>-<length>" (remote.h), holding exactly its
+ * bytes and their sub-block sums.  Its record in the index names it: the
+ * two halves of the hash in the fields the backing directory uses for a
+ * slot and a home (chunk.h: slot = first 8 bytes, home = last 8, both
+ * big-endian), with the chunk's checksum, length and sums as ever.  So:
+ *	- a copy is never overwritten: new bytes are a new object, and an
+ *	  object of a name is never changed once made (exclusive create);
+ *	- the same bytes are stored once, whatever file or chunk they are
+ *	  (dedup, always: the name is the content);
+ *	- a batch is durable when every put has answered (a write to a
+ *	  replicated pool answers once every replica has it), before the
+ *	  commit that records it (writeout.c);
+ *	- nothing is given back at a commit: a copy that no record names
+ *	  is garbage that the collector removes (tier.c), so drop, release
+ *	  and deletion have nothing to do here, and a crash at any step
+ *	  leaves at worst such garbage.
+ * Every read is checked: a whole chunk against its checksum, a part
+ * against the sums of its sub-blocks in the record.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/csum.h"
+#include "base/log.h"
+#include "data_int.h"
+#include "status.h"
+#include "tier_int.h"
+
+#define PUTS_WINDOW	16	/* requests in flight, as rados bench */
+
+static void
+hash_split(const unsigned char h[16], uint64_t *hi, uint64_t *lo)
+{
+	*hi = *lo = 0;
+	for (int i = 0; i < 8; i++) {
+		*hi = *hi << 8 | h[i];
+		*lo = *lo << 8 | h[8 + i];
+	}
+}
+
+/* The object of @c's copy. */
+static void
+copy_name(uint64_t hi, uint64_t lo, uint32_t len,
+		char name[OBJFS_REMOTE_CHUNK_NAME])
+{
+	snprintf(name, OBJFS_REMOTE_CHUNK_NAME, "c.%016" PRIx64 "%016" PRIx64
+		"-%" PRIx32, hi, lo, len);
+}
+
+/* A pool error as the caller gets it: a copy the pool does not have, or
+ * whose bytes do not match, is -EIO; a cluster that did not answer
+ * -ETIMEDOUT (logged by tier.c). */
+static int
+pool_err(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const char *name, int rc)
+{
+	objfs_tier_note(s->tier, rc, "reading a chunk");
+	if (rc == -ENOENT) {
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": chunk %" PRIu64
+			": %s is not in the pool", ip->ino, idx, name);
+		return -EIO;
+	}
+	if (rc == -EBADMSG || rc == -EIO) {
+		atomic_fetch_add(&s->csum_failures, 1);
+		return -EIO;
+	}
+	return rc;
+}
+
+/* ---- an object in memory ---------------------------------------------- */
+
+struct load_ctx {
+	struct objfs_store *s;
+	struct objfs_inode *ip;
+	uint64_t n, seq;
+	int bad;
+};
+
+static int
+load_record(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
+{
+	struct load_ctx *l = arg;
+	struct objfs_chunk *c;
+
+	if (!r || idx >= l->s->max_size >> l->s->chunk_shift ||
+	    r->len > l->s->chunk_size || r->has_alt ||
+	    r->shift != l->s->sub_shift) {
+		l->bad = 1;
+		return 0;
+	}
+	c = objfs_chunkmap_add(&l->ip->chunks, idx);
+	if (!c)
+		return -ENOMEM;
+	c->flags = OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS;
+	c->csum = r->csum;
+	c->slot = r->slot;
+	c->home = r->home;
+	c->disk_len = r->len;
+	c->rec_seq = l->seq;
+	l->n++;
+	return 0;
+}
+
+static int
+pool_load(struct objfs_store *s, struct objfs_inode *ip, uint64_t *n,
+		int *bad)
+{
+	struct load_ctx l = { s, ip, 0, 0, 0 };
+	struct objfs_meta_txn *t;
+	int rc = objfs_meta_begin(s->meta, 0, &t);
+
+	if (rc < 0)
+		return rc;
+	(void)objfs_meta_commit_seq(t, &l.seq);
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_chunk_list(t, ip->ino, load_record, &l);
+	objfs_meta_abort(t);
+	if (rc < 0)
+		return rc;
+	*n = l.n;
+	*bad = l.bad;
+	return 0;
+}
+
+static void
+pool_unload(struct objfs_store *s, struct objfs_inode *ip)
+{
+	(void)s;
+	(void)ip;
+}
+
+/* ---- reads ------------------------------------------------------------ */
+
+static int
+pool_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, void *buf)
+{
+	char name[OBJFS_REMOTE_CHUNK_NAME];
+	uint64_t t0 = objfs_mono_ns();
+	int rc;
+
+	copy_name(c->slot, c->home, c->disk_len, name);
+	rc = objfs_remote_chunk_get(s->tier->r, name, buf, c->disk_len,
+			data_sub_shift(s, c), c->csum);
+	if (rc < 0)
+		return pool_err(s, ip, idx, name, rc);
+	objfs_tier_count(&s->tier->down, c->disk_len, t0);
+	return 0;
+}
+
+static int
+pool_read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, void *buf, uint32_t lo, uint32_t hi)
+{
+	unsigned char tab[4 * OBJFS_SUMS_MAX];
+	char name[OBJFS_REMOTE_CHUNK_NAME];
+	uint32_t shift = s->sub_shift, base, end;
+	struct objfs_chunk_rec r;
+	struct objfs_meta_txn *t;
+	uint64_t t0 = objfs_mono_ns();
+	int rc;
+
+	/* The sums are in the record, not in memory: one index read. */
+	rc = objfs_meta_begin(s->meta, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_chunk_get(t, ip->ino, idx, &r, tab);
+	objfs_meta_abort(t);
+	if (rc == 0 && (r.slot != c->slot || r.home != c->home ||
+	    r.len != c->disk_len || r.shift != shift))
+		rc = -EIO;
+	if (rc < 0) {
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": chunk %" PRIu64
+			": its record cannot be read (%s)", ip->ino, idx,
+			strerror(-rc));
+		return -EIO;
+	}
+	copy_name(c->slot, c->home, c->disk_len, name);
+	rc = objfs_remote_chunk_get_part(s->tier->r, name, buf, c->disk_len,
+			shift, tab, lo, hi);
+	if (rc < 0)
+		return pool_err(s, ip, idx, name, rc);
+	base = lo >> shift << shift;
+	end = (uint32_t)min64(((uint64_t)((hi - 1) >> shift) + 1) << shift,
+			c->disk_len);
+	if (end == c->disk_len)
+		memset((unsigned char *)buf + (end - base), 0,
+			objfs_copy_span(end - base) - (end - base));
+	objfs_tier_count(&s->tier->down, end - base, t0);
+	atomic_fetch_add(&s->part_reads, 1);
+	return 0;
+}
+
+struct objfs_copy_read {
+	char name[OBJFS_REMOTE_CHUNK_NAME];
+	uint64_t ino, idx, csum;
+	uint32_t len;
+	unsigned shift;
+};
+
+static int
+pool_read_start(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, struct objfs_copy_read **out)
+{
+	struct objfs_copy_read *rd = malloc(sizeof(*rd));
+
+	if (!rd)
+		return -ENOMEM;
+	copy_name(c->slot, c->home, c->disk_len, rd->name);
+	rd->ino = ip->ino;
+	rd->idx = idx;
+	rd->csum = c->csum;
+	rd->len = c->disk_len;
+	rd->shift = data_sub_shift(s, c);
+	*out = rd;
+	return 0;
+}
+
+/* Without the inode's lock: the object is never changed, and the
+ * collector leaves any that a record named since it began (tier.c). */
+static int
+pool_read_run(struct objfs_store *s, struct objfs_copy_read *rd, void *buf)
+{
+	uint64_t t0 = objfs_mono_ns();
+	int rc = objfs_remote_chunk_get(s->tier->r, rd->name, buf, rd->len,
+			rd->shift, rd->csum);
+
+	if (rc < 0) {
+		objfs_tier_note(s->tier, rc, "reading a chunk");
+		if (rc == -ENOENT)
+			objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": chunk %"
+				PRIu64 ": %s is not in the pool", rd->ino,
+				rd->idx, rd->name);
+		if (rc == -EIO || rc == -EBADMSG)
+			atomic_fetch_add(&s->csum_failures, 1);
+		return rc == -ENOENT || rc == -EBADMSG ? -EIO : rc;
+	}
+	objfs_tier_count(&s->tier->down, rd->len, t0);
+	return 0;
+}
+
+static void
+pool_read_end(struct objfs_store *s, struct objfs_inode *ip,
+		struct objfs_copy_read *rd)
+{
+	(void)s;
+	(void)ip;
+	free(rd);
+}
+
+static uint64_t
+pool_key(const struct objfs_chunk *c)
+{
+	return c->slot ^ c->home;
+}
+
+/* ---- write-out batches ------------------------------------------------ */
+
+struct put {
+	uint64_t idx, csum, hi, lo;
+	uint32_t len;
+	unsigned char tab[4 * OBJFS_SUMS_MAX];
+	struct objfs_copy_made made;
+};
+
+struct objfs_copy_batch {
+	struct objfs_store *s;
+	struct objfs_inode *ip;
+	struct objfs_remote_puts *puts;
+	uint64_t t0;
+	size_t n;
+	struct put p[];
+};
+
+static int
+pool_batch_new(struct objfs_store *s, struct objfs_inode *ip,
+		const uint64_t *sel, size_t n, int evicting,
+		struct objfs_copy_batch **out)
+{
+	struct objfs_copy_batch *b = malloc(sizeof(*b) + n * sizeof(b->p[0]));
+	int rc;
+
+	(void)sel;
+	(void)evicting;
+	if (!b)
+		return -ENOMEM;
+	rc = objfs_remote_puts_new(s->tier->r, PUTS_WINDOW, &b->puts);
+	if (rc < 0) {
+		free(b);
+		return rc;
+	}
+	b->s = s;
+	b->ip = ip;
+	b->n = 0;
+	b->t0 = objfs_mono_ns();
+	*out = b;
+	return 0;
+}
+
+/* A copy is always whole: an object is never changed. */
+static int
+pool_put_subs(struct objfs_copy_batch *b, uint64_t idx, struct objfs_chunk *c,
+		uint32_t len)
+{
+	(void)b;
+	(void)idx;
+	(void)c;
+	(void)len;
+	return 0;
+}
+
+static int
+pool_put(struct objfs_copy_batch *b, uint64_t idx, struct objfs_chunk *c,
+		uint32_t len, int nodup)
+{
+	struct objfs_store *s = b->s;
+	struct put *x = &b->p[b->n];
+	char name[OBJFS_REMOTE_CHUNK_NAME];
+	const void *bytes = objfs_arena_ptr(s->arena, c->off);
+	unsigned char h[16];
+	int rc;
+
+	(void)nodup;	/* equal bytes are one object, always */
+	memset(&x->made, 0, sizeof(x->made));
+	x->idx = idx;
+	x->len = len;
+	x->csum = objfs_chunk_csum(bytes, len, s->sub_shift, x->tab);
+	objfs_content_hash128(bytes, len, h);
+	hash_split(h, &x->hi, &x->lo);
+	copy_name(x->hi, x->lo, len, name);
+	/* The arena's block is read until the batch is synced: the inode's
+	 * lock keeps it as it is until then. */
+	rc = objfs_remote_puts_add(b->puts, name, bytes, len, s->sub_shift,
+			x->tab);
+	if (rc < 0)
+		return rc;
+	b->n++;
+	return 0;
+}
+
+static int
+pool_batch_sync(struct objfs_copy_batch *b)
+{
+	int rc = objfs_remote_puts_wait(b->puts);
+	uint64_t sent = 0;
+
+	if (rc < 0) {
+		/* What did reach the pool is garbage no record names: the
+		 * collector removes it. */
+		objfs_tier_note(b->s->tier, rc, "writing chunks");
+		return rc;
+	}
+	for (size_t k = 0; k < b->n; k++) {
+		int r = objfs_remote_puts_result(b->puts, k);
+
+		if (r > 0)
+			sent += b->p[k].len;
+		else
+			atomic_fetch_add(&b->s->tier->dedup.n, 1);
+		b->p[k].made.written = r > 0 ? b->p[k].len : 0;
+		b->p[k].made.dup = r == 0;
+	}
+	objfs_tier_count(&b->s->tier->up, sent, b->t0);
+	objfs_tier_note(b->s->tier, 0, NULL);
+	return 0;
+}
+
+static int
+pool_batch_record(struct objfs_copy_batch *b, struct objfs_meta_txn *t,
+		uint64_t *added)
+{
+	struct objfs_store *s = b->s;
+	struct objfs_inode *ip = b->ip;
+	int rc = 0;
+
+	*added = 0;
+	for (size_t k = 0; rc == 0 && k < b->n; k++) {
+		struct put *x = &b->p[k];
+		struct objfs_chunk_rec rec = { x->csum, x->hi, x->len,
+			s->sub_shift, x->tab, 0, 0, { 0 }, x->lo };
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, x->idx);
+
+		rc = objfs_meta_chunk_put(t, ip->ino, x->idx, &rec);
+		*added += !(c->flags & OBJFS_CHUNK_ONDISK);
+	}
+	return rc;
+}
+
+static void
+pool_batch_undo(struct objfs_copy_batch *b)
+{
+	b->n = 0;
+}
+
+static void
+pool_batch_done(struct objfs_copy_batch *b, uint64_t seq)
+{
+	struct objfs_inode *ip = b->ip;
+
+	for (size_t k = 0; k < b->n; k++) {
+		struct put *x = &b->p[k];
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, x->idx);
+
+		x->made.idx = x->idx;
+		x->made.len = x->len;
+		c->flags |= OBJFS_CHUNK_ONDISK | OBJFS_CHUNK_SUMS;
+		c->flags &= ~OBJFS_CHUNK_ALT;
+		c->slot = x->hi;
+		c->home = x->lo;
+		c->csum = x->csum;
+		c->disk_len = x->len;
+		c->rec_seq = seq;
+	}
+}
+
+static size_t
+pool_batch_count(const struct objfs_copy_batch *b)
+{
+	return b->n;
+}
+
+static const struct objfs_copy_made *
+pool_batch_entry(const struct objfs_copy_batch *b, size_t k)
+{
+	return &b->p[k].made;
+}
+
+static void
+pool_batch_free(struct objfs_copy_batch *b)
+{
+	objfs_remote_puts_free(b->puts);
+	free(b);
+}
+
+/* ---- leaving a copy: the collector's (tier.c) ------------------------- */
+
+static int
+pool_drop(struct objfs_store *s, struct objfs_meta_txn *t,
+		const struct objfs_inode *ip, const struct objfs_chunk *c,
+		unsigned *what)
+{
+	(void)s;
+	(void)t;
+	(void)ip;
+	(void)c;
+	*what = 0;
+	return 0;
+}
+
+static void
+pool_release(struct objfs_store *s, struct objfs_inode *ip,
+		const struct objfs_chunk *c, unsigned what, uint64_t seq)
+{
+	(void)s;
+	(void)ip;
+	(void)c;
+	(void)what;
+	(void)seq;
+}
+
+/* ---- truncation: the shorter bytes are another object ----------------- */
+
+struct objfs_copy_cut {
+	uint64_t csum, hi, lo;
+	uint32_t len;
+	unsigned char tab[4 * OBJFS_SUMS_MAX];
+};
+
+static int
+pool_cut_prepare(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, uint32_t len,
+		struct objfs_copy_cut **out)
+{
+	struct objfs_copy_cut *k = calloc(1, sizeof(*k));
+	char name[OBJFS_REMOTE_CHUNK_NAME];
+	unsigned char h[16], *b = NULL;
+	const void *bytes;
+	uint64_t t0;
+	int rc = 0;
+
+	if (!k)
+		return -ENOMEM;
+	k->len = len;
+	if (c->cap && !(c->flags & OBJFS_CHUNK_DIRTY)) {
+		bytes = objfs_arena_ptr(s->arena, c->off);
+	} else if (!(b = objfs_copy_buf(c->disk_len))) {
+		rc = -ENOMEM;
+	} else {
+		rc = pool_read(s, ip, idx, c, b);
+		bytes = b;
+	}
+	if (rc == 0) {
+		k->csum = objfs_chunk_csum(bytes, len, s->sub_shift, k->tab);
+		objfs_content_hash128(bytes, len, h);
+		hash_split(h, &k->hi, &k->lo);
+		copy_name(k->hi, k->lo, len, name);
+		t0 = objfs_mono_ns();
+		rc = objfs_remote_chunk_put(s->tier->r, name, bytes, len,
+				s->sub_shift, k->tab);
+		objfs_tier_note(s->tier, rc < 0 ? rc : 0, "writing a chunk");
+		if (rc >= 0)
+			objfs_tier_count(&s->tier->up, rc > 0 ? len : 0, t0);
+		rc = rc < 0 ? rc : 0;
+	}
+	free(b);
+	if (rc < 0) {
+		free(k);
+		return rc;
+	}
+	*out = k;
+	return 0;
+}
+
+static int
+pool_cut_record(struct objfs_store *s, struct objfs_meta_txn *t,
+		struct objfs_inode *ip, uint64_t idx, const struct objfs_chunk *c,
+		const struct objfs_copy_cut *k)
+{
+	struct objfs_chunk_rec r = { k->csum, k->hi, k->len, s->sub_shift,
+		k->tab, 0, 0, { 0 }, k->lo };
+
+	(void)c;
+	return objfs_meta_chunk_put(t, ip->ino, idx, &r);
+}
+
+static void
+pool_cut_done(struct objfs_chunk *c, const struct objfs_copy_cut *k,
+		uint64_t seq)
+{
+	c->flags |= OBJFS_CHUNK_SUMS;
+	c->slot = k->hi;
+	c->home = k->lo;
+	c->csum = k->csum;
+	c->disk_len = k->len;
+	c->rec_seq = seq;
+}
+
+static void
+pool_cut_free(struct objfs_copy_cut *k)
+{
+	free(k);
+}
+
+/*
+ * fallocate: a pool cannot set space aside for one client, so this only
+ * refuses what the pool has no room for now (ENOSPC), from the figure
+ * the tier refreshes every few seconds; a write-out may still find the
+ * pool full later, and then fails with ENOSPC as it would without it.
+ */
+static int
+pool_reserve(struct objfs_store *s, struct objfs_inode *ip, uint64_t first,
+		uint64_t last)
+{
+	uint64_t need = 0, avail = atomic_load(&s->tier->space_avail);
+
+	for (uint64_t i = first; i <= last; i++) {
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, i);
+
+		if (!(c && (c->flags & OBJFS_CHUNK_ONDISK)))
+			need += s->chunk_size;
+	}
+	return avail && need > avail ? -ENOSPC : 0;
+}
+
+/* copy_file_range copies: the copies' bytes are the same objects in the
+ * pool (dedup), so only the reading and the hashing are paid. */
+static int
+pool_share(struct objfs_store *s, struct objfs_inode *src, uint64_t off_in,
+		struct objfs_inode *dst, uint64_t off_out, uint64_t len,
+		uint64_t *done)
+{
+	(void)s;
+	(void)src;
+	(void)off_in;
+	(void)dst;
+	(void)off_out;
+	(void)len;
+	*done = 0;
+	return 0;
+}
+
+static int
+pool_users(struct objfs_store *s, const struct objfs_inode *ip,
+		const struct objfs_chunk *c, uint64_t *n)
+{
+	(void)s;
+	(void)ip;
+	(void)c;
+	*n = 1;
+	return 0;
+}
+
+/* ---- deleting an object: its records go, its objects are garbage ------ */
+
+static int
+pool_doom(struct objfs_store *s, struct objfs_meta_txn *t,
+		struct objfs_inode *ip, struct objfs_copy_doomed **d)
+{
+	(void)s;
+	(void)t;
+	(void)ip;
+	*d = NULL;
+	return 0;
+}
+
+static void
+pool_gone(struct objfs_store *s, struct objfs_inode *ip, uint64_t seq,
+		struct objfs_copy_doomed *d)
+{
+	(void)s;
+	(void)ip;
+	(void)seq;
+	(void)d;
+}
+
+static void
+pool_doomed_free(struct objfs_copy_doomed *d)
+{
+	(void)d;
+}
+
+static void
+pool_give_back(struct objfs_store *s, int all)
+{
+	(void)s;
+	(void)all;
+}
+
+static int
+pool_reclaim(struct objfs_store *s)
+{
+	(void)s;
+	return 0;
+}
+
+static uint64_t
+pool_trim(struct objfs_store *s)
+{
+	(void)s;
+	return 0;
+}
+
+static int
+pool_space(struct objfs_store *s, uint64_t *total, uint64_t *free_,
+		uint64_t *avail)
+{
+	*total = atomic_load(&s->tier->space_total);
+	*avail = *free_ = atomic_load(&s->tier->space_avail);
+	return 0;
+}
+
+/* ---- figures ---------------------------------------------------------- */
+
+struct name_len {
+	uint64_t hi, lo;
+	uint32_t len;
+};
+
+struct fig_walk {
+	struct objfs_status_figures *f;
+	struct name_len *v;
+	size_t n, cap;
+};
+
+static int
+fig_chunk(void *arg, uint64_t ino, uint64_t idx,
+		const struct objfs_chunk_rec *r)
+{
+	struct fig_walk *w = arg;
+
+	(void)ino;
+	(void)idx;
+	if (!r)
+		return 0;
+	w->f->disk_chunks++;
+	w->f->disk_bytes += r->len;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 1024;
+		struct name_len *v = realloc(w->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		w->v = v;
+		w->cap = cap;
+	}
+	w->v[w->n++] = (struct name_len){ r->slot, r->home, r->len };
+	return 0;
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	const struct name_len *x = a, *y = b;
+
+	if (x->hi != y->hi)
+		return x->hi < y->hi ? -1 : 1;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static int
+pool_figures(struct objfs_store *s, struct objfs_status_figures *f)
+{
+	struct fig_walk w = { f, NULL, 0, 0 };
+	struct objfs_meta_txn *t;
+	int rc = objfs_meta_begin(s->meta, 0, &t);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_chunk_all(t, fig_chunk, &w);
+	objfs_meta_abort(t);
+	/* Each object once, however many records name it. */
+	if (rc == 0 && w.n) {
+		qsort(w.v, w.n, sizeof(*w.v), name_cmp);
+		for (size_t i = 0; i < w.n; i++)
+			if (i == 0 || name_cmp(&w.v[i], &w.v[i - 1]))
+				f->disk_stored += w.v[i].len;
+			else if (i == 1 || name_cmp(&w.v[i - 1], &w.v[i - 2]))
+				f->shared_now++;
+	}
+	free(w.v);
+	if (rc < 0)
+		return rc;
+	return pool_space(s, &f->fs_bytes, &f->fs_avail, &f->fs_avail);
+}
+
+const struct objfs_copy_ops objfs_copy_pool = {
+	.name = "pool",
+	.load = pool_load,
+	.unload = pool_unload,
+	.read = pool_read,
+	.read_part = pool_read_part,
+	.read_start = pool_read_start,
+	.read_run = pool_read_run,
+	.read_end = pool_read_end,
+	.key = pool_key,
+	.batch_new = pool_batch_new,
+	.put_subs = pool_put_subs,
+	.put = pool_put,
+	.batch_sync = pool_batch_sync,
+	.batch_record = pool_batch_record,
+	.batch_undo = pool_batch_undo,
+	.batch_done = pool_batch_done,
+	.batch_count = pool_batch_count,
+	.batch_entry = pool_batch_entry,
+	.batch_free = pool_batch_free,
+	.drop = pool_drop,
+	.release = pool_release,
+	.cut_prepare = pool_cut_prepare,
+	.cut_record = pool_cut_record,
+	.cut_done = pool_cut_done,
+	.cut_free = pool_cut_free,
+	.reserve = pool_reserve,
+	.share = pool_share,
+	.users = pool_users,
+	.doom = pool_doom,
+	.gone = pool_gone,
+	.doomed_free = pool_doomed_free,
+	.give_back = pool_give_back,
+	.reclaim = pool_reclaim,
+	.trim = pool_trim,
+	.space = pool_space,
+	.figures = pool_figures,
+};

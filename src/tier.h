@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tier.h - the remote tier as the store sees it: a Ceph pool as the
+ * durable home of the tree and its chunks (-o remote=rados:POOL[/NS];
+ * doc/design.md, "The pool as the durable home").
+ *
+ * The store knows the tier only through this table, which main.c passes
+ * in its configuration (objfs_tier_rados, in libremote: the core and its
+ * unit tests do not load librados).  With a tier, the chunk store is the
+ * pool (@copy), the index keeps each commit for the pool's log
+ * (OBJFS_META_OUTBOX), and an fsync returns once the commits up to it are
+ * in the pool.
+ */
+#ifndef OBJFS_TIER_H
+#define OBJFS_TIER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct objfs_store;
+struct objfs_store_config;
+struct objfs_meta;
+struct objfs_copy_ops;
+struct objfs_tier;
+
+struct objfs_tier_ops {
+	/* The chunk store in the pool (copy.h). */
+	const struct objfs_copy_ops *copy;
+	/* Connect and take the namespace's hold (refused, naming its
+	 * holder, while another mount has it).  The data directory is
+	 * locked already. */
+	int (*open)(const struct objfs_store_config *cfg,
+			struct objfs_tier **out, char *msg, size_t msgsize);
+	/* Make the index in @index_dir the pool's tree before the store
+	 * opens it.  @m is the index there (NULL: none): when it is not
+	 * this pool's latest state, *@stale is set and the store closes it,
+	 * moves it aside and calls again with NULL; with NULL, the pool's
+	 * tree (if it has one) is built there. */
+	int (*prepare)(struct objfs_tier *t, const char *index_dir,
+			struct objfs_meta *m, int *stale, char *msg,
+			size_t msgsize);
+	/* The store is open (index, root, recovery): begin a new epoch in
+	 * the pool (a snapshot of the index and a new head) and start
+	 * shipping commits and renewing the hold. */
+	int (*start)(struct objfs_tier *t, struct objfs_store *s, char *msg,
+			size_t msgsize);
+	/* Every commit up to @seq is in the pool's log (fsync): 0, or
+	 * -ETIMEDOUT when the cluster did not take it within the timeout,
+	 * -EIO when this mount lost its hold (logged). */
+	int (*sync)(struct objfs_tier *t, uint64_t seq);
+	/* Unmount, the index still open: ship what is left, stop. */
+	int (*stop)(struct objfs_tier *t);
+	/* After the index closed: give the hold back, disconnect. */
+	void (*close)(struct objfs_tier *t);
+	/* Lines for the status file ("remote_...: value\n"). */
+	size_t (*status)(struct objfs_tier *t, char *buf, size_t size);
+};
+
+/* The Ceph pool (tier.c, pool.c; only where librados is: HAVE_RADOS). */
+extern const struct objfs_tier_ops objfs_tier_rados;
+
+#endif

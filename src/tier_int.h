@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tier_int.h - what tier.c (the hold, the head, shipping the index) and
+ * pool.c (the chunk store in the pool) share.  Only they include it.
+ *
+ * Locks: t->lock guards the shipping state below; it is a leaf, taken
+ * under an inode's lock at most (an fsync waits on t->cv with it), and
+ * never held across a call into the index or the cluster.
+ */
+#ifndef OBJFS_TIER_INT_H
+#define OBJFS_TIER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "remote.h"
+#include "tier.h"
+
+/* What the pool's operations took, for the status file. */
+struct tier_counter {
+	_Atomic uint64_t n, bytes, ns;
+};
+
+struct objfs_tier {
+	struct objfs_remote *r;
+	char spec[256];
+	char holder[256];
+	unsigned timeout_s;		/* each operation's bound */
+	unsigned hold_s;		/* the hold's duration */
+	struct objfs_store *s;
+	struct objfs_meta *m;
+
+	/* The head as read at open (have_head 0: the pool has no tree). */
+	int have_head;
+	uint64_t tree, head_epoch, head_base, head_parts, head_ver;
+	uint64_t epoch;			/* this mount's */
+	uint64_t logs_end;		/* the first log number the old epoch
+					 * does not have (prepare) */
+	int built;			/* prepare built the index from the
+					 * pool in this mount */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cv;		/* shipped moved, or work for the
+					 * shipper, or stop */
+	uint64_t shipped;		/* every commit up to it is in the
+					 * pool's log, acknowledged */
+	uint64_t want;			/* an fsync waits for this one */
+	uint64_t lease_ns;		/* the hold is ours until then
+					 * (monotonic) */
+	int lost;			/* another took the hold: nothing
+					 * is acknowledged any more */
+	int stop;
+	int reachable;			/* the last operation answered */
+	char why[160];			/* the last failure */
+	uint64_t since_ns;		/* unreachable since */
+	pthread_t ship_th, renew_th;
+	int threads;
+
+	/* Cached cluster space (statfs), refreshed by the renewer. */
+	_Atomic uint64_t space_total, space_avail;
+
+	struct tier_counter up, down, logs, dedup;
+};
+
+static inline void
+put_be64(unsigned char *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (unsigned char)v;
+		v >>= 8;
+	}
+}
+
+static inline uint64_t
+get_be64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* ---- tier_tree.c: the tree's layout in the pool ---- */
+
+/* Super records that say which tree, epoch and mount a data directory's
+ * index is the cache of (never shipped: meta/ship.c leaves them out). */
+#define SUPER_TREE	"remote_tree"
+#define SUPER_EPOCH	"remote_epoch"
+#define SUPER_OWNER	"remote_owner"
+
+#define TIER_HOLD	"objfs.hold"
+#define TIER_HEAD_MAX	512
+#define TIER_LOG_MAGIC	0x474f4c4fu	/* "OLOG" */
+#define TIER_SNAP_MAGIC	0x504e534fu	/* "OSNP" */
+#define TIER_LOG_HDR	32
+#define TIER_SNAP_HDR	24
+
+struct head {
+	uint64_t tree, epoch, owner, base, parts, bytes;
+};
+
+uint64_t tier_random64(void);
+size_t tier_head_text(const struct head *h, char *buf, size_t size);
+void tier_snap_name(char name[64], uint64_t epoch, uint64_t part);
+void tier_log_name(char name[64], uint64_t epoch, uint64_t seq);
+/* The index's record of what it caches: tree, epoch, owner (a mount). */
+int tier_set_supers(struct objfs_meta *m, uint64_t tree, uint64_t epoch,
+		uint64_t owner);
+/* A snapshot part upload (objfs_meta_dump's callback). */
+struct snap_up {
+	struct objfs_tier *t;
+	uint64_t epoch, parts, bytes;
+	int rc;
+};
+int tier_snap_part(void *arg, const void *p, size_t len);
+/* Remove an epoch's snapshot parts and logs (from @base on). */
+void tier_remove_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t parts,
+		uint64_t base);
+/* 1 when the head still names this mount's epoch, 0 not, or -errno. */
+int tier_head_ours(struct objfs_tier *t);
+int tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,
+		int *stale, char *msg, size_t msgsize);
+
+/* A pool operation finished with @rc: the cluster answered (0, or an
+ * error of its own), or did not (-ETIMEDOUT and the like: logged once,
+ * with @what, and shown in the status until one answers again). */
+void objfs_tier_note(struct objfs_tier *t, int rc, const char *what);
+/* @bytes moved by an operation begun at @t0 (objfs_mono_ns). */
+void objfs_tier_count(struct tier_counter *c, uint64_t bytes, uint64_t t0);
+/* The chunk store in the pool (pool.c). */
+extern const struct objfs_copy_ops objfs_copy_pool;
+
+#endif

@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tier_tree.c - the tree's layout in the pool (tier.c's header has it):
+ * the head, snapshot parts and log records, their formats and checks;
+ * prepare() (is the data directory's index the pool's latest tree, or
+ * built from it), and what a new epoch removes of the last one.
+ *
+ * A log record "objfs.log.<epoch>.<first>" is a header (magic "OLOG",
+ * count, first, last, an xxh3 of the rest seeded with first ^ last) and
+ * its commits in order, each be64 number, be64 length, journal payload.
+ * A snapshot part "objfs.snap.<epoch>.<part>" is a header (magic
+ * "OSNP", part, be64 length, be64 xxh3) and journal entries (puts).  The
+ * head is text, each line a field, the last an xxh3 of the others.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/csum.h"
+#include "base/log.h"
+#include "store_int.h"
+#include "tier_int.h"
+
+uint64_t
+tier_random64(void)
+{
+	uint64_t v = 0;
+	FILE *f = fopen("/dev/urandom", "re");
+
+	if (f) {
+		if (fread(&v, sizeof(v), 1, f) != 1)
+			v = 0;
+		fclose(f);
+	}
+	v ^= objfs_mono_ns() ^ (uint64_t)getpid() << 40;
+	return v ? v : 1;
+}
+
+/* ---- the head ------------------------------------------------------------ */
+
+size_t
+tier_head_text(const struct head *h, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "objfs head 1\ntree %016" PRIx64 "\nepoch %"
+		PRIu64 "\nowner %016" PRIx64 "\nbase %" PRIu64 "\nparts %"
+		PRIu64 "\nbytes %" PRIu64 "\n", h->tree, h->epoch, h->owner,
+		h->base, h->parts, h->bytes);
+
+	n += snprintf(buf + n, size - (size_t)n, "sum %016" PRIx64 "\n",
+		objfs_csum64(buf, (size_t)n));
+	return (size_t)n;
+}
+
+static int
+head_parse(const char *buf, size_t len, struct head *h)
+{
+	char text[TIER_HEAD_MAX + 1];
+	const char *sum;
+	uint64_t want;
+
+	if (len > TIER_HEAD_MAX)
+		return -EPROTO;
+	memcpy(text, buf, len);
+	text[len] = '\0';
+	sum = strstr(text, "sum ");
+	if (!sum || sscanf(sum, "sum %" SCNx64, &want) != 1 ||
+	    objfs_csum64(text, (size_t)(sum - text)) != want ||
+	    sscanf(text, "objfs head 1\ntree %" SCNx64 "\nepoch %" SCNu64
+		"\nowner %" SCNx64 "\nbase %" SCNu64 "\nparts %" SCNu64
+		"\nbytes %" SCNu64 "\n", &h->tree, &h->epoch, &h->owner,
+		&h->base, &h->parts, &h->bytes) != 6)
+		return -EPROTO;
+	return 0;
+}
+
+void
+tier_snap_name(char name[64], uint64_t epoch, uint64_t part)
+{
+	snprintf(name, 64, "objfs.snap.%016" PRIx64 ".%08" PRIx64, epoch, part);
+}
+
+void
+tier_log_name(char name[64], uint64_t epoch, uint64_t seq)
+{
+	snprintf(name, 64, "objfs.log.%016" PRIx64 ".%016" PRIx64, epoch, seq);
+}
+
+/* ---- prepare: the index the pool's tree ---------------------------------- */
+
+/* Read the head: 0 (t->have_head 1 or 0), or -errno with @msg. */
+static int
+read_head(struct objfs_tier *t, struct head *h, char *msg, size_t msgsize)
+{
+	char buf[TIER_HEAD_MAX];
+	size_t len;
+	int rc;
+
+	rc = objfs_remote_head_get(t->r, buf, sizeof(buf), &len, &t->head_ver);
+	if (rc == -ENOENT) {
+		t->have_head = 0;
+		t->head_ver = 0;
+		return 0;
+	}
+	if (rc == 0 && (rc = head_parse(buf, len, h)) < 0)
+		snprintf(msg, msgsize, "%s: objfs.head is not a head this objfs "
+			"can read; refusing to mount (nothing was changed)",
+			t->spec);
+	else if (rc < 0)
+		snprintf(msg, msgsize, "%s: cannot read objfs.head: %s", t->spec,
+			strerror(-rc));
+	if (rc < 0)
+		return rc;
+	t->have_head = 1;
+	t->tree = h->tree;
+	t->head_epoch = h->epoch;
+	t->head_base = h->base;
+	t->head_parts = h->parts;
+	return 0;
+}
+
+/* A log record's commits, checked: @cb(arg, seq, payload, len) each. */
+static int
+log_walk(const unsigned char *p, size_t len, uint64_t first, uint64_t *last,
+		int (*cb)(void *arg, uint64_t seq, const void *pl, size_t n),
+		void *arg)
+{
+	uint32_t magic, count;
+	uint64_t f, l, sum;
+	size_t off = TIER_LOG_HDR;
+
+	if (len < TIER_LOG_HDR)
+		return -EPROTO;
+	memcpy(&magic, p, 4);
+	memcpy(&count, p + 4, 4);
+	f = get_be64(p + 8);
+	l = get_be64(p + 16);
+	sum = get_be64(p + 24);
+	if (magic != TIER_LOG_MAGIC || f != first || l < f || l - f + 1 != count ||
+	    objfs_csum64_seed(p + TIER_LOG_HDR, len - TIER_LOG_HDR, f ^ l) != sum)
+		return -EPROTO;
+	for (uint64_t seq = f; seq <= l; seq++) {
+		uint64_t n;
+		int rc;
+
+		if (len - off < 16 || get_be64(p + off) != seq)
+			return -EPROTO;
+		n = get_be64(p + off + 8);
+		if (n > len - off - 16)
+			return -EPROTO;
+		if (cb && (rc = cb(arg, seq, p + off + 16, (size_t)n)) < 0)
+			return rc;
+		off += 16 + (size_t)n;
+	}
+	if (off != len)
+		return -EPROTO;
+	*last = l;
+	return 0;
+}
+
+static int
+import_commit(void *arg, uint64_t seq, const void *p, size_t n)
+{
+	(void)seq;
+	return objfs_meta_import(arg, p, n, NULL);
+}
+
+/*
+ * Walk the logs of the head's epoch from its base on, applying them to
+ * @m when it is not NULL; *@end gets the first number none has.
+ */
+static int
+walk_logs(struct objfs_tier *t, struct objfs_meta *m, uint64_t *end,
+		uint64_t *records)
+{
+	uint64_t seq = t->head_base + 1, last;
+	char name[64];
+
+	*records = 0;
+	for (;;) {
+		void *buf;
+		size_t len;
+		int rc;
+
+		tier_log_name(name, t->head_epoch, seq);
+		rc = objfs_remote_get_all(t->r, name, &buf, &len);
+		if (rc == -ENOENT)
+			break;
+		if (rc < 0)
+			return rc;
+		rc = log_walk(buf, len, seq, &last, m ? import_commit : NULL, m);
+		free(buf);
+		if (rc == -EPROTO)
+			objfs_log(OBJFS_LOG_ERR, "remote: %s: log record %s is "
+				"damaged; the tree ends before it", t->spec,
+				name);
+		if (rc == -EPROTO)
+			break;
+		if (rc < 0)
+			return rc;
+		(*records)++;
+		seq = last + 1;
+	}
+	*end = seq;
+	return 0;
+}
+
+int
+tier_set_supers(struct objfs_meta *m, uint64_t tree, uint64_t epoch,
+		uint64_t owner)
+{
+	struct objfs_meta_txn *tx;
+	int rc = objfs_meta_begin(m, OBJFS_META_ESSENTIAL, &tx);
+
+	if (rc < 0)
+		return rc;
+	if ((rc = objfs_meta_super_put(tx, SUPER_TREE, tree)) < 0 ||
+	    (rc = objfs_meta_super_put(tx, SUPER_EPOCH, epoch)) < 0 ||
+	    (rc = objfs_meta_super_put(tx, SUPER_OWNER, owner)) < 0) {
+		objfs_meta_abort(tx);
+		return rc;
+	}
+	return objfs_meta_commit(tx);
+}
+
+/* Build the pool's tree into the empty index directory @dir. */
+static int
+build(struct objfs_tier *t, const char *dir, const struct head *h, char *msg,
+		size_t msgsize)
+{
+	struct objfs_meta *m;
+	uint64_t entries = 0, records = 0, t0 = objfs_mono_ns();
+	int rc = objfs_meta_open(dir, OBJFS_META_CREATE, &m, NULL);
+
+	if (rc < 0) {
+		snprintf(msg, msgsize, "cannot create the index: %s",
+			strerror(-rc));
+		return rc;
+	}
+	for (uint64_t k = 0; rc == 0 && k < h->parts; k++) {
+		char name[64];
+		unsigned char *p;
+		size_t len;
+		uint32_t magic, part;
+
+		tier_snap_name(name, h->epoch, k);
+		rc = objfs_remote_get_all(t->r, name, (void **)&p, &len);
+		if (rc < 0) {
+			snprintf(msg, msgsize, "%s: cannot read snapshot part %s: "
+				"%s", t->spec, name, strerror(-rc));
+			break;
+		}
+		if (len >= TIER_SNAP_HDR) {
+			memcpy(&magic, p, 4);
+			memcpy(&part, p + 4, 4);
+		}
+		if (len < TIER_SNAP_HDR || magic != TIER_SNAP_MAGIC || part != k ||
+		    get_be64(p + 8) != len - TIER_SNAP_HDR ||
+		    objfs_csum64(p + TIER_SNAP_HDR, len - TIER_SNAP_HDR) !=
+			get_be64(p + 16)) {
+			snprintf(msg, msgsize, "%s: snapshot part %s is damaged; "
+				"refusing to mount (nothing was changed)",
+				t->spec, name);
+			rc = -EIO;
+		} else {
+			rc = objfs_meta_import(m, p + TIER_SNAP_HDR, len - TIER_SNAP_HDR,
+					&entries);
+			if (rc < 0)
+				snprintf(msg, msgsize, "%s: snapshot part %s "
+					"cannot be applied: %s", t->spec, name,
+					strerror(-rc));
+		}
+		free(p);
+	}
+	if (rc == 0) {
+		rc = walk_logs(t, m, &t->logs_end, &records);
+		if (rc < 0)
+			snprintf(msg, msgsize, "%s: cannot read the pool's log: "
+				"%s", t->spec, strerror(-rc));
+	}
+	if (rc == 0)
+		rc = objfs_meta_checkpoint_now(m);
+	if (rc == 0)
+		rc = tier_set_supers(m, h->tree, h->epoch, h->owner);
+	if (rc == 0)
+		rc = objfs_meta_close(m);
+	else
+		(void)objfs_meta_close(m);
+	if (rc == 0)
+		objfs_log(OBJFS_LOG_INFO, "remote: %s: the tree built from the "
+			"pool (snapshot of commit %" PRIu64 " in %" PRIu64
+			" part(s), %" PRIu64 " record(s), then %" PRIu64
+			" log record(s)) in %.1f s", t->spec, h->base,
+			h->parts, entries, records,
+			(double)(objfs_mono_ns() - t0) / 1e9);
+	else if (!msg[0])
+		snprintf(msg, msgsize, "cannot build the index from the pool: %s",
+			strerror(-rc));
+	return rc;
+}
+
+static int
+local_super(struct objfs_meta *m, const char *key, uint64_t *v)
+{
+	struct objfs_meta_txn *tx;
+	int rc = objfs_meta_begin(m, 0, &tx);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_super_get(tx, key, v);
+	objfs_meta_abort(tx);
+	return rc;
+}
+
+int
+tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,
+		int *stale, char *msg, size_t msgsize)
+{
+	struct head h;
+	uint64_t tree = 0, epoch = 0, owner = 0, end, records, ninodes = 0;
+	int rc;
+
+	*stale = 0;
+	msg[0] = '\0';
+	rc = read_head(t, &h, msg, msgsize);
+	if (rc < 0)
+		return rc;
+	if (!m) {
+		if (!t->have_head)
+			return 0;
+		rc = build(t, dir, &h, msg, msgsize);
+		t->built = rc == 0;
+		return rc;
+	}
+	if (t->built)
+		return 0;	/* the pool's, as it is now */
+	rc = local_super(m, SUPER_TREE, &tree);
+	if (rc == -ENOENT) {
+		struct objfs_meta_txn *tx;
+
+		if (objfs_meta_begin(m, 0, &tx) == 0) {
+			(void)objfs_meta_inode_count(tx, &ninodes);
+			objfs_meta_abort(tx);
+		}
+		/* Made by a first mount that stopped before its head. */
+		if (ninodes <= 1) {
+			*stale = t->have_head;
+			return 0;
+		}
+		snprintf(msg, msgsize, "the data directory holds a tree of its "
+			"own (its chunks in backing/), not a cache of %s: "
+			"mount it without remote=, and give remote= an empty "
+			"data directory", t->spec);
+		return -EXDEV;
+	}
+	if (rc == 0)
+		rc = local_super(m, SUPER_EPOCH, &epoch);
+	if (rc == 0)
+		rc = local_super(m, SUPER_OWNER, &owner);
+	if (rc < 0) {
+		snprintf(msg, msgsize, "cannot read the index: %s",
+			strerror(-rc));
+		return rc;
+	}
+	if (!t->have_head) {
+		objfs_log(OBJFS_LOG_WARNING, "remote: %s has no tree; this data "
+			"directory's (tree %016" PRIx64 ") becomes it", t->spec,
+			tree);
+		t->tree = tree;
+		return 0;
+	}
+	if (tree != h.tree) {
+		snprintf(msg, msgsize, "the data directory caches another tree "
+			"(%016" PRIx64 ") than %s's (%016" PRIx64 "); give "
+			"remote= an empty data directory", tree, t->spec,
+			h.tree);
+		return -EXDEV;
+	}
+	if (epoch != h.epoch || owner != h.owner) {
+		objfs_log(OBJFS_LOG_INFO, "remote: %s was mounted elsewhere since "
+			"this data directory's index was its cache (epoch %"
+			PRIu64 ", now %" PRIu64 "): building it anew from the "
+			"pool", t->spec, epoch, h.epoch);
+		*stale = 1;
+		return 0;
+	}
+	/* This data directory's mount was the last: the pool has its
+	 * commits up to some number, the index at least as many unless a
+	 * machine crash took the last ones from it. */
+	rc = walk_logs(t, NULL, &end, &records);
+	if (rc < 0) {
+		snprintf(msg, msgsize, "%s: cannot read the pool's log: %s",
+			t->spec, strerror(-rc));
+		return rc;
+	}
+	t->logs_end = end;
+	if (objfs_meta_last_seq(m) + 1 < end) {
+		objfs_log(OBJFS_LOG_WARNING, "remote: %s holds commits up to %"
+			PRIu64 ", the index only up to %" PRIu64 " (a machine "
+			"crash took the rest from it): building it anew from "
+			"the pool", t->spec, end - 1, objfs_meta_last_seq(m));
+		*stale = 1;
+	}
+	return 0;
+}
+
+/* ---- start: a new epoch ---------------------------------------------- */
+
+int
+tier_snap_part(void *arg, const void *p, size_t len)
+{
+	struct snap_up *u = arg;
+	unsigned char *buf = malloc(TIER_SNAP_HDR + len);
+	uint32_t magic = TIER_SNAP_MAGIC, part = (uint32_t)u->parts;
+	char name[64];
+	int rc;
+
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, &magic, 4);
+	memcpy(buf + 4, &part, 4);
+	put_be64(buf + 8, len);
+	put_be64(buf + 16, objfs_csum64(p, len));
+	memcpy(buf + TIER_SNAP_HDR, p, len);
+	tier_snap_name(name, u->epoch, u->parts);
+	rc = objfs_remote_put(u->t->r, name, buf, TIER_SNAP_HDR + len);
+	free(buf);
+	if (rc < 0)
+		return rc;
+	u->parts++;
+	u->bytes += len;
+	return 0;
+}
+
+/* Remove what the previous epoch left: its snapshot and its logs. */
+void
+tier_remove_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t parts,
+		uint64_t base)
+{
+	char name[64];
+	uint64_t seq = base + 1, last;
+
+	for (uint64_t k = 0; k < parts; k++) {
+		tier_snap_name(name, epoch, k);
+		(void)objfs_remote_remove(t->r, name);
+	}
+	for (;;) {
+		void *buf;
+		size_t len;
+		int rc;
+
+		tier_log_name(name, epoch, seq);
+		if (objfs_remote_get_all(t->r, name, &buf, &len) < 0)
+			break;
+		rc = log_walk(buf, len, seq, &last, NULL, NULL);
+		free(buf);
+		(void)objfs_remote_remove(t->r, name);
+		if (rc < 0)
+			break;
+		seq = last + 1;
+	}
+}
+
+/* Does the head still name this mount's epoch? */
+int
+tier_head_ours(struct objfs_tier *t)
+{
+	char buf[TIER_HEAD_MAX];
+	size_t len;
+	uint64_t ver;
+	struct head h;
+	int rc = objfs_remote_head_get(t->r, buf, sizeof(buf), &len, &ver);
+
+	if (rc == 0)
+		rc = head_parse(buf, len, &h);
+	if (rc < 0)
+		return rc;
+	return h.epoch == t->epoch && h.tree == t->tree;
+}
