@@ -352,8 +352,8 @@ open_tier_index(struct objfs_store *s, const char *path, int *created,
 		goto fail;
 	}
 	objfs_log(OBJFS_LOG_INFO, "remote: the stale index is kept as %s", aside);
-	/* The new index gets a new id: the backing directory's goes. */
-	snprintf(aside, sizeof(aside), "%s/backing/id", s->data_dir);
+	/* The new index gets a new id: the data directory's goes. */
+	snprintf(aside, sizeof(aside), "%s/id", s->data_dir);
 	if (unlink(aside) < 0 && errno != ENOENT) {
 		rc = -errno;
 		goto fail;

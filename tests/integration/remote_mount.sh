@@ -1,0 +1,198 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# objfs with -o remote= on a real single-node Ceph cluster
+# (tests/ceph/cluster.sh): the pool as the durable home of the tree.
+#   - fsynced files, directories and names survive the loss of the whole
+#     machine: the daemon SIGKILLed, its data directory and arena deleted,
+#     and the tree mounted from an empty data directory shows them all;
+#   - a namespace change reaches the pool within the shipping window
+#     without an fsync;
+#   - one mount per namespace: a second one is refused naming the
+#     holder, and succeeds once the first one's hold has lapsed; a killed
+#     daemon's own data directory takes its hold over at once;
+#   - the same bytes are stored once in the pool (dedup);
+#   - a data directory that is a stale cache is built anew; one that holds
+#     a tree of its own is refused;
+#   - with the OSD stopped: resident reads go on, fsync fails with
+#     ETIMEDOUT after remote_timeout, never hangs, and all is sent when
+#     the OSD is back.
+. "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
+t_init
+CL=$(cd "$(dirname "$0")/../ceph" && pwd)/cluster.sh
+C=$T/ceph
+if ! "$OBJFS_BIN" --help 2>&1 | grep -q "remote=rados" ||
+   ! command -v ceph-osd >/dev/null || ! command -v rados >/dev/null; then
+	skip "objfs on a Ceph pool" "built without librados, or Ceph is not installed (scripts/setup installs both)"
+	t_done
+	exit 0
+fi
+trap 'bash "$CL" stop "$C"; t_cleanup' EXIT
+ok "a single-node cluster" bash "$CL" start "$C" objfs
+CONF=$C/ceph.conf
+NS=t$$
+REMOTE="remote=rados:objfs/$NS,remote_conf=$CONF,remote_timeout=8,remote_hold=4"
+OPTS="arena=128M,$REMOTE"
+rados_ls() { rados -c "$CONF" -p objfs -N "$NS" ls 2>/dev/null | sort; }
+chunks() { rados_ls | grep -c '^c\.'; }
+status() { cat "$1/.objfs-status"; }
+figure() { status "$1" | sed -n "s/^$2: //p"; }
+
+# ---- options ----
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=nfs:x" "$T/mnt" >"$T/o1" 2>&1
+ok "remote= of another kind is refused by name" grep -q "must be rados:POOL" "$T/o1"
+"$OBJFS_BIN" -f -o "data=$T/bad,remote_timeout=5" "$T/mnt" >"$T/o2" 2>&1
+ok "remote_timeout without remote= is refused" grep -q "need remote=rados:POOL" "$T/o2"
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=rados:objfs,remote_conf=$T/none.conf" "$T/mnt" >"$T/o3" 2>&1
+ok "a missing remote_conf is named" grep -q "none.conf" "$T/o3"
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=rados:nosuchpool,remote_conf=$CONF,remote_timeout=5" "$T/mnt" >"$T/o4" 2>&1
+ok "a pool that does not exist is named" grep -qi "nosuchpool" "$T/o4"
+ok "nothing was mounted by those" sh -c "! mountpoint -q '$T/mnt'"
+
+# ---- write, fsync, lose the machine ----
+ok "mount A on an empty namespace" start_objfs "$MNT" "$T/dA" "$OPTS"
+PA=$OBJFS_PID
+head -c 8M /dev/urandom >"$T/big"
+head -c 300000 /dev/urandom >"$T/small"
+ok "a file written and fsynced" dd if="$T/big" of="$MNT/big" bs=1M conv=fsync status=none
+mkdir -p "$MNT/d/e"
+cp "$T/small" "$MNT/d/e/small"
+ok "a tree fsynced (file, then its directory)" python3 -c "
+import os
+fd = os.open('$MNT/d/e/small', os.O_RDONLY); os.fsync(fd); os.close(fd)
+fd = os.open('$MNT/d/e', os.O_RDONLY); os.fsync(fd); os.close(fd)"
+link_xattr() {
+	ln -s e/small "$MNT/d/link" && setfattr -n user.k -v v1 "$MNT/d/e/small" &&
+	python3 -c "
+import os
+fd = os.open('$MNT/d', os.O_RDONLY); os.fsync(fd); os.close(fd)"
+}
+ok "a symlink and an xattr, fsynced" link_xattr
+says_where() { status "$MNT" | grep -q "^remote: rados:objfs/$NS" && status "$MNT" | grep -q '^remote_state: reachable'; }
+ok "the status file says where the tree lives" says_where
+N1=$(chunks)
+ok "the big file's chunks are in the pool (9 objects: 8 + 1)" test "$N1" -ge 9
+ok "the same bytes again, fsynced" dd if="$T/big" of="$MNT/big2" bs=1M conv=fsync status=none
+ok "... cost no new chunk in the pool" test "$(chunks)" = "$N1"
+ok "... and were counted as found (8 chunks)" test "$(figure "$MNT" remote_dedup_chunks)" -ge 8
+# A change with no fsync reaches the pool within the shipping window.
+mkdir "$MNT/unsynced-dir"
+shipped_soon() {
+	local i
+	for i in $(seq 50); do
+		[ "$(figure "$MNT" remote_commits_waiting)" = 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+ok "a namespace change is in the pool within 5 s, unsynced" shipped_soon
+
+# ---- a second mount is refused, naming the holder ----
+mkdir -p "$T/mnt2"
+"$OBJFS_BIN" -f -o "data=$T/dB,$OPTS" "$T/mnt2" >"$T/second.out" 2>&1
+ok "a second mount of the namespace is refused" grep -q "is mounted by another objfs" "$T/second.out"
+ok "... naming the holder's data directory" grep -q "$T/dA" "$T/second.out"
+ok "... and mounts nothing" sh -c "! mountpoint -q '$T/mnt2'"
+
+# ---- the machine is lost: daemon killed, data directory and arena gone ----
+ARENA=$(head -n 1 "$T/dA/arena" 2>/dev/null)
+kill -9 "$PA"
+wait_pid_gone "$PA" 10
+fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"
+rm -rf "$T/dA"
+[ -n "$ARENA" ] && rm -rf "${ARENA%/arena}"
+# Its hold lapses after remote_hold (4 s): until then, refused.
+mount_when_free() {	# mount_when_free MNT DATA: retry while the hold is taken
+	local i
+	for i in $(seq 40); do
+		if start_objfs "$1" "$2" "$OPTS" 2>"$T/mwf.err"; then
+			return 0
+		fi
+		grep -q "is mounted by another objfs" "$T"/objfs."$(basename "$1")".log || return 1
+		: >"$T"/objfs."$(basename "$1")".log
+		sleep 0.5
+	done
+	return 1
+}
+ok "B mounts once A's hold has lapsed, on an empty data directory" mount_when_free "$T/mnt2" "$T/dB"
+PB=$OBJFS_PID
+ok "B: the fsynced file reads back whole" cmp "$T/big" "$T/mnt2/big"
+ok "B: and its twin" cmp "$T/big" "$T/mnt2/big2"
+ok "B: the fsynced tree reads back" cmp "$T/small" "$T/mnt2/d/e/small"
+ok "B: the symlink" test "$(readlink "$T/mnt2/d/link")" = e/small
+ok "B: the xattr" test "$(getfattr --only-values -n user.k "$T/mnt2/d/e/small" 2>/dev/null)" = v1
+ok "B: the unsynced directory, shipped within the window" test -d "$T/mnt2/unsynced-dir"
+ok "B: the chunks were fetched from the pool" test "$(figure "$T/mnt2" remote_fetch_chunks)" -ge 8
+second_read_local() {
+	local f0
+	f0=$(figure "$T/mnt2" remote_fetch_chunks)
+	cat "$T/mnt2/big" >/dev/null
+	[ "$(figure "$T/mnt2" remote_fetch_chunks)" = "$f0" ]
+}
+ok "B: a second read is served from the arena" second_read_local
+
+# ---- a killed daemon's own data directory takes its hold over ----
+echo one >"$T/mnt2/after-kill"
+sync "$T/mnt2/after-kill"
+kill -9 "$PB"
+wait_pid_gone "$PB" 10
+fusermount3 -u "$T/mnt2" 2>/dev/null || umount -l "$T/mnt2"
+ok "B's data directory mounts again at once after a kill" start_objfs "$T/mnt2" "$T/dB" "$OPTS"
+PB=$OBJFS_PID
+ok "... with what B wrote" test "$(cat "$T/mnt2/after-kill")" = one
+ok "... from its own index, not the pool's (built once, at B's first mount)" test "$(grep -c 'built from the pool' "$T/objfs.mnt2.log")" = 1
+ok "B unmounts cleanly" stop_objfs "$T/mnt2" "$PB"
+no_holder() { ! rados -c "$CONF" -p objfs -N "$NS" lock info objfs.hold objfs 2>/dev/null | grep -q '"cookie"'; }
+ok "the hold is given back at unmount" no_holder
+
+# ---- a stale cache is built anew ----
+ok "C mounts at once after B's clean unmount" start_objfs "$MNT" "$T/dC" "$OPTS"
+PC=$OBJFS_PID
+echo from-c >"$MNT/c-file"
+sync "$MNT/c-file"
+ok "C unmounts" stop_objfs "$MNT" "$PC"
+ok "B's data directory, stale now, mounts" start_objfs "$T/mnt2" "$T/dB" "$OPTS"
+PB=$OBJFS_PID
+ok "... rebuilt from the pool: C's file is there" test "$(cat "$T/mnt2/c-file")" = from-c
+ok "... the stale index kept aside" sh -c "ls -d '$T'/dB/index.stale.* >/dev/null"
+ok "... and the log says why" grep -q "mounted elsewhere since" "$T/objfs.mnt2.log"
+
+# ---- the OSD stops for a while under a mount ----
+head -c 2M /dev/urandom >"$T/late"
+ok "a file read once (fetched into the arena)" cmp "$T/big" "$T/mnt2/big"
+ok "the OSD stops" bash "$CL" osd-stop "$C"
+ok "with the OSD down, a resident file still reads" cmp "$T/big" "$T/mnt2/big"
+ok "with the OSD down, a write into the arena succeeds" cp "$T/late" "$T/mnt2/late"
+START=$(date +%s)
+expect_errno "with the OSD down, fsync fails" ETIMEDOUT "
+import os
+fd = os.open('$T/mnt2/late', os.O_RDONLY); os.fsync(fd)"
+ELAPSED=$(( $(date +%s) - START ))
+ok "... within the timeout and a margin, not a hang (${ELAPSED}s)" test "$ELAPSED" -le 40
+ok "... and the status says the cluster is unreachable" sh -c "grep -q '^remote_state: unreachable' '$T/mnt2/.objfs-status'"
+ok "... the log says why" grep -q "did not answer within 8 s" "$T/objfs.mnt2.log"
+ok "the OSD starts again" bash "$CL" osd-start "$C"
+ok "then fsync succeeds" python3 -c "
+import os, time
+deadline = time.time() + 90
+while True:
+    try:
+        fd = os.open('$T/mnt2/late', os.O_RDONLY); os.fsync(fd); os.close(fd); break
+    except OSError:
+        if time.time() > deadline: raise
+        time.sleep(1)"
+ok "and the status says reachable" sh -c "for i in \$(seq 100); do grep -q '^remote_state: reachable' '$T/mnt2/.objfs-status' && exit 0; sleep 0.2; done; exit 1"
+ok "B unmounts" stop_objfs "$T/mnt2" "$PB"
+ok "a fresh mount" start_objfs "$MNT" "$T/dD" "$OPTS"
+ok "... has the file written while the OSD was down" cmp "$T/late" "$MNT/late"
+ok "D unmounts" stop_objfs "$MNT" "$OBJFS_PID"
+
+# ---- a data directory with a tree of its own is refused ----
+local_tree() { start_objfs "$MNT" "$T/dL" arena=64M && echo x >"$MNT/x" && stop_objfs "$MNT" "$OBJFS_PID"; }
+ok "a local objfs with a file" local_tree
+"$OBJFS_BIN" -f -o "data=$T/dL,$OPTS" "$MNT" >"$T/local.out" 2>&1
+ok "... is refused as a cache of the pool" grep -q "holds a tree of its own" "$T/local.out"
+local_again() { start_objfs "$MNT" "$T/dL" arena=64M && [ "$(cat "$MNT/x")" = x ] && stop_objfs "$MNT" "$OBJFS_PID"; }
+ok "... and still mounts without remote=" local_again
+
+ok "the cluster stops, nothing left" sh -c "bash '$CL' stop '$C' && ! pgrep -f 'ceph-(mon|osd) -c $C/ceph.conf'"
+t_done
