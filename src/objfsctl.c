@@ -8,6 +8,9 @@
  *				user.objfs.* extended attributes
  *   objfsctl sync MOUNTPOINT	write everything out and make it durable
  *				(fsync of .objfs-status), with progress
+ *   objfsctl warm FILE...	read files whole ahead, with progress
+ *   objfsctl gc MOUNTPOINT [GRACE]
+ *				collect the pool's garbage (remote=)
  *   objfsctl umount MOUNTPOINT	sync, unmount, wait for the daemon to
  *				exit, and say whether it wrote everything
  *   objfsctl check DATA	verify a data directory offline (check.c)
@@ -40,6 +43,7 @@
 
 #include "check.h"
 #include "metrics.h"
+#include "status.h"
 #include "store.h"
 #include "units.h"
 
@@ -51,6 +55,8 @@ usage(FILE *f)
 "       objfsctl stat FILE...\n"
 "       objfsctl sum FILE...\n"
 "       objfsctl sync MOUNTPOINT\n"
+"       objfsctl warm FILE...\n"
+"       objfsctl gc MOUNTPOINT [GRACE_SECONDS]\n"
 "       objfsctl umount MOUNTPOINT\n"
 "       objfsctl log MOUNTPOINT\n"
 "       objfsctl metrics MOUNTPOINT\n"
@@ -65,6 +71,11 @@ usage(FILE *f)
 "        bytes anywhere), as sha256sum prints its sums\n"
 "sync    write every byte of the mount out and make it durable; shows\n"
 "        what is left, the rate and the time left\n"
+"warm    read each file whole ahead of use (8 reads in flight): with\n"
+"        remote=, its chunks are fetched from the pool into the arena;\n"
+"        shows progress, then the size, time and rate\n"
+"gc      (remote=) remove the pool's chunks that no file names and that\n"
+"        are older than GRACE_SECONDS (default 600); prints what it did\n"
 "umount  sync, unmount, wait for the daemon to exit; exit 0 only when it\n"
 "        wrote everything\n"
 "log     where the daemon logs, and its last 50 lines when that is a file\n"
@@ -92,8 +103,14 @@ cmd_status(const char *mnt)
 		return 1;
 	}
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%127[^:]: %llu", key, &v) != 2)
+		char text[200];
+
+		if (sscanf(line, "%127[^:]: %llu", key, &v) != 2) {
+			/* A word, not a figure (the remote tier's state). */
+			if (sscanf(line, "%127[^:]: %199[^\n]", key, text) == 2)
+				printf("%-28s %s\n", key, text);
 			continue;
+		}
 		if (strstr(key, "_bytes"))
 			printf("%-28s %s\n", key, objfs_format_size(v, h, sizeof(h)));
 		else
@@ -494,6 +511,157 @@ cmd_sum(int n, char **files)
 	return status;
 }
 
+/* The pool's garbage, collected now (the remote tier): a setxattr on the
+ * status file that returns when the collection is done. */
+static int
+cmd_gc(const char *mnt, const char *grace)
+{
+	char path[PATH_MAX], text[OBJFS_STATUS_MAX], *p, *end;
+	long g = strtol(grace, &end, 10);
+
+	if (end == grace || *end || g < 0) {
+		fprintf(stderr, "objfsctl gc: %s: the grace period is a number "
+			"of seconds\n", grace);
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s/.objfs-status", mnt);
+	if (setxattr(path, OBJFS_XATTR_GC, grace, strlen(grace), 0) < 0) {
+		int e = errno;
+
+		fprintf(stderr, "objfsctl gc: %s: %s\n", mnt, e == ENOTSUP ?
+			"not mounted with remote= (nothing to collect)" :
+			strerror(e));
+		return 1;
+	}
+	if (read_status(mnt, text, sizeof(text)) == 0 &&
+	    (p = strstr(text, "remote_gc_last: ")) != NULL) {
+		p += strlen("remote_gc_last: ");
+		printf("%.*s\n", (int)strcspn(p, "\n"), p);
+	}
+	return 0;
+}
+
+/* ---- warm: whole files fetched ahead, with progress ------------------ */
+
+struct warm {
+	pthread_mutex_t mu;
+	int fd;
+	uint64_t size, next, done;
+	int err;
+};
+
+#define WARM_PIECE	(8u << 20)
+#define WARM_THREADS	8
+
+static void *
+warm_main(void *arg)
+{
+	struct warm *w = arg;
+	char *buf = malloc(1u << 20);
+
+	if (!buf) {
+		pthread_mutex_lock(&w->mu);
+		w->err = ENOMEM;
+		pthread_mutex_unlock(&w->mu);
+		return NULL;
+	}
+	for (;;) {
+		uint64_t off, end;
+
+		pthread_mutex_lock(&w->mu);
+		off = w->next;
+		w->next += WARM_PIECE;
+		pthread_mutex_unlock(&w->mu);
+		if (off >= w->size || w->err)
+			break;
+		end = off + WARM_PIECE < w->size ? off + WARM_PIECE : w->size;
+		while (off < end) {
+			ssize_t n = pread(w->fd, buf, end - off < (1u << 20) ?
+				end - off : 1u << 20, (off_t)off);
+
+			if (n <= 0) {
+				pthread_mutex_lock(&w->mu);
+				w->err = n < 0 ? errno : EIO;
+				pthread_mutex_unlock(&w->mu);
+				break;
+			}
+			off += (uint64_t)n;
+			pthread_mutex_lock(&w->mu);
+			w->done += (uint64_t)n;
+			pthread_mutex_unlock(&w->mu);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+static int
+cmd_warm(int n, char **files)
+{
+	int bad = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct warm w = { PTHREAD_MUTEX_INITIALIZER, -1, 0, 0, 0, 0 };
+		pthread_t th[WARM_THREADS];
+		struct timespec t0, t1;
+		struct stat st;
+		char h[32], r[32];
+		int k, started = 0;
+		double s;
+
+		w.fd = open(files[i], O_RDONLY | O_CLOEXEC);
+		if (w.fd < 0 || fstat(w.fd, &st) < 0) {
+			fprintf(stderr, "objfsctl warm: %s: %s\n", files[i],
+				strerror(errno));
+			if (w.fd >= 0)
+				close(w.fd);
+			bad = 1;
+			continue;
+		}
+		w.size = (uint64_t)st.st_size;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (k = 0; k < WARM_THREADS; k++)
+			if (pthread_create(&th[k], NULL, warm_main, &w) == 0)
+				started++;
+		for (;;) {
+			uint64_t done;
+			int err;
+
+			pthread_mutex_lock(&w.mu);
+			done = w.done;
+			err = w.err;
+			pthread_mutex_unlock(&w.mu);
+			if (done >= w.size || err || !started)
+				break;
+			if (isatty(2)) {
+				fprintf(stderr, "\r%s: %s of %s", files[i],
+					objfs_format_size(done, h, sizeof(h)),
+					objfs_format_size(w.size, r, sizeof(r)));
+			}
+			usleep(200000);
+		}
+		for (k = 0; k < started; k++)
+			pthread_join(th[k], NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		close(w.fd);
+		if (isatty(2))
+			fprintf(stderr, "\r");
+		s = (double)(t1.tv_sec - t0.tv_sec) +
+			(double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (w.err || !started) {
+			fprintf(stderr, "objfsctl warm: %s: %s\n", files[i],
+				strerror(started ? w.err : EAGAIN));
+			bad = 1;
+			continue;
+		}
+		printf("%s: %s in %.1f s (%s/s)\n", files[i],
+			objfs_format_size(w.size, h, sizeof(h)), s,
+			objfs_format_size(s > 0 ? (uint64_t)((double)w.size / s) :
+				w.size, r, sizeof(r)));
+	}
+	return bad;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -515,6 +683,10 @@ main(int argc, char **argv)
 		return cmd_stat(argc - 2, argv + 2);
 	if (argc == 3 && strcmp(argv[1], "sync") == 0)
 		return cmd_sync(argv[2]);
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "gc") == 0)
+		return cmd_gc(argv[2], argc == 4 ? argv[3] : "600");
+	if (argc >= 3 && strcmp(argv[1], "warm") == 0)
+		return cmd_warm(argc - 2, argv + 2);
 	if (argc == 3 && strcmp(argv[1], "umount") == 0)
 		return cmd_umount(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "log") == 0)

@@ -281,6 +281,7 @@ struct objfs_copy_batch {
 	struct objfs_inode *ip;
 	struct objfs_remote_puts *puts;
 	uint64_t t0;
+	unsigned gcg;			/* tier_gc_enter's */
 	size_t n;
 	struct put p[];
 };
@@ -306,6 +307,9 @@ pool_batch_new(struct objfs_store *s, struct objfs_inode *ip,
 	b->ip = ip;
 	b->n = 0;
 	b->t0 = objfs_mono_ns();
+	/* Until the commit that records its chunks is made or given up,
+	 * no collection marks without it (tier_gc.c). */
+	b->gcg = tier_gc_enter(s->tier);
 	*out = b;
 	return 0;
 }
@@ -341,6 +345,7 @@ pool_put(struct objfs_copy_batch *b, uint64_t idx, struct objfs_chunk *c,
 	objfs_content_hash128(bytes, len, h);
 	hash_split(h, &x->hi, &x->lo);
 	copy_name(x->hi, x->lo, len, name);
+	tier_gc_touch(s->tier, x->hi, x->lo, len);
 	/* The arena's block is read until the batch is synced: the inode's
 	 * lock keeps it as it is until then. */
 	rc = objfs_remote_puts_add(b->puts, name, bytes, len, s->sub_shift,
@@ -442,6 +447,7 @@ static void
 pool_batch_free(struct objfs_copy_batch *b)
 {
 	objfs_remote_puts_free(b->puts);
+	tier_gc_leave(b->s->tier, b->gcg);
 	free(b);
 }
 
@@ -474,10 +480,19 @@ pool_release(struct objfs_store *s, struct objfs_inode *ip,
 /* ---- truncation: the shorter bytes are another object ----------------- */
 
 struct objfs_copy_cut {
+	struct objfs_tier *t;
 	uint64_t csum, hi, lo;
 	uint32_t len;
+	unsigned gcg;
 	unsigned char tab[4 * OBJFS_SUMS_MAX];
 };
+
+static void
+pool_cut_free(struct objfs_copy_cut *k)
+{
+	tier_gc_leave(k->t, k->gcg);
+	free(k);
+}
 
 static int
 pool_cut_prepare(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
@@ -494,6 +509,8 @@ pool_cut_prepare(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (!k)
 		return -ENOMEM;
 	k->len = len;
+	k->t = s->tier;
+	k->gcg = tier_gc_enter(s->tier);
 	if (c->cap && !(c->flags & OBJFS_CHUNK_DIRTY)) {
 		bytes = objfs_arena_ptr(s->arena, c->off);
 	} else if (!(b = objfs_copy_buf(c->disk_len))) {
@@ -507,6 +524,7 @@ pool_cut_prepare(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		objfs_content_hash128(bytes, len, h);
 		hash_split(h, &k->hi, &k->lo);
 		copy_name(k->hi, k->lo, len, name);
+		tier_gc_touch(s->tier, k->hi, k->lo, len);
 		t0 = objfs_mono_ns();
 		rc = objfs_remote_chunk_put(s->tier->r, name, bytes, len,
 				s->sub_shift, k->tab);
@@ -517,7 +535,7 @@ pool_cut_prepare(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	}
 	free(b);
 	if (rc < 0) {
-		free(k);
+		pool_cut_free(k);
 		return rc;
 	}
 	*out = k;
@@ -548,11 +566,6 @@ pool_cut_done(struct objfs_chunk *c, const struct objfs_copy_cut *k,
 	c->rec_seq = seq;
 }
 
-static void
-pool_cut_free(struct objfs_copy_cut *k)
-{
-	free(k);
-}
 
 /*
  * fallocate: a pool cannot set space aside for one client, so this only

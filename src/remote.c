@@ -260,6 +260,37 @@ objfs_remote_break(struct objfs_remote *r, const char *name,
 }
 
 int
+objfs_remote_list(struct objfs_remote *r,
+		int (*cb)(void *arg, const char *name), void *arg)
+{
+	rados_list_ctx_t ctx;
+	const char *name;
+	int rc = rados_nobjects_list_open(r->io, &ctx);
+
+	if (rc < 0)
+		return rc;
+	while ((rc = rados_nobjects_list_next(ctx, &name, NULL, NULL)) == 0) {
+		rc = cb(arg, name);
+		if (rc)
+			break;
+	}
+	rados_nobjects_list_close(ctx);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int
+objfs_remote_age(struct objfs_remote *r, const char *name, uint64_t *size,
+		int64_t *mtime)
+{
+	time_t t;
+	int rc = rados_stat(r->io, name, size, &t);
+
+	if (rc == 0)
+		*mtime = (int64_t)t;
+	return rc;
+}
+
+int
 objfs_remote_df(struct objfs_remote *r, uint64_t *total, uint64_t *avail)
 {
 	struct rados_cluster_stat_t st;

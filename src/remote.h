@@ -75,6 +75,13 @@ int objfs_remote_holder(struct objfs_remote *r, const char *name,
 /* Take the hold away from @client's @cookie (a holder known dead). */
 int objfs_remote_break(struct objfs_remote *r, const char *name,
 		const char *client, const char *cookie);
+/* Call @cb for every object of the namespace (until it returns non-zero:
+ * that is the result); in no useful order. */
+int objfs_remote_list(struct objfs_remote *r,
+		int (*cb)(void *arg, const char *name), void *arg);
+/* An object's size and when it was last written (seconds since 1970). */
+int objfs_remote_age(struct objfs_remote *r, const char *name, uint64_t *size,
+		int64_t *mtime);
 /* The cluster's raw space and what is free of it. */
 int objfs_remote_df(struct objfs_remote *r, uint64_t *total, uint64_t *avail);
 /* An object's size and bytes, however long: *@buf malloc'd (the caller

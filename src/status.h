@@ -11,6 +11,9 @@
 #define OBJFS_STATUS_INO	(UINT64_MAX - 1)
 #define OBJFS_XATTR_PREFIX	"user.objfs."
 #define OBJFS_XATTR_CHECKSUM	OBJFS_XATTR_PREFIX "checksum"
+/* Set on the status file: collect the pool's garbage (the remote tier),
+ * the value the grace period in seconds. */
+#define OBJFS_XATTR_GC		OBJFS_XATTR_PREFIX "gc"
 
 #include "store.h"
 

@@ -164,6 +164,12 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 		free(t);
 		return -ENOMEM;
 	}
+	if (tier_gc_init(t) < 0) {
+		pthread_cond_destroy(&t->cv);
+		pthread_mutex_destroy(&t->lock);
+		free(t);
+		return -ENOMEM;
+	}
 	t->reachable = 1;
 	t->timeout_s = cfg->remote_timeout ? cfg->remote_timeout :
 		OBJFS_REMOTE_TIMEOUT;
@@ -193,6 +199,7 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 	return 0;
 err:
 	objfs_remote_close(t->r);
+	tier_gc_fini(t);
 	pthread_cond_destroy(&t->cv);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
@@ -267,9 +274,19 @@ tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 			atomic_store(&t->space_avail, avail);
 		}
 	}
+	t->gc_next_ns = objfs_mono_ns() +
+		(uint64_t)OBJFS_GC_INTERVAL_S * 1000000000u;
 	rc = pthread_create(&t->ship_th, NULL, ship_main, t);
 	if (rc == 0) {
 		rc = pthread_create(&t->renew_th, NULL, renew_main, t);
+		if (rc == 0 && (rc = pthread_create(&t->gc_th, NULL,
+				tier_gc_main, t)) != 0) {
+			pthread_mutex_lock(&t->lock);
+			t->stop = 1;
+			pthread_cond_broadcast(&t->cv);
+			pthread_mutex_unlock(&t->lock);
+			pthread_join(t->renew_th, NULL);
+		}
 		if (rc) {
 			pthread_mutex_lock(&t->lock);
 			t->stop = 1;
@@ -557,6 +574,7 @@ tier_stop(struct objfs_tier *t)
 	if (t->threads) {
 		pthread_join(t->ship_th, NULL);
 		pthread_join(t->renew_th, NULL);
+		pthread_join(t->gc_th, NULL);
 		t->threads = 0;
 	}
 	if (rc < 0)
@@ -576,6 +594,7 @@ tier_close(struct objfs_tier *t)
 		(void)tier_stop(t);
 	(void)objfs_remote_release(t->r, TIER_HOLD, t->holder);
 	objfs_remote_close(t->r);
+	tier_gc_fini(t);
 	pthread_cond_destroy(&t->cv);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
@@ -596,7 +615,7 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 {
 	uint64_t last = t->m ? objfs_meta_last_seq(t->m) : 0, shipped, since;
 	int reachable, lost;
-	char why[160];
+	char why[160], gc_last[256];
 	int n;
 
 	pthread_mutex_lock(&t->lock);
@@ -605,6 +624,8 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 	lost = t->lost;
 	since = reachable ? 0 : (objfs_mono_ns() - t->since_ns) / 1000000000u;
 	snprintf(why, sizeof(why), "%s", t->why);
+	snprintf(gc_last, sizeof(gc_last), "%s", t->gc_last[0] ? t->gc_last :
+		"none yet");
 	pthread_mutex_unlock(&t->lock);
 	n = snprintf(buf, size,
 		"remote: %s\n"
@@ -621,7 +642,11 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_dedup_chunks: %" PRIu64 "\n"
 		"remote_fetch_chunks: %" PRIu64 "\n"
 		"remote_fetch_bytes: %" PRIu64 "\n"
-		"remote_fetch_ms_avg: %" PRIu64 "\n",
+		"remote_fetch_ms_avg: %" PRIu64 "\n"
+		"remote_gc_runs: %" PRIu64 "\n"
+		"remote_gc_removed_chunks: %" PRIu64 "\n"
+		"remote_gc_removed_bytes: %" PRIu64 "\n"
+		"remote_gc_last: %s\n",
 		t->spec, lost ? "lost-hold" : reachable ? "reachable" :
 		"unreachable", reachable ? "" : ": ", reachable ? "" : why,
 		since, t->epoch, last > shipped ? last - shipped : 0,
@@ -629,7 +654,9 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 		avg_ms(&t->logs), atomic_load(&t->up.n),
 		atomic_load(&t->up.bytes), avg_ms(&t->up),
 		atomic_load(&t->dedup.n), atomic_load(&t->down.n),
-		atomic_load(&t->down.bytes), avg_ms(&t->down));
+		atomic_load(&t->down.bytes), avg_ms(&t->down),
+		atomic_load(&t->gc_runs), atomic_load(&t->gc_removed),
+		atomic_load(&t->gc_removed_bytes), gc_last);
 	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
 }
 
@@ -641,5 +668,6 @@ const struct objfs_tier_ops objfs_tier_rados = {
 	.sync = tier_sync,
 	.stop = tier_stop,
 	.close = tier_close,
+	.gc = tier_gc,
 	.status = tier_status,
 };

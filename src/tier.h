@@ -23,6 +23,11 @@ struct objfs_meta;
 struct objfs_copy_ops;
 struct objfs_tier;
 
+/* The collector runs this often, with this grace, unless asked sooner
+ * (objfsctl gc). */
+#define OBJFS_GC_INTERVAL_S	3600u
+#define OBJFS_GC_GRACE_S	600u
+
 struct objfs_tier_ops {
 	/* The chunk store in the pool (copy.h). */
 	const struct objfs_copy_ops *copy;
@@ -52,6 +57,10 @@ struct objfs_tier_ops {
 	int (*stop)(struct objfs_tier *t);
 	/* After the index closed: give the hold back, disconnect. */
 	void (*close)(struct objfs_tier *t);
+	/* Collect the pool's garbage now: chunks no file names, older than
+	 * @grace_s seconds; a line for people in @report. */
+	int (*gc)(struct objfs_tier *t, unsigned grace_s, char *report,
+			size_t size);
 	/* Lines for the status file ("remote_...: value\n"). */
 	size_t (*status)(struct objfs_tier *t, char *buf, size_t size);
 };

@@ -22,6 +22,13 @@ struct tier_counter {
 	_Atomic uint64_t n, bytes, ns;
 };
 
+/* A chunk's object, by its name's parts (pool.c). */
+struct gc_name {
+	uint64_t hi, lo;
+	uint32_t len;
+	uint32_t used;
+};
+
 struct objfs_tier {
 	struct objfs_remote *r;
 	char spec[256];
@@ -61,6 +68,22 @@ struct objfs_tier {
 	_Atomic uint64_t space_total, space_avail;
 
 	struct tier_counter up, down, logs, dedup;
+
+	/* The collector (tier_gc.c).  gc_mu guards what follows; it is
+	 * taken under an inode's lock (a put), held by the collector across
+	 * one remove at most, and nothing is taken under it. */
+	pthread_mutex_t gc_mu;
+	pthread_cond_t gc_cv;
+	uint64_t gc_gen;		/* batches begun count in inflight[gen & 1] */
+	uint64_t inflight[2];
+	_Atomic int gc_active;		/* puts are noted in @recent */
+	struct gc_name *recent;		/* open addressing, gc_cap slots */
+	size_t gc_n, gc_cap;
+	int gc_running;
+	char gc_last[256];		/* the last collection, for people */
+	_Atomic uint64_t gc_runs, gc_removed, gc_removed_bytes;
+	pthread_t gc_th;
+	uint64_t gc_next_ns;		/* (t->lock) the next collection */
 };
 
 static inline void
@@ -122,6 +145,24 @@ void tier_remove_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t parts,
 int tier_head_ours(struct objfs_tier *t);
 int tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,
 		int *stale, char *msg, size_t msgsize);
+
+/* ---- tier_gc.c: the collector ---- */
+
+/* A batch (or a truncation's new copy) begins putting chunks and ends
+ * after its commit: a collection waits for those begun before it. */
+unsigned tier_gc_enter(struct objfs_tier *t);
+void tier_gc_leave(struct objfs_tier *t, unsigned g);
+/* A chunk is about to be put or found: a collection under way keeps it. */
+void tier_gc_touch(struct objfs_tier *t, uint64_t hi, uint64_t lo,
+		uint32_t len);
+/* Remove the chunks no record names that are older than @grace_s, and
+ * what earlier epochs left; a line for people in @report. */
+int tier_gc(struct objfs_tier *t, unsigned grace_s, char *report,
+		size_t size);
+int tier_gc_init(struct objfs_tier *t);
+void tier_gc_fini(struct objfs_tier *t);
+/* The collector's thread: one collection every OBJFS_GC_INTERVAL. */
+void *tier_gc_main(void *arg);
 
 /* A pool operation finished with @rc: the cluster answered (0, or an
  * error of its own), or did not (-ETIMEDOUT and the like: logged once,

@@ -106,6 +106,26 @@ objfs_store_listxattr(struct objfs_store *s, uint64_t ino, char *buf,
 }
 
 static int
+remote_gc(struct objfs_store *s, const void *val, size_t len)
+{
+	char num[16], report[256];
+	char *end;
+	long grace;
+
+	if (!s->tier)
+		return -ENOTSUP;
+	if (len == 0 || len >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, val, len);
+	num[len] = '\0';
+	grace = strtol(num, &end, 10);
+	if (end == num || *end || grace < 0 || grace > 30l * 86400)
+		return -EINVAL;
+	return s->tier_ops->gc(s->tier, (unsigned)grace, report,
+			sizeof(report));
+}
+
+static int
 xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 		const void *val, size_t len, int flags, int remove)
 {
@@ -114,6 +134,12 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	struct objfs_attr a;
 	int rc;
 
+	/* A garbage collection of the remote tier's pool, asked for by
+	 * setting user.objfs.gc on the status file to the grace period in
+	 * seconds (objfsctl gc): done when the call returns. */
+	if (objfs_is_status_ino(ino) && !remove &&
+	    strcmp(name, OBJFS_XATTR_GC) == 0)
+		return remote_gc(s, val, len);
 	/* The user.objfs.* names are figures objfs computes: read-only. */
 	if (is_objfs_xattr(name))
 		return -EPERM;

@@ -74,6 +74,24 @@ ok "the big file's chunks are in the pool (9 objects: 8 + 1)" test "$N1" -ge 9
 ok "the same bytes again, fsynced" dd if="$T/big" of="$MNT/big2" bs=1M conv=fsync status=none
 ok "... cost no new chunk in the pool" test "$(chunks)" = "$N1"
 ok "... and were counted as found (8 chunks)" test "$(figure "$MNT" remote_dedup_chunks)" -ge 8
+# ---- garbage collection: never a chunk a file names ----
+CTL=$(dirname "$OBJFS_BIN")/objfsctl
+ok "rm of one of two files with the same bytes" rm "$MNT/big2"
+ok "a collection with no grace" "$CTL" gc "$MNT" 0
+ok "... removes none of the chunks the other file names" test "$(chunks)" = "$N1"
+head -c 4M /dev/urandom >"$T/junk"
+ok "a 4 MiB file fsynced" dd if="$T/junk" of="$MNT/junk" bs=1M conv=fsync status=none
+ok "... adds its 4 chunks to the pool" test "$(chunks)" = $((N1 + 4))
+rm "$MNT/junk"
+ok "deleted, a collection with a grace of an hour keeps its chunks" "$CTL" gc "$MNT" 3600
+ok "... (still 4 more)" test "$(chunks)" = $((N1 + 4))
+"$CTL" gc "$MNT" 0 >"$T/gc.out"
+ok "a collection with no grace removes them" test "$(chunks)" = "$N1"
+ok "... and says so" grep -q "4 chunks removed (4194304 bytes)" "$T/gc.out"
+ok "the status counts it" test "$(figure "$MNT" remote_gc_removed_chunks)" = 4
+ok "the remaining file still reads back" cmp "$T/big" "$MNT/big"
+ok "objfsctl gc on a local mount says there is nothing to collect" sh -c "! '$CTL' gc /nonexistent 0 2>/dev/null"
+ok "the file deleted and written again, fsynced" dd if="$T/big" of="$MNT/big2" bs=1M conv=fsync status=none
 # A change with no fsync reaches the pool within the shipping window.
 mkdir "$MNT/unsynced-dir"
 shipped_soon() {
@@ -121,6 +139,8 @@ ok "B: the fsynced tree reads back" cmp "$T/small" "$T/mnt2/d/e/small"
 ok "B: the symlink" test "$(readlink "$T/mnt2/d/link")" = e/small
 ok "B: the xattr" test "$(getfattr --only-values -n user.k "$T/mnt2/d/e/small" 2>/dev/null)" = v1
 ok "B: the unsynced directory, shipped within the window" test -d "$T/mnt2/unsynced-dir"
+"$CTL" warm "$T/mnt2/big" "$T/mnt2/big2" >"$T/warm.out" 2>&1
+ok "B: objfsctl warm fetches files whole" grep -q "big2: 8.0 MiB in" "$T/warm.out"
 ok "B: the chunks were fetched from the pool" test "$(figure "$T/mnt2" remote_fetch_chunks)" -ge 8
 second_read_local() {
 	local f0
