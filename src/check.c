@@ -226,7 +226,7 @@ struct chunks {
 	int fd, opened;
 	struct objfs_slotmap slots;
 	unsigned char *buf;
-	uint64_t verified, bytes, bad;
+	uint64_t verified, bytes, bad, unread;
 	struct shref {			/* every record's copy */
 		uint64_t home, slot;
 		int foreign;		/* in another object's file */
@@ -255,6 +255,42 @@ ck_open_backing(int bdir, uint64_t ino)
 			O_CLOEXEC);
 }
 
+/* A chunk record of a pool's cache: its object is named by its content
+ * (slot and home the two halves of the hash, pool.c). */
+static int
+check_pool_chunk(struct chunks *k, uint64_t ino, uint64_t idx,
+		const struct objfs_chunk_rec *r)
+{
+	struct ck *c = k->c;
+	int rc;
+
+	if (r->has_alt || !r->shift) {
+		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": not a record "
+			"of a chunk in the pool (it names a slot)", ino, idx);
+		return 0;
+	}
+	if (objfs_sums_csum(r->tab, r->len, r->shift) != r->csum)
+		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": its sub-block "
+			"sums do not match its checksum", ino, idx);
+	if (!c->pool) {
+		k->unread++;
+		return 0;
+	}
+	rc = c->pool->verify(c->pool->arg, r, k->buf);
+	if (rc == 0) {
+		k->verified++;
+		k->bytes += r->len;
+		return 0;
+	}
+	k->bad++;
+	problem(c, "inode %" PRIu64 " chunk %" PRIu64 " (c.%016" PRIx64 "%016"
+		PRIx64 "-%x): %s", ino, idx, r->slot, r->home, r->len,
+		rc == -ENOENT ? "not in the pool" : rc == -EBADMSG ?
+		"its bytes in the pool do not match its checksum" :
+		strerror(-rc));
+	return rc == -ENOENT || rc == -EBADMSG ? 0 : rc;
+}
+
 static int
 check_chunk(void *arg, uint64_t ino, uint64_t idx,
 		const struct objfs_chunk_rec *r)
@@ -265,6 +301,31 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 	struct objfs_alt alt;
 	uint64_t home, n;
 	int rc, fd;
+
+	if (c->pool_tree) {
+		if (!r) {
+			problem(c, "inode %" PRIu64 ": a chunk record is damaged",
+				ino);
+			return 0;
+		}
+		if (!x) {
+			problem(c, "chunk %" PRIu64 " is recorded for inode %"
+				PRIu64 ", which does not exist", idx, ino);
+			return 0;
+		}
+		x->recs++;
+		if (x->ok && (!S_ISREG(x->a.mode) ||
+		    idx * c->chunk >= x->a.size))
+			problem(c, "inode %" PRIu64 ": chunk %" PRIu64 " is "
+				"recorded past its size (%" PRIu64 ")", ino, idx,
+				x->a.size);
+		if (r->len > c->chunk) {
+			problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": length "
+				"%u is more than a chunk", ino, idx, r->len);
+			return 0;
+		}
+		return check_pool_chunk(k, ino, idx, r);
+	}
 
 	if (ino != k->ino) {
 		chunks_done(k);
@@ -592,8 +653,15 @@ ck_read_super(struct ck *c, const char *data_dir, int dirfd)
 int
 objfs_check(const char *data_dir, FILE *out)
 {
+	return objfs_check_remote(data_dir, out, NULL);
+}
+
+int
+objfs_check_remote(const char *data_dir, FILE *out,
+		const struct objfs_check_pool *pool)
+{
 	struct objfs_meta_report rep;
-	struct ck c = { .out = out, .bdir = -1 };
+	struct ck c = { .out = out, .bdir = -1, .pool = pool };
 	struct chunks k = { .c = &c, .ino = UINT64_MAX, .fd = -1 };
 	struct objfs_meta *m = NULL;
 	int saved_log = objfs_log_max, rc;
@@ -645,6 +713,16 @@ objfs_check(const char *data_dir, FILE *out)
 	ck_read_super(&c, data_dir, d.dirfd);
 	if (!c.chunk)
 		goto out;
+	if (objfs_meta_super_get(c.t, "remote_tree", &c.pool_tree) < 0)
+		c.pool_tree = 0;
+	if (c.pool_tree)
+		fprintf(out, "  the cache of a pool's tree (%016" PRIx64 ")%s%s\n",
+			c.pool_tree, pool ? ": " : "", pool ? pool->name : "");
+	else if (pool)
+		note(&c, "not mounted with remote=: %s is not its home",
+			pool->name);
+	if (c.pool_tree && pool && pool->tree)
+		c.problems += pool->tree(pool->arg, out, c.pool_tree);
 	k.buf = aligned_alloc(OBJFS_SPILL_ALIGN, c.chunk);
 	if (!k.buf) {
 		rc = -ENOMEM;
@@ -660,7 +738,7 @@ objfs_check(const char *data_dir, FILE *out)
 	    (rc = objfs_meta_deleted_list(c.t, mark_dead, &c)) < 0 ||
 	    (rc = objfs_meta_owner_all(c.t, check_owner, &c)) < 0 ||
 	    (rc = objfs_meta_chunk_all(c.t, check_chunk, &k)) < 0 ||
-	    (rc = check_shares(&k)) < 0)
+	    (!c.pool_tree && (rc = check_shares(&k)) < 0))
 		goto out;
 	chunks_done(&k);
 	if (!ck_find(&c, OBJFS_ROOT_INO))
@@ -704,9 +782,20 @@ objfs_check(const char *data_dir, FILE *out)
 	if (rep.damaged)
 		note(&c, "%" PRIu64 " record(s) in all fail their checksum",
 			rep.damaged);
-	fprintf(out, "  %zu inodes, %zu names, %" PRIu64 " chunks (%" PRIu64
-		" bytes) verified against their backing files, %zu backing "
-		"files\n", c.ni, c.npc, k.verified, k.bytes, files);
+	if (c.pool_tree) {
+		if (k.unread)
+			note(&c, "%" PRIu64 " chunk(s) are in the pool and were not "
+				"read: objfsctl check %s --remote rados:POOL[/NS] "
+				"reads and verifies them", k.unread, data_dir);
+		fprintf(out, "  %zu inodes, %zu names, %" PRIu64 " chunks (%"
+			PRIu64 " bytes) verified against the pool\n", c.ni,
+			c.npc, k.verified, k.bytes);
+	} else {
+		fprintf(out, "  %zu inodes, %zu names, %" PRIu64 " chunks (%"
+			PRIu64 " bytes) verified against their backing files, "
+			"%zu backing files\n", c.ni, c.npc, k.verified, k.bytes,
+			files);
+	}
 	rc = 0;
 out:
 	objfs_log_max = saved_log;

@@ -24,6 +24,26 @@
 int objfs_check(const char *data_dir, FILE *out);
 
 /*
+ * A data directory mounted with remote= is the cache of a pool's tree:
+ * its chunk records name objects in the pool, not slots of backing files.
+ * Without a way to the pool, check verifies the index and the namespace
+ * and says how many chunks it could not read; with @pool, @pool->verify
+ * reads each chunk from the pool and checks it against the record's
+ * checksum (0, -ENOENT when the pool has no such object, -EBADMSG when
+ * its bytes do not match, -errno), and @pool->tree checks the pool's own
+ * head, snapshot and log (printing to @out; the number of problems).
+ */
+struct objfs_chunk_rec;
+struct objfs_check_pool {
+	const char *name;	/* rados:POOL/NS, for people */
+	int (*verify)(void *arg, const struct objfs_chunk_rec *r, void *buf);
+	int (*tree)(void *arg, FILE *out, uint64_t tree);
+	void *arg;
+};
+int objfs_check_remote(const char *data_dir, FILE *out,
+		const struct objfs_check_pool *pool);
+
+/*
  * Save every object whose bytes can still be read and verified into
  * @dest (made if missing; data_dir/lost+found by default): each regular
  * file as dest/INO with its size, mode and times, ".damaged" appended

@@ -39,6 +39,8 @@ struct ck {
 		uint64_t parent, cookie;
 	} *pcv;
 	size_t npc, pccap;
+	uint64_t pool_tree;	/* a pool's cache (remote_tree), else 0 */
+	const struct objfs_check_pool *pool;	/* its way to the pool */
 };
 
 struct dir {

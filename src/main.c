@@ -902,5 +902,8 @@ main(int argc, char **argv)
 	free(o.passthrough);
 	free(o.log);
 	free(o.metrics_file);
+	free(o.remote);
+	free(o.remote_conf);
+	free(o.remote_id);
 	return status;
 }

@@ -43,8 +43,10 @@
 
 #include "check.h"
 #include "metrics.h"
+#include "remote.h"
 #include "status.h"
 #include "store.h"
+#include "tier.h"
 #include "units.h"
 
 static void
@@ -60,7 +62,7 @@ usage(FILE *f)
 "       objfsctl umount MOUNTPOINT\n"
 "       objfsctl log MOUNTPOINT\n"
 "       objfsctl metrics MOUNTPOINT\n"
-"       objfsctl check DATA\n"
+"       objfsctl check DATA [--remote rados:POOL[/NS] [--remote-conf FILE]]\n"
 "       objfsctl recover DATA [DEST]\n"
 "\n"
 "status  the mount's arena, spill and restore figures (MOUNTPOINT/.objfs-status)\n"
@@ -82,7 +84,10 @@ usage(FILE *f)
 "metrics the status figures and request latency histograms in the\n"
 "        Prometheus text format\n"
 "check   verify a data directory that no objfs serves: the index, every\n"
-"        name, every chunk against its checksum; exit 1 on damage\n"
+"        name, every chunk against its checksum; exit 1 on damage.  With\n"
+"        --remote (a data directory mounted with remote=): the chunks read\n"
+"        from the pool and verified, and the pool's head, snapshot and\n"
+"        log checked\n"
 "recover save every object whose bytes still verify, from a data directory\n"
 "        however damaged, into DEST (default DATA/lost+found), named by\n"
 "        inode number, with the names found in DEST/NAMES and DEST/tree\n");
@@ -541,6 +546,51 @@ cmd_gc(const char *mnt, const char *grace)
 	return 0;
 }
 
+/* check DATA --remote rados:POOL[/NS] [--remote-conf F] [--remote-id ID]:
+ * the chunks of a pool's cache read and verified from the pool. */
+static int
+cmd_check_remote(int n, char **a)
+{
+	struct objfs_remote_config cfg = { 0 };
+	struct objfs_check_pool pool = { 0 };
+	char err[256];
+	int rc;
+
+	for (int i = 1; i < n; i += 2) {
+		if (i + 1 >= n)
+			goto usage;
+		if (strcmp(a[i], "--remote") == 0)
+			cfg.spec = a[i + 1];
+		else if (strcmp(a[i], "--remote-conf") == 0)
+			cfg.conf = a[i + 1];
+		else if (strcmp(a[i], "--remote-id") == 0)
+			cfg.id = a[i + 1];
+		else
+			goto usage;
+	}
+	if (!cfg.spec)
+		goto usage;
+#ifdef HAVE_RADOS
+	rc = objfs_tier_check_open(&cfg, &pool, err, sizeof(err));
+#else
+	rc = -ENOTSUP;
+	snprintf(err, sizeof(err), "this objfsctl was built without librados");
+#endif
+	if (rc < 0) {
+		fprintf(stderr, "objfsctl check: %s\n", err);
+		return 2;
+	}
+	rc = objfs_check_remote(a[0], stdout, &pool);
+#ifdef HAVE_RADOS
+	objfs_tier_check_close(&pool);
+#endif
+	return rc < 0 ? 2 : rc > 0;
+usage:
+	fprintf(stderr, "usage: objfsctl check DATA [--remote rados:POOL[/NS]] "
+		"[--remote-conf FILE] [--remote-id NAME]\n");
+	return 2;
+}
+
 /* ---- warm: whole files fetched ahead, with progress ------------------ */
 
 struct warm {
@@ -703,6 +753,8 @@ main(int argc, char **argv)
 
 		return rc < 0 ? 2 : rc > 0;
 	}
+	if (argc > 3 && strcmp(argv[1], "check") == 0)
+		return cmd_check_remote(argc - 2, argv + 2);
 	if ((argc == 3 || argc == 4) && strcmp(argv[1], "recover") == 0) {
 		int rc = objfs_recover(argv[2], argc == 4 ? argv[3] : NULL,
 				stdout);

@@ -65,6 +65,14 @@ struct objfs_tier_ops {
 	size_t (*status)(struct objfs_tier *t, char *buf, size_t size);
 };
 
+/* objfsctl check --remote: the way to the pool that check.c reads
+ * chunks and the pool's tree through (tier_check.c). */
+struct objfs_remote_config;
+struct objfs_check_pool;
+int objfs_tier_check_open(const struct objfs_remote_config *cfg,
+		struct objfs_check_pool *out, char *err, size_t errsize);
+void objfs_tier_check_close(struct objfs_check_pool *c);
+
 /* The Ceph pool (tier.c, pool.c; only where librados is: HAVE_RADOS). */
 extern const struct objfs_tier_ops objfs_tier_rados;
 

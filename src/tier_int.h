@@ -125,6 +125,15 @@ struct head {
 };
 
 uint64_t tier_random64(void);
+int tier_head_parse(const char *buf, size_t len, struct head *h);
+/* Log record @p (numbered @first) checked: -EPROTO when damaged; @cb
+ * (may be NULL) gets each commit; *@last its last number. */
+int tier_log_walk(const unsigned char *p, size_t len, uint64_t first,
+		uint64_t *last,
+		int (*cb)(void *arg, uint64_t seq, const void *pl, size_t n),
+		void *arg);
+/* Snapshot part @k checked: 0 or -EPROTO. */
+int tier_snap_check(const unsigned char *p, size_t len, uint64_t k);
 size_t tier_head_text(const struct head *h, char *buf, size_t size);
 void tier_snap_name(char name[64], uint64_t epoch, uint64_t part);
 void tier_log_name(char name[64], uint64_t epoch, uint64_t seq);

@@ -57,8 +57,8 @@ tier_head_text(const struct head *h, char *buf, size_t size)
 	return (size_t)n;
 }
 
-static int
-head_parse(const char *buf, size_t len, struct head *h)
+int
+tier_head_parse(const char *buf, size_t len, struct head *h)
 {
 	char text[TIER_HEAD_MAX + 1];
 	const char *sum;
@@ -107,7 +107,7 @@ read_head(struct objfs_tier *t, struct head *h, char *msg, size_t msgsize)
 		t->head_ver = 0;
 		return 0;
 	}
-	if (rc == 0 && (rc = head_parse(buf, len, h)) < 0)
+	if (rc == 0 && (rc = tier_head_parse(buf, len, h)) < 0)
 		snprintf(msg, msgsize, "%s: objfs.head is not a head this objfs "
 			"can read; refusing to mount (nothing was changed)",
 			t->spec);
@@ -125,8 +125,8 @@ read_head(struct objfs_tier *t, struct head *h, char *msg, size_t msgsize)
 }
 
 /* A log record's commits, checked: @cb(arg, seq, payload, len) each. */
-static int
-log_walk(const unsigned char *p, size_t len, uint64_t first, uint64_t *last,
+int
+tier_log_walk(const unsigned char *p, size_t len, uint64_t first, uint64_t *last,
 		int (*cb)(void *arg, uint64_t seq, const void *pl, size_t n),
 		void *arg)
 {
@@ -163,6 +163,23 @@ log_walk(const unsigned char *p, size_t len, uint64_t first, uint64_t *last,
 	return 0;
 }
 
+int
+tier_snap_check(const unsigned char *p, size_t len, uint64_t k)
+{
+	uint32_t magic, part;
+
+	if (len < TIER_SNAP_HDR)
+		return -EPROTO;
+	memcpy(&magic, p, 4);
+	memcpy(&part, p + 4, 4);
+	if (magic != TIER_SNAP_MAGIC || part != k ||
+	    get_be64(p + 8) != len - TIER_SNAP_HDR ||
+	    objfs_csum64(p + TIER_SNAP_HDR, len - TIER_SNAP_HDR) !=
+		get_be64(p + 16))
+		return -EPROTO;
+	return 0;
+}
+
 static int
 import_commit(void *arg, uint64_t seq, const void *p, size_t n)
 {
@@ -193,7 +210,7 @@ walk_logs(struct objfs_tier *t, struct objfs_meta *m, uint64_t *end,
 			break;
 		if (rc < 0)
 			return rc;
-		rc = log_walk(buf, len, seq, &last, m ? import_commit : NULL, m);
+		rc = tier_log_walk(buf, len, seq, &last, m ? import_commit : NULL, m);
 		free(buf);
 		if (rc == -EPROTO)
 			objfs_log(OBJFS_LOG_ERR, "remote: %s: log record %s is "
@@ -246,7 +263,6 @@ build(struct objfs_tier *t, const char *dir, const struct head *h, char *msg,
 		char name[64];
 		unsigned char *p;
 		size_t len;
-		uint32_t magic, part;
 
 		tier_snap_name(name, h->epoch, k);
 		rc = objfs_remote_get_all(t->r, name, (void **)&p, &len);
@@ -255,14 +271,7 @@ build(struct objfs_tier *t, const char *dir, const struct head *h, char *msg,
 				"%s", t->spec, name, strerror(-rc));
 			break;
 		}
-		if (len >= TIER_SNAP_HDR) {
-			memcpy(&magic, p, 4);
-			memcpy(&part, p + 4, 4);
-		}
-		if (len < TIER_SNAP_HDR || magic != TIER_SNAP_MAGIC || part != k ||
-		    get_be64(p + 8) != len - TIER_SNAP_HDR ||
-		    objfs_csum64(p + TIER_SNAP_HDR, len - TIER_SNAP_HDR) !=
-			get_be64(p + 16)) {
+		if (tier_snap_check(p, len, k) < 0) {
 			snprintf(msg, msgsize, "%s: snapshot part %s is damaged; "
 				"refusing to mount (nothing was changed)",
 				t->spec, name);
@@ -457,7 +466,7 @@ tier_remove_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t parts,
 		tier_log_name(name, epoch, seq);
 		if (objfs_remote_get_all(t->r, name, &buf, &len) < 0)
 			break;
-		rc = log_walk(buf, len, seq, &last, NULL, NULL);
+		rc = tier_log_walk(buf, len, seq, &last, NULL, NULL);
 		free(buf);
 		(void)objfs_remote_remove(t->r, name);
 		if (rc < 0)
@@ -477,7 +486,7 @@ tier_head_ours(struct objfs_tier *t)
 	int rc = objfs_remote_head_get(t->r, buf, sizeof(buf), &len, &ver);
 
 	if (rc == 0)
-		rc = head_parse(buf, len, &h);
+		rc = tier_head_parse(buf, len, &h);
 	if (rc < 0)
 		return rc;
 	return h.epoch == t->epoch && h.tree == t->tree;

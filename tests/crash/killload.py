@@ -182,6 +182,9 @@ def verify(mnt, journal, now):
                       (name, b))
             else:
                 now[name][b] = ok[cands.index(got[lo:hi])]
+    if os.environ.get("KILLLOAD_NAMES_LOOSE") == "1":
+        # A lost machine: names changed since the last fsync may be gone.
+        return verified, lost, nnames, missing
     present = set()
     for root, _, fs in os.walk(os.path.join(mnt, "ns")):
         for x in fs:

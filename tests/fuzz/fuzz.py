@@ -146,6 +146,9 @@ def data_for(spec, length, blocks, chunk, unique=0.2):
     return bytes(out[:length])
 
 
+REMOTE_RUNS = 0
+
+
 def mounted(path):
     with open("/proc/self/mounts") as f:
         return any(line.split()[1] == path for line in f)
@@ -639,8 +642,15 @@ class Run:
     # ---- the run --------------------------------------------------------
     def run(self, work, deadline=None):
         """Runs the ops; returns (index of the failing op or None, why)."""
-        self.fs = Objfs(self.a.bin, self.a.ctl, work, self.a.opts,
-                        self.a.disk)
+        opts = self.a.opts
+        if self.a.remote:
+            # A namespace of its own for each run: the pool's tree starts
+            # empty as the data directory does.
+            global REMOTE_RUNS
+            REMOTE_RUNS += 1
+            opts += ",remote=%s/fz%d_%d,remote_conf=%s,remote_hold=3" % (
+                self.a.remote, os.getpid(), REMOTE_RUNS, self.a.remote_conf)
+        self.fs = Objfs(self.a.bin, self.a.ctl, work, opts, self.a.disk)
         i = -1
         try:
             self.fs.start()
@@ -752,6 +762,10 @@ def main():
                     "size (e.g. 64M), so that the disk fills")
     ap.add_argument("--no-opath", action="store_true",
                     help="hold files open read-write only, never O_PATH")
+    ap.add_argument("--remote", default=None,
+                    help="rados:POOL: the tree in that pool (remote=), a "
+                    "namespace for each run")
+    ap.add_argument("--remote-conf", default="/etc/ceph/ceph.conf")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--keep-log", action="store_true")
     ap.add_argument("--tmp", default=None)

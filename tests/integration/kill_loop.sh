@@ -7,12 +7,20 @@
 # every name change that returned, is compared with what the load was
 # told (tests/crash/killload.py keeps that outside the mount).  Nothing
 # may be lost.  KILL_MODE=fsync checks only what fsync acknowledged.
+# KILL_OPTS replaces the mount options (remote_stress.sh adds remote=);
+# KILL_LOSE=1 loses the whole machine at each kill: the data directory
+# and the arena are deleted, and the next mount (from the pool, once the
+# dead mount's hold lapses) must still have every fsynced byte.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 SIM=$(cd "$(dirname "$0")/../crash" && pwd)
 ROUNDS=${KILL_ROUNDS:-100}
 MODE=${KILL_MODE:-written}
 SEED=${KILL_SEED:-$((RANDOM * 32768 + RANDOM))}
+OPTS=${KILL_OPTS:-arena=32M,chunk=64K}
+LOSE=${KILL_LOSE:-0}
+# Names changed since the last fsync may go with a lost machine.
+export KILLLOAD_NAMES_LOOSE=$LOSE
 echo "# seed $SEED (KILL_SEED=$SEED reproduces the choices)"
 kills=0 remounts=0 verified=0 lost=0 names=0 missing=0 bad=0
 
@@ -32,9 +40,19 @@ add_up() {	# add_up OUTPUT: the load's "verified V lost L names N missing M"
 	fi
 }
 
+mount_round() {	# mount, waiting (KILL_LOSE) for a dead mount's hold to lapse
+	local i log=$T/objfs.$(basename "$MNT").log
+	for ((i = 0; i < 120; i++)); do
+		start_objfs "$MNT" "$DATA" "$OPTS" && return 0
+		[ "$LOSE" = 1 ] && tail -n 3 "$log" | grep -q "is mounted by another objfs" ||
+			return 1
+		sleep 0.5
+	done
+	return 1
+}
+
 for ((r = 0; r < ROUNDS; r++)); do
-	start_objfs "$MNT" "$DATA" "arena=32M,chunk=64K" >>"$T/mounts.log" 2>&1 ||
-		{ bad=$((bad + 1)); break; }
+	mount_round >>"$T/mounts.log" 2>&1 || { bad=$((bad + 1)); break; }
 	remounts=$((remounts + 1))
 	# A file of its own: the last round's "verified" line must not be
 	# read before this round's load has even opened it.
@@ -67,11 +85,16 @@ for ((r = 0; r < ROUNDS; r++)); do
 	kills=$((kills + 1))
 	wait "$load"
 	fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"
+	if [ "$LOSE" = 1 ]; then
+		a=$(head -n 1 "$DATA/arena" 2>/dev/null)
+		rm -rf "$DATA"
+		case $a in */objfs.??????/arena) rm -rf "${a%/arena}" ;; esac
+	fi
 	add_up "$out"
 	rm -f "$out"
 done
 # One last check, after a clean mount.
-ok "mount after the last kill" start_objfs "$MNT" "$DATA" "arena=32M,chunk=64K"
+ok "mount after the last kill" mount_round
 KILLLOAD_VERIFY_ONLY=1 python3 "$SIM/killload.py" "$MNT" "$T/journal" 0 "$MODE" >"$T/final.out" 2>&1
 add_up "$T/final.out"
 ok "unmount" stop_objfs

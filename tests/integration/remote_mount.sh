@@ -206,6 +206,26 @@ ok "a fresh mount" start_objfs "$MNT" "$T/dD" "$OPTS"
 ok "... has the file written while the OSD was down" cmp "$T/late" "$MNT/late"
 ok "D unmounts" stop_objfs "$MNT" "$OBJFS_PID"
 
+# ---- objfsctl check of a pool's cache ----
+"$CTL" check "$T/dD" >"$T/check1.out" 2>&1
+ok "check without --remote: the index and names are sound" grep -q "^0 problem(s)" "$T/check1.out"
+ok "... and it says the chunks are in the pool, unread" grep -q "are in the pool and were not read" "$T/check1.out"
+"$CTL" check "$T/dD" --remote "rados:objfs/$NS" --remote-conf "$CONF" >"$T/check2.out" 2>&1
+ok "check --remote: every chunk read from the pool and verified" sh -c "grep -q '^0 problem(s)' '$T/check2.out' && grep -Eq ' [1-9][0-9]* chunks \([0-9]+ bytes\) verified against the pool' '$T/check2.out'"
+ok "... and the pool's head, snapshot and log checked" grep -q "the pool's tree: epoch" "$T/check2.out"
+# A chunk's object damaged in the pool (by hand: objfs never rewrites one).
+damage_one() {	# overwrite one whole chunk's object with other bytes
+	local name
+	name=$(rados -c "$CONF" -p objfs -N "$NS" ls | grep '^c\..*-100000$' | head -n 1)
+	[ -n "$name" ] || return 1
+	head -c 1048576 /dev/urandom >"$T/junk1m"
+	rados -c "$CONF" -p objfs -N "$NS" put "$name" "$T/junk1m"
+}
+ok "a chunk's object overwritten in the pool" damage_one
+"$CTL" check "$T/dD" --remote "rados:objfs/$NS" --remote-conf "$CONF" >"$T/check3.out" 2>&1
+ok "check --remote finds it" grep -q "its bytes in the pool do not match its checksum" "$T/check3.out"
+ok "... and exits 1" sh -c "'$CTL' check '$T/dD' --remote 'rados:objfs/$NS' --remote-conf '$CONF' >/dev/null 2>&1; [ \$? = 1 ]"
+
 # ---- a data directory with a tree of its own is refused ----
 local_tree() { start_objfs "$MNT" "$T/dL" arena=64M && echo x >"$MNT/x" && stop_objfs "$MNT" "$OBJFS_PID"; }
 ok "a local objfs with a file" local_tree
