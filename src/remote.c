@@ -474,7 +474,10 @@ struct objfs_remote_puts {
 	unsigned window, inflight;
 	size_t n, cap, oldest;		/* items before @oldest are not in
 					 * flight */
-	struct put_item *it;
+	struct put_item **it;		/* each its own allocation: librados
+					 * writes into an item in flight
+					 * (its stat's results), so an item
+					 * never moves */
 };
 
 int
@@ -554,7 +557,7 @@ static void
 put_room(struct objfs_remote_puts *p)
 {
 	while (p->inflight >= p->window && p->oldest < p->n) {
-		struct put_item *x = &p->it[p->oldest++];
+		struct put_item *x = p->it[p->oldest++];
 
 		if (x->c)
 			put_finish(p, x);
@@ -623,23 +626,27 @@ objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
 
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? 2 * p->cap : 64;
-		struct put_item *it = realloc(p->it, cap * sizeof(*it));
+		struct put_item **it = realloc(p->it, cap * sizeof(*it));
 
 		if (!it)
 			return -ENOMEM;
 		p->it = it;
 		p->cap = cap;
 	}
-	x = &p->it[p->n];
-	memset(x, 0, sizeof(*x));
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	p->it[p->n] = x;
 	snprintf(x->name, sizeof(x->name), "%s", name);
 	x->buf = buf;
 	x->len = len;
 	x->shift = shift;
 	x->xlen = 1 + 4 * (size_t)objfs_nsums(len, shift);
 	x->x = malloc(x->xlen);
-	if (!x->x)
+	if (!x->x) {
+		free(x);
 		return -ENOMEM;
+	}
 	x->x[0] = (unsigned char)shift;
 	memcpy(x->x + 1, tab, x->xlen - 1);
 	p->n++;
@@ -658,11 +665,11 @@ objfs_remote_puts_wait(struct objfs_remote_puts *p)
 
 	/* Every check answered; then what is missing written. */
 	for (size_t k = 0; k < p->n; k++)
-		if (p->it[k].c && p->it[k].state == P_CHECK)
-			put_finish(p, &p->it[k]);
+		if (p->it[k]->c && p->it[k]->state == P_CHECK)
+			put_finish(p, p->it[k]);
 	p->oldest = 0;
 	for (size_t k = 0; k < p->n; k++) {
-		struct put_item *x = &p->it[k];
+		struct put_item *x = p->it[k];
 
 		if (x->state == P_WRITE && !x->c) {
 			int r = put_start(p, x, P_WRITE);
@@ -674,18 +681,18 @@ objfs_remote_puts_wait(struct objfs_remote_puts *p)
 		}
 	}
 	for (size_t k = 0; k < p->n; k++)
-		if (p->it[k].c)
-			put_finish(p, &p->it[k]);
+		if (p->it[k]->c)
+			put_finish(p, p->it[k]);
 	for (size_t k = 0; k < p->n; k++)
-		if (p->it[k].result < 0 && rc == 0)
-			rc = p->it[k].result;
+		if (p->it[k]->result < 0 && rc == 0)
+			rc = p->it[k]->result;
 	return rc;
 }
 
 int
 objfs_remote_puts_result(const struct objfs_remote_puts *p, size_t k)
 {
-	return p->it[k].result;
+	return p->it[k]->result;
 }
 
 void
@@ -694,9 +701,10 @@ objfs_remote_puts_free(struct objfs_remote_puts *p)
 	if (!p)
 		return;
 	for (size_t k = 0; k < p->n; k++) {
-		if (p->it[k].c)
-			put_finish(p, &p->it[k]);
-		free(p->it[k].x);
+		if (p->it[k]->c)
+			put_finish(p, p->it[k]);
+		free(p->it[k]->x);
+		free(p->it[k]);
 	}
 	free(p->it);
 	free(p);
