@@ -161,6 +161,22 @@ mount_init_or_check_index(struct objfs_store *s, int created, uint32_t want_chun
 		rc = -EPROTO;
 		goto err_abort;
 	}
+	/* A pool's cache names chunks in the pool, not slots of backing/:
+	 * only a mount with that pool can read it (tier.c). */
+	if (!s->tier) {
+		uint64_t tree;
+
+		rc = objfs_meta_super_get(t, "remote_tree", &tree);
+		if (rc == 0) {
+			*msg = "this data directory is the cache of a tree in a "
+				"Ceph pool (it was mounted with remote=): mount "
+				"it with the same remote= option";
+			rc = -EXDEV;
+			goto err_abort;
+		}
+		if (rc != -ENOENT)
+			goto err_abort;
+	}
 	rc = objfs_meta_super_get(t, OBJFS_SUPER_ID, id);
 	if (rc == -ENOENT) {
 		/* Converted from schema 1, which had none: one now. */

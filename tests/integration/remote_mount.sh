@@ -206,6 +206,10 @@ ok "a fresh mount" start_objfs "$MNT" "$T/dD" "$OPTS"
 ok "... has the file written while the OSD was down" cmp "$T/late" "$MNT/late"
 ok "D unmounts" stop_objfs "$MNT" "$OBJFS_PID"
 
+"$OBJFS_BIN" -f -o "data=$T/dD,arena=64M" "$MNT" >"$T/nocache.out" 2>&1
+ok "a pool's cache mounted without remote= is refused" grep -q "the cache of a tree in a Ceph pool" "$T/nocache.out"
+ok "... and mounts nothing" sh -c "! mountpoint -q '$MNT'"
+
 # ---- objfsctl check of a pool's cache ----
 "$CTL" check "$T/dD" >"$T/check1.out" 2>&1
 ok "check without --remote: the index and names are sound" grep -q "^0 problem(s)" "$T/check1.out"
