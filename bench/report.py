@@ -362,6 +362,9 @@ try:
     subprocess.run(["gnuplot"], input=gp.encode(), check=True)
 except (OSError, subprocess.CalledProcessError) as e:
     say("(plot not drawn: %s)" % e)
+remote = os.path.join(out, "remote.md")
+if os.path.exists(remote):
+    lines += [""] + open(remote).read().rstrip("\n").split("\n")
 with open(os.path.join(out, "report.md"), "w") as f:
     f.write("\n".join(lines) + "\n")
 print("\n".join(lines))

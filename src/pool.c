@@ -37,7 +37,8 @@
 #include "status.h"
 #include "tier_int.h"
 
-#define PUTS_WINDOW	16	/* requests in flight, as rados bench */
+#define PUTS_WINDOW	32	/* requests in flight: a look and a write
+				 * for each of 16 chunks */
 
 static void
 hash_split(const unsigned char h[16], uint64_t *hi, uint64_t *lo)
@@ -142,22 +143,132 @@ pool_unload(struct objfs_store *s, struct objfs_inode *ip)
 	(void)ip;
 }
 
-/* ---- reads ------------------------------------------------------------ */
+/* ---- reads, and fetches ahead of a sequential reader ----------------- */
+
+/* The fetch of @hi/@lo/@len under way, taken out of the table; NULL. */
+static struct objfs_remote_fetch *
+pf_take(struct objfs_tier *t, uint64_t hi, uint64_t lo, uint32_t len)
+{
+	struct objfs_remote_fetch *f = NULL;
+
+	pthread_mutex_lock(&t->pf_mu);
+	for (unsigned i = 0; i < t->pf_n; i++)
+		if (t->pf[i].hi == hi && t->pf[i].lo == lo &&
+		    t->pf[i].len == len) {
+			f = t->pf[i].f;
+			t->pf[i] = t->pf[--t->pf_n];
+			break;
+		}
+	pthread_mutex_unlock(&t->pf_mu);
+	return f;
+}
+
+void
+tier_prefetch_clear(struct objfs_tier *t)
+{
+	pthread_mutex_lock(&t->pf_mu);
+	while (t->pf_n)
+		objfs_remote_fetch_free(t->pf[--t->pf_n].f);
+	pthread_mutex_unlock(&t->pf_mu);
+}
+
+/* Room in the table: a fetch that answered and was not taken within a
+ * second (its reader went elsewhere) goes.  0 when there is none. */
+static int
+pf_room(struct objfs_tier *t, uint64_t now)
+{
+	if (t->pf_n < TIER_PREFETCH_MAX)
+		return 1;
+	for (unsigned i = 0; i < t->pf_n; i++)
+		if (now - t->pf[i].t_ns > 1000000000u &&
+		    objfs_remote_fetch_done(t->pf[i].f)) {
+			objfs_remote_fetch_free(t->pf[i].f);
+			t->pf[i] = t->pf[--t->pf_n];
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * A reader that goes on from where it was (the chunk after the last it
+ * read, or the restores just ahead of it): the next chunks that are only
+ * in the pool are fetched now, many at once, into buffers of their own,
+ * and taken by the reads that come for them (their bytes checked then).
+ */
+static void
+pf_ahead(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx)
+{
+	struct objfs_tier *t = s->tier;
+	uint64_t now = objfs_mono_ns();
+
+	if (!ip->rd_next || idx + 1 < ip->rd_next ||
+	    idx > ip->rd_next + TIER_PREFETCH_AHEAD)
+		return;
+	pthread_mutex_lock(&t->pf_mu);
+	for (uint64_t j = idx + 1; j <= idx + TIER_PREFETCH_AHEAD; j++) {
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, j);
+		char name[OBJFS_REMOTE_CHUNK_NAME];
+		struct objfs_remote_fetch *f;
+		unsigned i;
+
+		if (!c || objfs_chunk_state(c) != OBJFS_CHUNK_SPILLED)
+			continue;
+		for (i = 0; i < t->pf_n; i++)
+			if (t->pf[i].hi == c->slot && t->pf[i].lo == c->home &&
+			    t->pf[i].len == c->disk_len)
+				break;
+		if (i < t->pf_n)
+			continue;	/* under way already */
+		if (!pf_room(t, now))
+			break;
+		copy_name(c->slot, c->home, c->disk_len, name);
+		if (objfs_remote_fetch_start(t->r, name, c->disk_len, &f) < 0)
+			break;
+		t->pf[t->pf_n++] = (struct tier_prefetch){ c->slot, c->home,
+			c->disk_len, now, f };
+		atomic_fetch_add(&t->pf_started, 1);
+	}
+	pthread_mutex_unlock(&t->pf_mu);
+}
+
+/* The copy into @buf: from a fetch ahead when there is one, else now. */
+static int
+fetch(struct objfs_store *s, uint64_t hi, uint64_t lo, uint32_t len,
+		unsigned shift, uint64_t csum, void *buf, char *name)
+{
+	struct objfs_remote_fetch *f = pf_take(s->tier, hi, lo, len);
+	uint64_t t0 = objfs_mono_ns();
+	int rc;
+
+	if (f) {
+		rc = objfs_remote_fetch_take(f, buf, shift, csum);
+		objfs_remote_fetch_free(f);
+		if (rc == 0) {
+			atomic_fetch_add(&s->tier->pf_hits, 1);
+			objfs_tier_count(&s->tier->down, len, t0);
+			return 0;
+		}
+		/* Not usable (gone, damaged, timed out): read it again. */
+	}
+	rc = objfs_remote_chunk_get(s->tier->r, name, buf, len, shift, csum);
+	if (rc == 0)
+		objfs_tier_count(&s->tier->down, len, t0);
+	return rc;
+}
 
 static int
 pool_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		const struct objfs_chunk *c, void *buf)
 {
 	char name[OBJFS_REMOTE_CHUNK_NAME];
-	uint64_t t0 = objfs_mono_ns();
 	int rc;
 
 	copy_name(c->slot, c->home, c->disk_len, name);
-	rc = objfs_remote_chunk_get(s->tier->r, name, buf, c->disk_len,
-			data_sub_shift(s, c), c->csum);
+	pf_ahead(s, ip, idx);
+	rc = fetch(s, c->slot, c->home, c->disk_len, data_sub_shift(s, c),
+			c->csum, buf, name);
 	if (rc < 0)
 		return pool_err(s, ip, idx, name, rc);
-	objfs_tier_count(&s->tier->down, c->disk_len, t0);
 	return 0;
 }
 
@@ -206,7 +317,7 @@ pool_read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 
 struct objfs_copy_read {
 	char name[OBJFS_REMOTE_CHUNK_NAME];
-	uint64_t ino, idx, csum;
+	uint64_t ino, idx, csum, hi, lo;
 	uint32_t len;
 	unsigned shift;
 };
@@ -220,6 +331,8 @@ pool_read_start(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	if (!rd)
 		return -ENOMEM;
 	copy_name(c->slot, c->home, c->disk_len, rd->name);
+	rd->hi = c->slot;
+	rd->lo = c->home;
 	rd->ino = ip->ino;
 	rd->idx = idx;
 	rd->csum = c->csum;
@@ -234,9 +347,8 @@ pool_read_start(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 static int
 pool_read_run(struct objfs_store *s, struct objfs_copy_read *rd, void *buf)
 {
-	uint64_t t0 = objfs_mono_ns();
-	int rc = objfs_remote_chunk_get(s->tier->r, rd->name, buf, rd->len,
-			rd->shift, rd->csum);
+	int rc = fetch(s, rd->hi, rd->lo, rd->len, rd->shift, rd->csum, buf,
+			rd->name);
 
 	if (rc < 0) {
 		objfs_tier_note(s->tier, rc, "reading a chunk");
@@ -248,7 +360,6 @@ pool_read_run(struct objfs_store *s, struct objfs_copy_read *rd, void *buf)
 			atomic_fetch_add(&s->csum_failures, 1);
 		return rc == -ENOENT || rc == -EBADMSG ? -EIO : rc;
 	}
-	objfs_tier_count(&s->tier->down, rd->len, t0);
 	return 0;
 }
 
@@ -272,6 +383,8 @@ pool_key(const struct objfs_chunk *c)
 struct put {
 	uint64_t idx, csum, hi, lo;
 	uint32_t len;
+	int same;			/* its present copy's bytes: no put */
+	size_t k;			/* its put (objfs_remote_puts_result) */
 	unsigned char tab[4 * OBJFS_SUMS_MAX];
 	struct objfs_copy_made made;
 };
@@ -282,7 +395,7 @@ struct objfs_copy_batch {
 	struct objfs_remote_puts *puts;
 	uint64_t t0;
 	unsigned gcg;			/* tier_gc_enter's */
-	size_t n;
+	size_t n, nputs;
 	struct put p[];
 };
 
@@ -305,7 +418,7 @@ pool_batch_new(struct objfs_store *s, struct objfs_inode *ip,
 	}
 	b->s = s;
 	b->ip = ip;
-	b->n = 0;
+	b->n = b->nputs = 0;
 	b->t0 = objfs_mono_ns();
 	/* Until the commit that records its chunks is made or given up,
 	 * no collection marks without it (tier_gc.c). */
@@ -341,17 +454,29 @@ pool_put(struct objfs_copy_batch *b, uint64_t idx, struct objfs_chunk *c,
 	memset(&x->made, 0, sizeof(x->made));
 	x->idx = idx;
 	x->len = len;
+	x->same = 0;
 	x->csum = objfs_chunk_csum(bytes, len, s->sub_shift, x->tab);
 	objfs_content_hash128(bytes, len, h);
 	hash_split(h, &x->hi, &x->lo);
 	copy_name(x->hi, x->lo, len, name);
 	tier_gc_touch(s->tier, x->hi, x->lo, len);
+	/* The bytes of its present copy again (a file saved anew over
+	 * itself): nothing to send, the record stays as it is. */
+	if ((c->flags & OBJFS_CHUNK_ONDISK) && c->slot == x->hi &&
+	    c->home == x->lo && c->disk_len == len) {
+		x->same = 1;
+		b->n++;
+		return 0;
+	}
 	/* The arena's block is read until the batch is synced: the inode's
-	 * lock keeps it as it is until then. */
+	 * lock keeps it as it is until then.  A chunk that had a copy and
+	 * changed (an append, a rewrite in place) is new bytes, most
+	 * likely: sent at once, not looked for first. */
 	rc = objfs_remote_puts_add(b->puts, name, bytes, len, s->sub_shift,
-			x->tab);
+			x->tab, !(c->flags & OBJFS_CHUNK_ONDISK));
 	if (rc < 0)
 		return rc;
+	x->k = b->nputs++;
 	b->n++;
 	return 0;
 }
@@ -369,7 +494,8 @@ pool_batch_sync(struct objfs_copy_batch *b)
 		return rc;
 	}
 	for (size_t k = 0; k < b->n; k++) {
-		int r = objfs_remote_puts_result(b->puts, k);
+		int r = b->p[k].same ? 0 :
+			objfs_remote_puts_result(b->puts, b->p[k].k);
 
 		if (r > 0)
 			sent += b->p[k].len;
@@ -398,6 +524,8 @@ pool_batch_record(struct objfs_copy_batch *b, struct objfs_meta_txn *t,
 			s->sub_shift, x->tab, 0, 0, { 0 }, x->lo };
 		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, x->idx);
 
+		if (x->same)
+			continue;	/* its record says so already */
 		rc = objfs_meta_chunk_put(t, ip->ino, x->idx, &rec);
 		*added += !(c->flags & OBJFS_CHUNK_ONDISK);
 	}

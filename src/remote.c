@@ -74,16 +74,7 @@ objfs_remote_chunk_name(const void *buf, uint32_t len,
 }
 
 #ifdef HAVE_RADOS
-#include <rados/librados.h>
-
-#define SUMS_XATTR	"objfs.sums"
-
-struct objfs_remote {
-	rados_t cluster;
-	rados_ioctx_t io;
-	/* The head's calls read the ioctx's last version: one at a time. */
-	pthread_mutex_t head_lock;
-};
+#include "remote_int.h"
 
 int
 objfs_remote_connect(const struct objfs_remote_config *cfg,
@@ -345,8 +336,8 @@ objfs_remote_get_all(struct objfs_remote *r, const char *name, void **buf,
 }
 
 /* Does the object @name hold a chunk of @len bytes with these sums? */
-static int
-chunk_same(struct objfs_remote *r, const char *name, uint32_t len,
+int
+objfs_remote_chunk_same(struct objfs_remote *r, const char *name, uint32_t len,
 		unsigned shift, const unsigned char *tab)
 {
 	size_t n = 1 + 4 * (size_t)objfs_nsums(len, shift);
@@ -399,7 +390,7 @@ again:
 		return rc;
 	/* There already: the same bytes, or (a name is 128 bits of a hash
 	 * and the length) something damaged it. */
-	rc = chunk_same(r, name, len, shift, tab);
+	rc = objfs_remote_chunk_same(r, name, len, shift, tab);
 	if (rc == -ENOENT && tries++ < 3)
 		goto again;	/* removed in between (collected) */
 	if (rc < 0)
@@ -441,273 +432,6 @@ objfs_remote_chunk_get(struct objfs_remote *r, const char *name, void *buf,
 	objfs_log(OBJFS_LOG_ERR, "remote: chunk %s: its bytes do not match "
 		"their checksum, refusing to return them", name);
 	return -EIO;
-}
-
-/* ---- chunk puts in flight -------------------------------------------- */
-
-/* Chunks smaller than this are written at once (an exclusive create that
- * fails costs little); larger ones are looked for first, so that bytes the
- * pool holds already are not sent again. */
-#define PUT_CHECK_MIN	(64u << 10)
-
-struct put_item {
-	char name[OBJFS_REMOTE_CHUNK_NAME];
-	const void *buf;
-	uint32_t len;
-	unsigned shift;
-	unsigned char *x;		/* shift byte and sums: the xattr */
-	size_t xlen;
-	int state;			/* below */
-	int result;			/* 1 written, 0 there already, -errno */
-	rados_completion_t c;
-	rados_read_op_t rop;
-	rados_write_op_t wop;
-	uint64_t size;
-	time_t mtime;
-	int rv;
-};
-
-enum { P_CHECK = 1, P_WRITE, P_DONE };
-
-struct objfs_remote_puts {
-	struct objfs_remote *r;
-	unsigned window, inflight;
-	size_t n, cap, oldest;		/* items before @oldest are not in
-					 * flight */
-	struct put_item **it;		/* each its own allocation: librados
-					 * writes into an item in flight
-					 * (its stat's results), so an item
-					 * never moves */
-};
-
-int
-objfs_remote_puts_new(struct objfs_remote *r, unsigned window,
-		struct objfs_remote_puts **out)
-{
-	struct objfs_remote_puts *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return -ENOMEM;
-	p->r = r;
-	p->window = window ? window : 16;
-	*out = p;
-	return 0;
-}
-
-/* Item @x's operation finished: what it says. */
-static void
-put_finish(struct objfs_remote_puts *p, struct put_item *x)
-{
-	int rc;
-
-	rados_aio_wait_for_complete(x->c);
-	rc = rados_aio_get_return_value(x->c);
-	rados_aio_release(x->c);
-	x->c = NULL;
-	p->inflight--;
-	if (x->state == P_CHECK) {
-		rados_release_read_op(x->rop);
-		x->rop = NULL;
-		if (rc == 0 && x->rv == 0 && x->size == x->len) {
-			x->result = 0;		/* the same bytes are there */
-			x->state = P_DONE;
-		} else if (rc == -ENOENT) {
-			x->state = P_WRITE;	/* to be written */
-			x->result = 0;
-		} else if (rc == -ECANCELED || rc == -ENODATA ||
-			   (rc == 0 && x->size != x->len)) {
-			objfs_log(OBJFS_LOG_ERR, "remote: chunk %s in the pool "
-				"does not hold the bytes its name says",
-				x->name);
-			x->result = -EIO;
-			x->state = P_DONE;
-		} else {
-			x->result = rc < 0 ? rc : x->rv;
-			x->state = P_DONE;
-		}
-		return;
-	}
-	rados_release_write_op(x->wop);
-	x->wop = NULL;
-	x->state = P_DONE;
-	if (rc == 0) {
-		x->result = 1;
-		return;
-	}
-	if (rc != -EEXIST) {
-		x->result = rc;
-		return;
-	}
-	/* Made meanwhile, by another writer of the same bytes (or it holds
-	 * others: the name is 128 bits of a hash and a length). */
-	rc = chunk_same(p->r, x->name, x->len, x->shift, x->x + 1);
-	if (rc == 1)
-		x->result = 0;
-	else if (rc == 0) {
-		objfs_log(OBJFS_LOG_ERR, "remote: chunk %s in the pool does not "
-			"hold the bytes its name says", x->name);
-		x->result = -EIO;
-	} else {
-		x->result = rc;
-	}
-}
-
-/* Wait until fewer than the window are in flight. */
-static void
-put_room(struct objfs_remote_puts *p)
-{
-	while (p->inflight >= p->window && p->oldest < p->n) {
-		struct put_item *x = p->it[p->oldest++];
-
-		if (x->c)
-			put_finish(p, x);
-	}
-}
-
-static int
-put_start(struct objfs_remote_puts *p, struct put_item *x, int state)
-{
-	int rc;
-
-	put_room(p);
-	rc = rados_aio_create_completion2(NULL, NULL, &x->c);
-	if (rc < 0)
-		return rc;
-	if (state == P_CHECK) {
-		x->rop = rados_create_read_op();
-		if (!x->rop) {
-			rados_aio_release(x->c);
-			x->c = NULL;
-			return -ENOMEM;
-		}
-		rados_read_op_stat(x->rop, &x->size, &x->mtime, &x->rv);
-		rados_read_op_cmpxattr(x->rop, SUMS_XATTR,
-				LIBRADOS_CMPXATTR_OP_EQ, (const char *)x->x,
-				x->xlen);
-		rc = rados_aio_read_op_operate(x->rop, p->r->io, x->c, x->name,
-				0);
-	} else {
-		x->wop = rados_create_write_op();
-		if (!x->wop) {
-			rados_aio_release(x->c);
-			x->c = NULL;
-			return -ENOMEM;
-		}
-		rados_write_op_create(x->wop, LIBRADOS_CREATE_EXCLUSIVE, NULL);
-		rados_write_op_write_full(x->wop, x->buf, x->len);
-		rados_write_op_setxattr(x->wop, SUMS_XATTR, (const char *)x->x,
-				x->xlen);
-		rc = rados_aio_write_op_operate(x->wop, p->r->io, x->c,
-				x->name, NULL, 0);
-	}
-	if (rc < 0) {
-		if (x->rop)
-			rados_release_read_op(x->rop);
-		if (x->wop)
-			rados_release_write_op(x->wop);
-		x->rop = NULL;
-		x->wop = NULL;
-		rados_aio_release(x->c);
-		x->c = NULL;
-		return rc;
-	}
-	x->state = state;
-	p->inflight++;
-	return 0;
-}
-
-int
-objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
-		const void *buf, uint32_t len, unsigned shift,
-		const unsigned char *tab)
-{
-	struct put_item *x;
-	int rc;
-
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 64;
-		struct put_item **it = realloc(p->it, cap * sizeof(*it));
-
-		if (!it)
-			return -ENOMEM;
-		p->it = it;
-		p->cap = cap;
-	}
-	x = calloc(1, sizeof(*x));
-	if (!x)
-		return -ENOMEM;
-	p->it[p->n] = x;
-	snprintf(x->name, sizeof(x->name), "%s", name);
-	x->buf = buf;
-	x->len = len;
-	x->shift = shift;
-	x->xlen = 1 + 4 * (size_t)objfs_nsums(len, shift);
-	x->x = malloc(x->xlen);
-	if (!x->x) {
-		free(x);
-		return -ENOMEM;
-	}
-	x->x[0] = (unsigned char)shift;
-	memcpy(x->x + 1, tab, x->xlen - 1);
-	p->n++;
-	rc = put_start(p, x, len >= PUT_CHECK_MIN ? P_CHECK : P_WRITE);
-	if (rc < 0) {
-		x->state = P_DONE;
-		x->result = rc;
-	}
-	return 0;
-}
-
-int
-objfs_remote_puts_wait(struct objfs_remote_puts *p)
-{
-	int rc = 0;
-
-	/* Every check answered; then what is missing written. */
-	for (size_t k = 0; k < p->n; k++)
-		if (p->it[k]->c && p->it[k]->state == P_CHECK)
-			put_finish(p, p->it[k]);
-	p->oldest = 0;
-	for (size_t k = 0; k < p->n; k++) {
-		struct put_item *x = p->it[k];
-
-		if (x->state == P_WRITE && !x->c) {
-			int r = put_start(p, x, P_WRITE);
-
-			if (r < 0) {
-				x->state = P_DONE;
-				x->result = r;
-			}
-		}
-	}
-	for (size_t k = 0; k < p->n; k++)
-		if (p->it[k]->c)
-			put_finish(p, p->it[k]);
-	for (size_t k = 0; k < p->n; k++)
-		if (p->it[k]->result < 0 && rc == 0)
-			rc = p->it[k]->result;
-	return rc;
-}
-
-int
-objfs_remote_puts_result(const struct objfs_remote_puts *p, size_t k)
-{
-	return p->it[k]->result;
-}
-
-void
-objfs_remote_puts_free(struct objfs_remote_puts *p)
-{
-	if (!p)
-		return;
-	for (size_t k = 0; k < p->n; k++) {
-		if (p->it[k]->c)
-			put_finish(p, p->it[k]);
-		free(p->it[k]->x);
-		free(p->it[k]);
-	}
-	free(p->it);
-	free(p);
 }
 
 /* Bytes [@lo, @hi) of chunk @name as whole sub-blocks, each checked

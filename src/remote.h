@@ -120,7 +120,9 @@ int objfs_remote_chunk_get(struct objfs_remote *r, const char *name,
  * Many chunk puts in flight (at most @window at once; 0: 16): each added
  * with its name, bytes and sums (the bytes are read until _wait returns),
  * then all waited for.  A chunk of 64 KiB or more is looked for first (its
- * size and sums, in one round trip) and sent only when the pool lacks it.
+ * size and sums, in one round trip) and sent only when the pool lacks it,
+ * unless @look is 0 (bytes not likely there: written at once, and found
+ * the same if the name is taken).
  * _wait gives the first error; _result(k) says for the k-th put: 1
  * written, 0 there already, -EIO another object under its name, -errno.
  */
@@ -129,10 +131,24 @@ int objfs_remote_puts_new(struct objfs_remote *r, unsigned window,
 		struct objfs_remote_puts **out);
 int objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
 		const void *buf, uint32_t len, unsigned shift,
-		const unsigned char *tab);
+		const unsigned char *tab, int look);
 int objfs_remote_puts_wait(struct objfs_remote_puts *p);
 int objfs_remote_puts_result(const struct objfs_remote_puts *p, size_t k);
 void objfs_remote_puts_free(struct objfs_remote_puts *p);
+/* A chunk fetched ahead: started (its @len bytes read into a buffer of its
+ * own, with its size, in one operation), _done says whether it answered,
+ * _take waits for it and copies it into @buf once its size and bytes match
+ * the checksum @csum (objfs_chunk_csum with @shift): 0, -EIO (logged) when
+ * they do not, -ENOENT, -errno.  _free in every case (it waits for an
+ * answer first: librados writes into the buffer until then). */
+struct objfs_remote_fetch;
+int objfs_remote_fetch_start(struct objfs_remote *r, const char *name,
+		uint32_t len, struct objfs_remote_fetch **out);
+int objfs_remote_fetch_done(const struct objfs_remote_fetch *f);
+int objfs_remote_fetch_take(struct objfs_remote_fetch *f, void *buf,
+		unsigned shift, uint64_t csum);
+void objfs_remote_fetch_free(struct objfs_remote_fetch *f);
+
 /* Bytes [@lo, @hi) of chunk @name (@len bytes long), read as the whole
  * sub-blocks that hold them into @buf (from @lo rounded down), each
  * checked against @tab: 0, -EBADMSG (logged) when one does not match,

@@ -412,16 +412,17 @@ objfs_commit_or_abort(struct objfs_meta_txn *t, int rc, uint64_t *seq)
 	return objfs_meta_commit_seq(t, seq);
 }
 
-/* Everything committed so far durable: the journal flushed, and, with
- * the remote tier, every commit in the pool's log (fsync). */
+/* Everything committed so far durable (fsync): the journal flushed; with
+ * the remote tier, every commit in the pool's log instead (the pool is
+ * the durable home: a machine crash that takes the journal's tail finds
+ * the index behind the pool's log, and the next mount builds it anew from
+ * the pool, tier.c). */
 static inline int
 objfs_store_sync_index(struct objfs_store *s)
 {
-	int rc = objfs_meta_sync(s->meta);
-
-	if (rc == 0 && s->tier)
-		rc = s->tier_ops->sync(s->tier, objfs_meta_last_seq(s->meta));
-	return rc;
+	if (s->tier)
+		return s->tier_ops->sync(s->tier, objfs_meta_last_seq(s->meta));
+	return objfs_meta_sync(s->meta);
 }
 
 /* mount.c */

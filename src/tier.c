@@ -164,6 +164,7 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 		free(t);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&t->pf_mu, NULL);
 	if (tier_gc_init(t) < 0) {
 		pthread_cond_destroy(&t->cv);
 		pthread_mutex_destroy(&t->lock);
@@ -592,8 +593,10 @@ tier_close(struct objfs_tier *t)
 		return;
 	if (t->threads)
 		(void)tier_stop(t);
+	tier_prefetch_clear(t);
 	(void)objfs_remote_release(t->r, TIER_HOLD, t->holder);
 	objfs_remote_close(t->r);
+	pthread_mutex_destroy(&t->pf_mu);
 	tier_gc_fini(t);
 	pthread_cond_destroy(&t->cv);
 	pthread_mutex_destroy(&t->lock);
@@ -643,6 +646,8 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_fetch_chunks: %" PRIu64 "\n"
 		"remote_fetch_bytes: %" PRIu64 "\n"
 		"remote_fetch_ms_avg: %" PRIu64 "\n"
+		"remote_fetch_ahead_chunks: %" PRIu64 "\n"
+		"remote_fetch_ahead_used: %" PRIu64 "\n"
 		"remote_gc_runs: %" PRIu64 "\n"
 		"remote_gc_removed_chunks: %" PRIu64 "\n"
 		"remote_gc_removed_bytes: %" PRIu64 "\n"
@@ -655,6 +660,7 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 		atomic_load(&t->up.bytes), avg_ms(&t->up),
 		atomic_load(&t->dedup.n), atomic_load(&t->down.n),
 		atomic_load(&t->down.bytes), avg_ms(&t->down),
+		atomic_load(&t->pf_started), atomic_load(&t->pf_hits),
 		atomic_load(&t->gc_runs), atomic_load(&t->gc_removed),
 		atomic_load(&t->gc_removed_bytes), gc_last);
 	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;

@@ -22,6 +22,11 @@ struct tier_counter {
 	_Atomic uint64_t n, bytes, ns;
 };
 
+/* Chunks fetched ahead at most (of 1 MiB: 32 MiB outside the arena), and
+ * how far ahead of a sequential reader. */
+#define TIER_PREFETCH_MAX	64
+#define TIER_PREFETCH_AHEAD	32
+
 /* A chunk's object, by its name's parts (pool.c). */
 struct gc_name {
 	uint64_t hi, lo;
@@ -84,6 +89,19 @@ struct objfs_tier {
 	_Atomic uint64_t gc_runs, gc_removed, gc_removed_bytes;
 	pthread_t gc_th;
 	uint64_t gc_next_ns;		/* (t->lock) the next collection */
+
+	/* Chunks fetched ahead of a sequential reader (pool.c): pf_mu
+	 * guards the table, a leaf taken under an inode's lock, never
+	 * held across a wait for the cluster. */
+	pthread_mutex_t pf_mu;
+	struct tier_prefetch {
+		uint64_t hi, lo;
+		uint32_t len;
+		uint64_t t_ns;
+		struct objfs_remote_fetch *f;
+	} pf[TIER_PREFETCH_MAX];
+	unsigned pf_n;
+	_Atomic uint64_t pf_hits, pf_started;
 };
 
 static inline void
@@ -181,5 +199,7 @@ void objfs_tier_note(struct objfs_tier *t, int rc, const char *what);
 void objfs_tier_count(struct tier_counter *c, uint64_t bytes, uint64_t t0);
 /* The chunk store in the pool (pool.c). */
 extern const struct objfs_copy_ops objfs_copy_pool;
+/* Let go of every chunk fetched ahead (before the connection closes). */
+void tier_prefetch_clear(struct objfs_tier *t);
 
 #endif

@@ -12,6 +12,7 @@
 #   cluster.sh osd-start DIR      start it again
 #
 # DIR/ceph.conf is the client's configuration (rados -c, -o remote_conf=).
+# CLUSTER_OSD_GIB sets the OSD's sparse block file (default 10 GiB).
 # Needs ceph-mon, ceph-osd and ceph-common (Debian's, 16.2).  A start that
 # fails stops what it started and prints the daemons' last log lines.
 set -u
@@ -121,7 +122,7 @@ osd data = $D/osd.0
 osd objectstore = bluestore
 bluestore block path = $D/osd.0.block
 bluestore block create = true
-bluestore block size = 10737418240
+bluestore block size = $((${CLUSTER_OSD_GIB:-10} << 30))
 bluestore block db create = false
 bluestore block wal create = false
 osd memory target = 939524096

@@ -1,0 +1,183 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# bench/remote.sh - the remote part of scripts/bench: objfs with -o remote=
+# on a single-node Ceph cluster started here (tests/ceph/cluster.sh), beside
+# rados bench on the same pool with the same requests in flight (16) and
+# objfs's object size (1 MiB chunks), in one run:
+#   upload      write SIZE GiB into the arena, then fsync: the fsync's rate
+#               (every chunk sent to the pool) against rados bench write
+#   first read  the file read from a new, empty data directory (every chunk
+#               fetched from the pool) against rados bench seq
+#   second read the same file read again (from the arena), beside a file
+#               of a local objfs mount (no remote=) and tmpfs
+#   checkpoint  a 1 GiB file saved again with a fifth of its chunks
+#               changed: seconds, and bytes sent to the pool
+#   fsync       the latency of fsync after a 4 KiB append (median and 99th
+#               percentile of 200) against a bare 4 KiB write_full
+#
+#   bench/remote.sh OUT BIN WORK SIZE_GIB REPS
+# Appends its figures to OUT/results.csv and writes OUT/remote.md.
+set -euo pipefail
+OUT=$1 BIN=$2 W=$3 SIZE=$4 REPS=$5
+top=$(cd "$(dirname "$0")/.." && pwd)
+C=$W/ceph
+CSV=$OUT/results.csv
+MD=$OUT/remote.md
+GB=$((SIZE << 30))
+rec() { echo "$1,$2,$3,$4,$5" >>"$CSV"; }
+now() { date +%s.%N; }
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+wait_mounted() { for _ in $(seq 1 300); do mountpoint -q "$1" && return 0; sleep 0.1; done; echo "bench: $1 did not mount" >&2; return 1; }
+median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+figure() { sed -n "s/^$2: //p" "$1/.objfs-status"; }
+PIDS=()
+MOUNTS=()
+stop_all() {
+	set +e
+	for m in "${MOUNTS[@]}"; do mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }; done
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	bash "$top/tests/ceph/cluster.sh" stop "$C"
+	for a in "$W"/rdata*/arena; do
+		a=$(head -n 1 "$a" 2>/dev/null) || continue
+		case $a in /dev/shm/objfs.*/arena) rm -rf "${a%/arena}" ;; esac
+	done
+}
+trap stop_all EXIT
+
+# A block file for the OSD big enough for rados bench's objects and the
+# file, removed after each part.
+CLUSTER_OSD_GIB=$((3 * SIZE + 8)) bash "$top/tests/ceph/cluster.sh" start "$C" objfs
+CONF=$C/ceph.conf
+gcc -O2 -Wall "$top/bench/radoslat.c" -lrados -o "$W/radoslat"
+RB="rados -c $CONF -p objfs"
+mount_remote() {	# mount_remote MNT DATA NS
+	mkdir -p "$1"
+	"$BIN/objfs" -f -o "arena=$((SIZE + 2))G,data=$2,remote=rados:objfs/$3,remote_conf=$CONF" "$1" 2>>"$OUT/objfs-remote.log" &
+	PIDS+=($!); MOUNTS+=("$1")
+	wait_mounted "$1"
+}
+umount_wait() {	# umount_wait MNT: unmount and wait for the daemon
+	fusermount3 -u "$1"
+	for _ in $(seq 600); do pgrep -f "objfs -f -o .*$1\$" >/dev/null || return 0; sleep 0.1; done
+}
+rate() { python3 -c "print(f'{$1 / $2 / 1e6:.0f}')"; }	# MB/s
+
+declare -a up rb_w rb_r first second local_rd tmpfs_rd ck_s ck_b
+for ((r = 1; r <= REPS; r++)); do
+	# rados bench, the same pool, 16 in flight, objects of 1 MiB, as many
+	# bytes as the file.
+	bw=$($RB bench 600 write -b 1M -t 16 --max-objects $((SIZE << 10)) --no-cleanup 2>/dev/null | sed -n 's/^Bandwidth (MB\/sec): *//p')
+	br=$($RB bench 600 seq -t 16 2>/dev/null | sed -n 's/^Bandwidth (MB\/sec): *//p')
+	$RB cleanup >/dev/null 2>&1
+	rb_w+=("$bw"); rb_r+=("$br")
+	rec rados_bench write_MBps 1048576 "$r" "$bw"
+	rec rados_bench seq_MBps 1048576 "$r" "$br"
+
+	# Upload: write into the arena, then fsync sends every chunk.
+	ns=up$r
+	mount_remote "$W/rmnt" "$W/rdata$r" "$ns"
+	"$BIN/bench/benchio" write "$W/rmnt/blob" "$GB" >/dev/null
+	t0=$(now)
+	python3 -c "import os; fd = os.open('$W/rmnt/blob', os.O_RDONLY); os.fsync(fd)"
+	s=$(python3 -c "print($(now) - $t0)")
+	up+=("$(rate "$GB" "$s")")
+	rec objfs_remote upload_fsync_s "$GB" "$r" "$s"
+	umount_wait "$W/rmnt"
+	# First read: a new data directory, every chunk fetched.
+	mount_remote "$W/rmnt" "$W/rdata${r}b" "$ns"
+	drop
+	s=$("$BIN/bench/benchio" read "$W/rmnt/blob" "$GB" | cut -d' ' -f1)
+	first+=("$(rate "$GB" "$s")")
+	rec objfs_remote first_read_s "$GB" "$r" "$s"
+	# Second read: from the arena.
+	s=$("$BIN/bench/benchio" read "$W/rmnt/blob" "$GB" | cut -d' ' -f1)
+	second+=("$(rate "$GB" "$s")")
+	rec objfs_remote second_read_s "$GB" "$r" "$s"
+	# A checkpoint with 80% of its chunks in the pool already.
+	"$BIN/bench/benchio" write "$W/rmnt/ck1" $((1 << 30)) fsync >/dev/null
+	b0=$(figure "$W/rmnt" remote_upload_bytes)
+	python3 - "$W/rmnt/ck1" "$W/rmnt/ck2" <<'PY'
+import os, sys
+src, dst = sys.argv[1], sys.argv[2]
+with open(src, "rb") as f, open(dst, "wb") as g:
+    i = 0
+    while True:
+        b = f.read(1 << 20)
+        if not b:
+            break
+        if i % 5 == 0:      # a fifth of the chunks change
+            b = bytes([b[0] ^ 0xff]) + b[1:]
+        g.write(b)
+        i += 1
+PY
+	t0=$(now)
+	python3 -c "import os; fd = os.open('$W/rmnt/ck2', os.O_RDONLY); os.fsync(fd)"
+	s=$(python3 -c "print($(now) - $t0)")
+	b=$(( $(figure "$W/rmnt" remote_upload_bytes) - b0 ))
+	ck_s+=("$s"); ck_b+=("$b")
+	rec objfs_remote checkpoint80_s $((1 << 30)) "$r" "$s"
+	rec objfs_remote checkpoint80_uploaded_bytes $((1 << 30)) "$r" "$b"
+	# fsync of a 4 KiB append, against a bare write_full.
+	lat=$(python3 - "$W/rmnt/log" <<'PY'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+buf = os.urandom(4096)
+t = []
+for i in range(200):
+    os.write(fd, buf)
+    a = time.monotonic()
+    os.fsync(fd)
+    t.append((time.monotonic() - a) * 1e6)
+t.sort()
+print("%d %d" % (t[len(t) // 2], t[len(t) * 99 // 100]))
+PY
+)
+	rec objfs_remote fsync_4k_append_p50_us 4096 "$r" "${lat% *}"
+	rec objfs_remote fsync_4k_append_p99_us 4096 "$r" "${lat#* }"
+	bl=$("$W/radoslat" "$CONF" objfs "lat$r" 200)
+	rec rados write_full_4k_p50_us 4096 "$r" "${bl% *}"
+	rec rados write_full_4k_p99_us 4096 "$r" "${bl#* }"
+	umount_wait "$W/rmnt"
+	rm -rf "$W/rdata$r" "$W/rdata${r}b"
+	# The same file on a local objfs and on tmpfs, read twice.
+	mkdir -p "$W/lmnt" "$W/t"
+	"$BIN/objfs" -f -o "arena=$((SIZE + 2))G,data=$W/ldata" "$W/lmnt" 2>>"$OUT/objfs-remote.log" &
+	PIDS+=($!); MOUNTS+=("$W/lmnt")
+	wait_mounted "$W/lmnt"
+	"$BIN/bench/benchio" write "$W/lmnt/blob" "$GB" >/dev/null
+	"$BIN/bench/benchio" read "$W/lmnt/blob" "$GB" >/dev/null
+	s=$("$BIN/bench/benchio" read "$W/lmnt/blob" "$GB" | cut -d' ' -f1)
+	local_rd+=("$(rate "$GB" "$s")")
+	rec objfs_local second_read_s "$GB" "$r" "$s"
+	umount_wait "$W/lmnt"
+	rm -rf "$W/ldata"
+	mount -t tmpfs -o size=$((SIZE + 1))G bench-remote "$W/t"; MOUNTS+=("$W/t")
+	"$BIN/bench/benchio" write "$W/t/blob" "$GB" >/dev/null
+	s=$("$BIN/bench/benchio" read "$W/t/blob" "$GB" | cut -d' ' -f1)
+	tmpfs_rd+=("$(rate "$GB" "$s")")
+	rec tmpfs read_s "$GB" "$r" "$s"
+	umount "$W/t"
+	# The next repetition starts from an empty pool.
+	for n in $($RB -N "$ns" ls 2>/dev/null); do $RB -N "$ns" rm "$n"; done
+done
+
+m() { printf '%s\n' "$@" | median; }
+UP=$(m "${up[@]}") RBW=$(m "${rb_w[@]}") RBR=$(m "${rb_r[@]}") FR=$(m "${first[@]}")
+SR=$(m "${second[@]}") LR=$(m "${local_rd[@]}") TR=$(m "${tmpfs_rd[@]}")
+CKS=$(m "${ck_s[@]}") CKB=$(m "${ck_b[@]}")
+ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+p() { awk -F, -v s="$1" -v t="$2" '$1 == s && $2 == t {print $5}' "$CSV" | median; }
+{
+	echo "## Remote: a Ceph pool (-o remote=), $SIZE GiB, median of $REPS"
+	echo
+	echo "A single-node cluster on this machine (one OSD, bluestore on a sparse file, pool size 1); rados bench with 16 requests in flight and 1 MiB objects, objfs's chunk size and window."
+	echo
+	echo "| what | objfs | baseline | ratio |"
+	echo "|---|---|---|---|"
+	echo "| upload: fsync of a $SIZE GiB file written into the arena | $UP MB/s | rados bench write $RBW MB/s | $(ratio "$UP" "$RBW") |"
+	echo "| first read, empty data directory | $FR MB/s | rados bench seq $RBR MB/s | $(ratio "$FR" "$RBR") |"
+	echo "| second read (from the arena) | $SR MB/s | local objfs $LR MB/s; tmpfs $TR MB/s | $(ratio "$SR" "$LR") of local |"
+	echo "| checkpoint of 1 GiB, 80% of its chunks in the pool | $(python3 -c "print(f'{$CKS:.2f}')") s, $((CKB >> 20)) MiB sent | 1024 MiB if nothing were found | $(ratio "$CKB" $((1 << 30))) of the bytes |"
+	echo "| fsync after a 4 KiB append, median / p99 | $(p objfs_remote fsync_4k_append_p50_us) / $(p objfs_remote fsync_4k_append_p99_us) us | write_full of 4 KiB $(p rados write_full_4k_p50_us) / $(p rados write_full_4k_p99_us) us | $(ratio "$(p objfs_remote fsync_4k_append_p50_us)" "$(p rados write_full_4k_p50_us)") |"
+} >"$MD"
+cat "$MD"
