@@ -158,7 +158,7 @@ PY
 	rec tmpfs read_s "$GB" "$r" "$s"
 	umount "$W/t"
 	# The next repetition starts from an empty pool.
-	for n in $($RB -N "$ns" ls 2>/dev/null); do $RB -N "$ns" rm "$n"; done
+	$RB purge objfs --yes-i-really-really-mean-it >/dev/null 2>&1 || true
 done
 
 m() { printf '%s\n' "$@" | median; }
