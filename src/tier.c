@@ -633,6 +633,7 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 	n = snprintf(buf, size,
 		"remote: %s\n"
 		"remote_state: %s%s%s\n"
+		"remote_reachable: %d\n"
 		"remote_unreachable_s: %" PRIu64 "\n"
 		"remote_epoch: %" PRIu64 "\n"
 		"remote_commits_waiting: %" PRIu64 "\n"
@@ -654,7 +655,7 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_gc_last: %s\n",
 		t->spec, lost ? "lost-hold" : reachable ? "reachable" :
 		"unreachable", reachable ? "" : ": ", reachable ? "" : why,
-		since, t->epoch, last > shipped ? last - shipped : 0,
+		reachable && !lost, since, t->epoch, last > shipped ? last - shipped : 0,
 		atomic_load(&t->logs.n), atomic_load(&t->logs.bytes),
 		avg_ms(&t->logs), atomic_load(&t->up.n),
 		atomic_load(&t->up.bytes), avg_ms(&t->up),

@@ -89,6 +89,7 @@ ok "... (still 4 more)" test "$(chunks)" = $((N1 + 4))
 ok "a collection with no grace removes them" test "$(chunks)" = "$N1"
 ok "... and says so" grep -q "4 chunks removed (4194304 bytes)" "$T/gc.out"
 ok "the status counts it" test "$(figure "$MNT" remote_gc_removed_chunks)" = 4
+ok "objfsctl metrics has the remote figures" sh -c "'$CTL' metrics '$MNT' | grep -q '^objfs_remote_gc_removed_chunks_total 4' && '$CTL' metrics '$MNT' | grep -q '^objfs_remote_reachable 1'"
 ok "the remaining file still reads back" cmp "$T/big" "$MNT/big"
 ok "objfsctl gc on a local mount says there is nothing to collect" sh -c "! '$CTL' gc /nonexistent 0 2>/dev/null"
 ok "the file deleted and written again, fsynced" dd if="$T/big" of="$MNT/big2" bs=1M conv=fsync status=none
@@ -176,6 +177,33 @@ ok "... rebuilt from the pool: C's file is there" test "$(cat "$T/mnt2/c-file")"
 ok "... the stale index kept aside" sh -c "ls -d '$T'/dB/index.stale.* >/dev/null"
 ok "... and the log says why" grep -q "mounted elsewhere since" "$T/objfs.mnt2.log"
 
+# ---- a kill in the middle of an upload leaves only garbage ----
+head -c 96M /dev/urandom >"$T/mid"
+cp "$T/mid" "$T/mnt2/mid"
+python3 -c "import os; fd = os.open('$T/mnt2/mid', os.O_RDONLY); os.fsync(fd)" 2>/dev/null &
+FS=$!
+sleep 0.2
+kill -9 "$PB"
+wait "$FS" 2>/dev/null
+wait_pid_gone "$PB" 10
+fusermount3 -u "$T/mnt2" 2>/dev/null || umount -l "$T/mnt2"
+ok "remounted after a kill in the middle of an upload" start_objfs "$T/mnt2" "$T/dB" "$OPTS"
+PB=$OBJFS_PID
+ok "... the file's bytes are there (the arena adopted)" cmp "$T/mid" "$T/mnt2/mid"
+ok "... and once synced" "$CTL" sync "$T/mnt2"
+"$CTL" gc "$T/mnt2" 0 >"$T/gc2.out"
+named=$(sed -n 's/.* \([0-9]*\) chunks named by the tree.*/\1/p' "$T/gc2.out")
+ok "a collection leaves exactly the chunks the tree names ($named)" test "$(chunks)" = "$named"
+ok "... and the file still reads back" cmp "$T/mid" "$T/mnt2/mid"
+rm -f "$T/mnt2/mid" "$T/mid"
+
+# ---- spill under pressure: a file three times the arena ----
+head -c 400M /dev/urandom >"$T/huge"
+ok "a file three times the arena, written and fsynced" dd if="$T/huge" of="$T/mnt2/huge" bs=1M conv=fsync status=none
+ok "... its chunks went to the pool as the arena filled" test "$(figure "$T/mnt2" remote_upload_bytes)" -ge $((300 << 20))
+ok "... and it reads back whole, fetched again" cmp "$T/huge" "$T/mnt2/huge"
+rm -f "$T/mnt2/huge" "$T/huge"
+
 # ---- the OSD stops for a while under a mount ----
 head -c 2M /dev/urandom >"$T/late"
 ok "a file read once (fetched into the arena)" cmp "$T/big" "$T/mnt2/big"
@@ -204,6 +232,7 @@ ok "and the status says reachable" sh -c "for i in \$(seq 100); do grep -q '^rem
 ok "B unmounts" stop_objfs "$T/mnt2" "$PB"
 ok "a fresh mount" start_objfs "$MNT" "$T/dD" "$OPTS"
 ok "... has the file written while the OSD was down" cmp "$T/late" "$MNT/late"
+ok "D collects: every chunk left in the pool is one the tree names" "$CTL" gc "$MNT" 0
 ok "D unmounts" stop_objfs "$MNT" "$OBJFS_PID"
 
 "$OBJFS_BIN" -f -o "data=$T/dD,arena=64M" "$MNT" >"$T/nocache.out" 2>&1
