@@ -57,6 +57,10 @@ struct objfs_remote_puts {
 	unsigned qh, qn;
 	size_t n, cap;
 	struct put_item **it;		/* each its own allocation */
+	int err;			/* the first put that failed: no more
+					 * are sent (a cluster that does not
+					 * answer fails the batch within one
+					 * timeout, not one per window) */
 };
 
 int
@@ -191,10 +195,16 @@ put_one(struct objfs_remote_puts *p)
 	p->qh = (p->qh + 1) % WINDOW_MAX;
 	p->qn--;
 	put_finish(p, x);
-	if (x->state == P_WRITE && (rc = put_issue(p, x, P_WRITE)) < 0) {
+	if (x->state == P_WRITE && p->err) {
+		x->state = P_DONE;	/* not sent: the batch fails */
+		x->result = p->err;
+	} else if (x->state == P_WRITE &&
+		   (rc = put_issue(p, x, P_WRITE)) < 0) {
 		x->state = P_DONE;
 		x->result = rc;
 	}
+	if (x->result < 0 && !p->err)
+		p->err = x->result;
 }
 
 int
@@ -205,6 +215,8 @@ objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
 	struct put_item *x;
 	int rc;
 
+	if (p->err)
+		return p->err;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? 2 * p->cap : 64;
 		struct put_item **it = realloc(p->it, cap * sizeof(*it));
@@ -232,6 +244,11 @@ objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
 	p->it[p->n++] = x;
 	while (p->qn >= p->window)
 		put_one(p);
+	if (p->err) {
+		x->state = P_DONE;
+		x->result = p->err;
+		return p->err;
+	}
 	rc = put_issue(p, x, look && len >= PUT_CHECK_MIN ? P_CHECK : P_WRITE);
 	if (rc < 0) {
 		x->state = P_DONE;

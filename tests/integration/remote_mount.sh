@@ -15,7 +15,12 @@
 #     a tree of its own is refused;
 #   - with the OSD stopped: resident reads go on, fsync fails with
 #     ETIMEDOUT after remote_timeout, never hangs, and all is sent when
-#     the OSD is back.
+#     the OSD is back; stopped for 20 s under a load (remote_load.py:
+#     appends fsynced one by one, a resident file read in a loop), the
+#     same, and every record the load wrote is in the pool afterwards;
+#   - a kill in the middle of an upload leaves only garbage, which a
+#     collection removes; a file three times the arena spills to the pool;
+#   - objfsctl check of a pool's cache, with and without the pool.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 CL=$(cd "$(dirname "$0")/../ceph" && pwd)/cluster.sh
@@ -229,9 +234,36 @@ while True:
         if time.time() > deadline: raise
         time.sleep(1)"
 ok "and the status says reachable" sh -c "for i in \$(seq 100); do grep -q '^remote_state: reachable' '$T/mnt2/.objfs-status' && exit 0; sleep 0.2; done; exit 1"
+
+# ---- the OSD stopped for 20 s under a load ----
+python3 "$(dirname "$0")/remote_load.py" "$T/mnt2" "$T/load.out" 45 &
+LOAD=$!
+sleep 5
+ok "under a load, the OSD stops" bash "$CL" osd-stop "$C"
+sleep 20
+ok "... and starts again 20 s later" bash "$CL" osd-start "$C"
+wait "$LOAD"
+summary=$(tail -n 1 "$T/load.out")
+echo "# load: $summary; fsyncs: $(grep -c '^ok' "$T/load.out") acknowledged, $(grep -c '^err' "$T/load.out") failed"
+ok "fsyncs failed while it was down, with ETIMEDOUT" sh -c "grep -q '^err ETIMEDOUT' '$T/load.out' && ! grep '^err' '$T/load.out' | grep -qv ETIMEDOUT"
+worst=$(sed -n 's/.* maxfsync \([0-9.]*\)$/\1/p' "$T/load.out")
+ok "... none waited much past remote_timeout (8 s; the longest ${worst}s)" python3 -c "import sys; sys.exit(0 if $worst <= 20 else 1)"
+ok "... and they succeed again once it is back" sh -c "tail -n 2 '$T/load.out' | head -n 1 | grep -q '^ok'"
+ok "... the resident file read all along" sh -c "tail -n 1 '$T/load.out' | grep -q 'readfail 0' && ! tail -n 1 '$T/load.out' | grep -q ' reads 0 '"
+LOADN=$(sed -n 's/^records \([0-9]*\) .*/\1/p' "$T/load.out")
 ok "B unmounts" stop_objfs "$T/mnt2" "$PB"
 ok "a fresh mount" start_objfs "$MNT" "$T/dD" "$OPTS"
 ok "... has the file written while the OSD was down" cmp "$T/late" "$MNT/late"
+load_whole() {	# every record the load wrote, in order, nothing else
+	python3 - "$MNT/load.log" "$LOADN" <<'PY'
+import sys
+path, n = sys.argv[1], int(sys.argv[2])
+want = b"".join((b"%08d" % i) * (65536 // 8) for i in range(n))
+got = open(path, "rb").read()
+sys.exit(0 if got == want else 1)
+PY
+}
+ok "... and every record of the load ($LOADN), none lost" load_whole
 ok "D collects: every chunk left in the pool is one the tree names" "$CTL" gc "$MNT" 0
 ok "D unmounts" stop_objfs "$MNT" "$OBJFS_PID"
 
