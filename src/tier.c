@@ -392,17 +392,25 @@ ship_one(struct objfs_tier *t, struct batch *b)
 	char name[64];
 
 	if (rc == -EEXIST) {
-		/* Put before a kill, or by a mount that took our place. */
+		/* Only this mount writes its epoch's logs: the record is an
+		 * earlier try of ours whose answer did not come (a timeout
+		 * after the write landed).  It may hold fewer commits than
+		 * this try, or more; whatever it holds came from the outbox
+		 * and is shipped, and the next record starts after its last
+		 * (a replay follows that chain). */
 		void *have;
 		size_t len;
+		uint64_t last;
 
 		tier_log_name(name, t->epoch, b->first);
 		rc = objfs_remote_get_all(t->r, name, &have, &len);
 		if (rc == 0) {
-			rc = len == b->len && memcmp(have, b->p, len) == 0 ? 0 :
-				-ESTALE;
+			rc = tier_log_walk(have, len, b->first, &last, NULL,
+					NULL) == 0 ? 0 : -ESTALE;
 			free(have);
 		}
+		if (rc == 0)
+			b->last = last;
 	}
 	objfs_tier_note(t, rc, "writing the log");
 	if (rc < 0)
