@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../src/base/be.h"
 #include "../src/base/log.h"
 #include "meta.h"
 #include "meta_int.h"
@@ -113,25 +114,6 @@ map_err(int rc, const char *what)
 		objfs_log(OBJFS_LOG_ERR, "index: %s: %s", what, mdb_strerror(rc));
 		return -EIO;
 	}
-}
-
-static inline void
-put_be64(unsigned char *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--) {
-		p[i] = (unsigned char)v;
-		v >>= 8;
-	}
-}
-
-static inline uint64_t
-get_be64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = (v << 8) | p[i];
-	return v;
 }
 
 /* key = be64(id) . tail */

@@ -805,14 +805,9 @@ pool_space(struct objfs_store *s, uint64_t *total, uint64_t *free_,
 
 /* ---- figures ---------------------------------------------------------- */
 
-struct name_len {
-	uint64_t hi, lo;
-	uint32_t len;
-};
-
 struct fig_walk {
 	struct objfs_status_figures *f;
-	struct name_len *v;
+	struct gc_name *v;
 	size_t n, cap;
 };
 
@@ -830,27 +825,15 @@ fig_chunk(void *arg, uint64_t ino, uint64_t idx,
 	w->f->disk_bytes += r->len;
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 1024;
-		struct name_len *v = realloc(w->v, cap * sizeof(*v));
+		struct gc_name *v = realloc(w->v, cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
 		w->v = v;
 		w->cap = cap;
 	}
-	w->v[w->n++] = (struct name_len){ r->slot, r->home, r->len };
+	w->v[w->n++] = (struct gc_name){ r->slot, r->home, r->len, 1 };
 	return 0;
-}
-
-static int
-name_cmp(const void *a, const void *b)
-{
-	const struct name_len *x = a, *y = b;
-
-	if (x->hi != y->hi)
-		return x->hi < y->hi ? -1 : 1;
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	return x->len < y->len ? -1 : x->len > y->len;
 }
 
 static int
@@ -866,11 +849,11 @@ pool_figures(struct objfs_store *s, struct objfs_status_figures *f)
 	objfs_meta_abort(t);
 	/* Each object once, however many records name it. */
 	if (rc == 0 && w.n) {
-		qsort(w.v, w.n, sizeof(*w.v), name_cmp);
+		qsort(w.v, w.n, sizeof(*w.v), tier_name_cmp);
 		for (size_t i = 0; i < w.n; i++)
-			if (i == 0 || name_cmp(&w.v[i], &w.v[i - 1]))
+			if (i == 0 || tier_name_cmp(&w.v[i], &w.v[i - 1]))
 				f->disk_stored += w.v[i].len;
-			else if (i == 1 || name_cmp(&w.v[i - 1], &w.v[i - 2]))
+			else if (i == 1 || tier_name_cmp(&w.v[i - 1], &w.v[i - 2]))
 				f->shared_now++;
 	}
 	free(w.v);

@@ -191,8 +191,8 @@ mark_one(void *arg, uint64_t ino, uint64_t idx,
 	return 0;
 }
 
-static int
-name_cmp(const void *a, const void *b)
+int
+tier_name_cmp(const void *a, const void *b)
 {
 	const struct gc_name *x = a, *y = b;
 
@@ -223,7 +223,7 @@ list_one(void *arg, const char *name)
 	w->listed++;
 	if (sscanf(name, "c.%16" SCNx64 "%16" SCNx64 "-%" SCNx32, &k.hi, &k.lo,
 			&k.len) == 3) {
-		if (bsearch(&k, w->m->v, w->m->n, sizeof(k), name_cmp)) {
+		if (bsearch(&k, w->m->v, w->m->n, sizeof(k), tier_name_cmp)) {
 			w->marked++;
 			return 0;
 		}
@@ -290,7 +290,7 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 		objfs_meta_abort(tx);
 	}
 	if (rc == 0 && m.n)
-		qsort(m.v, m.n, sizeof(*m.v), name_cmp);
+		qsort(m.v, m.n, sizeof(*m.v), tier_name_cmp);
 	/* 3: the pool's tree at least as new as the mark. */
 	if (rc == 0)
 		rc = t->s->tier_ops->sync(t, seq);

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "base/be.h"
 #include "remote.h"
 #include "tier.h"
 
@@ -104,25 +105,6 @@ struct objfs_tier {
 	_Atomic uint64_t pf_hits, pf_started;
 };
 
-static inline void
-put_be64(unsigned char *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--) {
-		p[i] = (unsigned char)v;
-		v >>= 8;
-	}
-}
-
-static inline uint64_t
-get_be64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* ---- tier_tree.c: the tree's layout in the pool ---- */
 
 /* Super records that say which tree, epoch and mount a data directory's
@@ -187,6 +169,8 @@ void tier_gc_touch(struct objfs_tier *t, uint64_t hi, uint64_t lo,
 int tier_gc(struct objfs_tier *t, unsigned grace_s, char *report,
 		size_t size);
 int tier_gc_init(struct objfs_tier *t);
+/* Order of chunk names (qsort, bsearch). */
+int tier_name_cmp(const void *a, const void *b);
 void tier_gc_fini(struct objfs_tier *t);
 /* The collector's thread: one collection every OBJFS_GC_INTERVAL. */
 void *tier_gc_main(void *arg);
