@@ -10,6 +10,7 @@
 #   cluster.sh stop DIR           stop its daemons by the pids they wrote
 #   cluster.sh osd-stop DIR       stop the OSD alone (a cluster out of reach)
 #   cluster.sh osd-start DIR      start it again
+#   cluster.sh pool DIR POOL      one more pool, once it takes a write
 #
 # DIR/ceph.conf is the client's configuration (rados -c, -o remote_conf=).
 # CLUSTER_OSD_GIB sets the OSD's sparse block file (default 10 GiB).
@@ -22,6 +23,8 @@ POOL=${3:-objfs}
 [ -n "$cmd" ] && [ -n "$D" ] || { echo "usage: cluster.sh start|stop|osd-stop|osd-start DIR [POOL]" >&2; exit 2; }
 
 conf=$D/ceph.conf
+
+C="timeout 20 ceph -c $conf --connect-timeout 10"
 
 pid_of() { cat "$D/run/$1.pid" 2>/dev/null; }
 
@@ -65,6 +68,22 @@ start_osd() {
 	return 1
 }
 
+make_pool() {	# make_pool NAME: a pool of size 1; 0 once it takes a write
+	local i
+	$C osd pool create "$1" 8 8 >/dev/null 2>&1 || return 1
+	$C osd pool set "$1" size 1 --yes-i-really-mean-it >/dev/null 2>&1 || true
+	$C osd pool application enable "$1" objfs >/dev/null 2>&1 || true
+	# Up once a write is taken (the PGs peered, the OSD up and in).
+	echo ready >"$D/probe"
+	for i in $(seq 120); do
+		timeout 5 rados -c "$conf" -p "$1" put cluster-probe "$D/probe" >/dev/null 2>&1 && break
+		[ "$i" = 120 ] && return 1
+		sleep 0.5
+	done
+	timeout 5 rados -c "$conf" -p "$1" rm cluster-probe >/dev/null 2>&1
+	return 0
+}
+
 case $cmd in
 stop)
 	stop_one osd.0
@@ -77,6 +96,10 @@ osd-stop)
 	;;
 osd-start)
 	start_osd || fail "the OSD did not start again"
+	exit 0
+	;;
+pool)
+	make_pool "$POOL" || { echo "cluster.sh: pool $POOL takes no write after 60 s" >&2; exit 1; }
 	exit 0
 	;;
 start) ;;
@@ -136,7 +159,6 @@ monmaptool --create --addv a "[v2:127.0.0.1:$port]" --fsid "$fsid" "$D/monmap" >
 ceph-mon -c "$conf" --mkfs -i a --monmap "$D/monmap" --keyring "$D/keyring" \
 	>"$D/log/mon.a.mkfs" 2>&1 || fail "ceph-mon --mkfs failed: $(tail -n 3 "$D/log/mon.a.mkfs")"
 ceph-mon -c "$conf" -i a >"$D/log/mon.a.out" 2>&1 || fail "ceph-mon did not start"
-C="timeout 20 ceph -c $conf --connect-timeout 10"
 for i in $(seq 100); do
 	$C mon stat >/dev/null 2>&1 && break
 	[ "$i" = 100 ] && fail "the monitor does not answer"
@@ -148,15 +170,5 @@ id=$($C osd new "$uuid" 2>"$D/log/osd.new.err") || fail "ceph osd new: $(cat "$D
 ceph-osd -c "$conf" -i 0 --mkfs --osd-uuid "$uuid" >"$D/log/osd.0.mkfs" 2>&1 ||
 	fail "ceph-osd --mkfs failed: $(tail -n 3 "$D/log/osd.0.mkfs")"
 start_osd || fail "the OSD did not start"
-$C osd pool create "$POOL" 8 8 >/dev/null 2>&1 || fail "cannot create pool $POOL"
-$C osd pool set "$POOL" size 1 --yes-i-really-mean-it >/dev/null 2>&1 || true
-$C osd pool application enable "$POOL" objfs >/dev/null 2>&1 || true
-# Up once a write is taken (the PGs peered, the OSD up and in).
-echo ready >"$D/probe"
-for i in $(seq 120); do
-	timeout 5 rados -c "$conf" -p "$POOL" put cluster-probe "$D/probe" >/dev/null 2>&1 && break
-	[ "$i" = 120 ] && fail "pool $POOL takes no write after 60 s"
-	sleep 0.5
-done
-timeout 5 rados -c "$conf" -p "$POOL" rm cluster-probe >/dev/null 2>&1
+make_pool "$POOL" || fail "pool $POOL takes no write after 60 s"
 exit 0

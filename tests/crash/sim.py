@@ -18,6 +18,12 @@ A crash image is the durable state plus a random choice of what was not
 yet durable.
 
 Modes:
+  remote  (--snaps, no trace) the images are snapshots of a Ceph pool
+          (poolsnap.c) taken while the workload ran on a remote= mount:
+          each is what a machine lost at that moment leaves; each is
+          mounted from an empty data directory and checked as in objfs
+          mode, then collected (objfsctl gc, grace 0) and checked with
+          objfsctl check --remote.
   objfs   the trace is of an objfs daemon's data directory, the log of
           tests/crash/workload.py; each image is opened with crashcheck
           (the store, without FUSE, with objfsctl check before and after)
@@ -295,6 +301,27 @@ def images(ops, n, rng, work):
             j += 1
 
 
+def images_at(ops, times, rng, work):
+    """Yield a crash image of the data directory for each time in
+    @times (ascending): what the disk could hold after a machine crash
+    then, from every operation of the trace that returned before it."""
+    model = Model()
+    i = 0
+    for T in times:
+        while i < len(ops) and ops[i][2] < T:
+            model.step(ops[i])
+            i += 1
+        img = os.path.join(work, "img")
+        shutil.rmtree(img, ignore_errors=True)
+        os.makedirs(img)
+        model.image(rng, img)
+        try:
+            os.unlink(os.path.join(img, "arena"))
+        except FileNotFoundError:
+            pass
+        yield img
+
+
 # ---- objfs: what the workload was told ---------------------------------
 
 @functools.lru_cache(maxsize=None)
@@ -378,16 +405,18 @@ WINDOW_NS = 3 * 10**9    # the promise is "about a second": 1 s, and slack
 NAMES = ("create", "mkdir", "rename", "unlink")
 
 
-def check_objfs(w, T, out, fails):
+def check_objfs(w, T, out, fails, T_hi=None, window=WINDOW_NS):
     """Compare the dump of an image (crashcheck's @out) with what the
-    workload had been told before time @T."""
-    ops = [o for o in w.ops if o["t0"] < T]
+    workload had been told before time @T (an operation that ended before
+    @T is in; one begun after @T_hi, default @T, is not)."""
+    ops = [o for o in w.ops if o["t0"] < (T_hi or T)]
     done = [o for o in ops if o["t1"] < T]
     points = [o for o in done if o["op"] in ("fsync", "dirsync")]
     P = points[-1]["t0"] if points else 0
-    # objfs checkpoints its index every second: a name or attribute change
-    # older than WINDOW is durable without any fsync.
-    P = max(P, T - WINDOW_NS)
+    # objfs checkpoints its index every second (with remote=, ships it
+    # every 100 ms): a name or attribute change older than the window is
+    # durable without any fsync.
+    P = max(P, T - window)
     # Names durable at the last durability point, and the ones that may
     # have changed since.
     names = {"": "D"}
@@ -626,6 +655,150 @@ def mount_check(args, img, out):
     return fails
 
 
+# ---- remote=: crash images of the pool -----------------------------------
+
+def run_remote(args, rng):
+    """Each pool snapshot poolsnap took while the workload ran is what a
+    machine lost at that moment leaves in the pool.  Each is copied into
+    a namespace of its own, mounted from an empty data directory (the
+    machine's disk went with it) and compared with the workload's log;
+    then its garbage is collected (grace 0) and every file read again,
+    and objfsctl check --remote must pass on what the mount left."""
+    w = Workload(args.log)
+    args.rebuilt = 0
+    snaps = [l.split() for l in open(args.snaps) if l.strip()]
+    if args.images and len(snaps) > args.images:
+        keep = sorted(rng.sample(range(len(snaps) - 1), args.images - 1))
+        snaps = [snaps[i] for i in keep] + [snaps[-1]]
+    work = tempfile.mkdtemp(prefix="objfs-crash-", dir=args.tmp)
+    n = failed = objs = kept = 0
+    firsts = []
+    # With a trace of the data directory, every other image keeps the
+    # machine's disk as the crash left it (the index possibly behind the
+    # pool, or ahead of it); the others start from an empty one.
+    local = images_at(parse(args.trace), [int(x[1]) for x in snaps], rng,
+                      work) if args.trace else None
+    try:
+        for name, t0, t1 in snaps:
+            n += 1
+            ns = "%s.img%d" % (args.ns, n)
+            d = os.path.join(work, "i%d" % n)
+            os.makedirs(d)
+            img = next(local) if local else None
+            if img and n % 2 == 1:
+                os.rename(img, os.path.join(d, "data"))
+                kept += 1
+            fails, k = remote_image(args, w, name, int(t0), int(t1), ns, d)
+            objs += k
+            if fails:
+                failed += 1
+                if len(firsts) < 5:
+                    firsts.append((n, name, fails[:4]))
+            subprocess.run([args.poolsnap, "wipe", args.conf, args.imgpool,
+                            ns], capture_output=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for i, name, f in firsts:
+        print("# image %d (snapshot %s): %s" % (i, name, "; ".join(f)))
+    print("crash images: %d, failures: %d, pool objects copied: %d, "
+          "with the disk as the crash left it: %d (its index behind the "
+          "pool's log, built anew: %d)" % (n, failed, objs, kept,
+                                           args.rebuilt))
+    return n, failed
+
+
+def remote_image(args, w, snap, t0, t1, ns, d):
+    data, mnt, out = (os.path.join(d, x) for x in ("data", "mnt", "out"))
+    for x in (data, mnt, out):
+        os.makedirs(x, exist_ok=True)
+    r = subprocess.run([args.poolsnap, "copy", args.conf, args.pool,
+                        args.ns, snap, args.imgpool, ns],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return ["poolsnap copy: %s" % r.stderr.strip()[-300:]], 0
+    objs = int(r.stdout.split()[1])
+    if args.damage:
+        # The checker's own check: an image without its chunks must fail.
+        subprocess.run([args.poolsnap, "wipe", args.conf, args.imgpool, ns,
+                        "c."], check=True)
+    remote = "remote=rados:%s/%s,remote_conf=%s" % (args.imgpool, ns,
+                                                    args.conf)
+    fails = []
+    logf = os.path.join(d, "objfs.log")
+    with open(logf, "w") as lf:
+        p = subprocess.Popen([args.objfs, "-f", "-o", "data=%s,%s,%s" %
+                              (data, args.opts, remote), mnt],
+                             stdout=subprocess.DEVNULL, stderr=lf)
+    try:
+        for _ in range(600):
+            if os.path.ismount(mnt) or p.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.1"])
+        if not os.path.ismount(mnt):
+            return ["the pool did not mount: %s" %
+                    open(logf).read()[-300:]], objs
+        dump_tree(mnt, out, fails)
+        if fails:
+            return fails, objs
+        # The pool may be up to 2 s behind t1: the snapshot is taken
+        # when the OSD has the new map, after the monitor answered.
+        check_objfs(w, t0, out, fails, T_hi=t1 + 2 * 10**9,
+                    window=args.window * 10**9)
+        r = subprocess.run([args.objfsctl, "gc", mnt, "0"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fails.append("objfsctl gc: %s" % r.stderr.strip()[-300:])
+        r = subprocess.run(["diff", "-r", "--no-dereference", "-x",
+                            ".xattrs", "-x", ".objfs-status", out, mnt],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fails.append("after the collection the mount differs: %s" %
+                         (r.stdout + r.stderr)[:300])
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+        try:
+            p.wait(120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    r = subprocess.run([args.objfsctl, "check", data, "--remote",
+                        "rados:%s/%s" % (args.imgpool, ns), "--remote-conf",
+                        args.conf], capture_output=True, text=True)
+    if r.returncode != 0:
+        fails.append("objfsctl check --remote exit %d: %s" %
+                     (r.returncode, (r.stdout + r.stderr).strip()[-400:]))
+    log = open(logf).read()
+    args.rebuilt += "crash took the rest from it" in log
+    shutil.rmtree(d, ignore_errors=True)
+    return fails, objs
+
+
+def dump_tree(mnt, out, fails):
+    """Copy the mounted tree into @out as crashcheck does: files, dirs,
+    and each user.tag in @out/.xattrs."""
+    with open(os.path.join(out, ".xattrs"), "w") as xf:
+        for root, dirs, files in os.walk(mnt):
+            rel = os.path.relpath(root, mnt)
+            rel = "" if rel == "." else rel
+            dirs.sort()
+            for dn in dirs:
+                os.makedirs(os.path.join(out, rel, dn), exist_ok=True)
+            for fn in sorted(files):
+                if rel == "" and fn.startswith(".objfs"):
+                    continue
+                src = os.path.join(root, fn)
+                try:
+                    shutil.copyfile(src, os.path.join(out, rel, fn))
+                except OSError as e:
+                    fails.append("%s: %s" % (os.path.join(rel, fn), e))
+                    continue
+                try:
+                    v = os.getxattr(src, "user.tag").decode()
+                    xf.write("%s\t%s\n" % (os.path.join(rel, fn), v))
+                except OSError:
+                    pass
+
+
 # ---- sqlite: the simulator checked against a known quantity -------------
 
 def run_sqlite(args, rng):
@@ -675,8 +848,8 @@ def run_sqlite(args, rng):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=("objfs", "sqlite"))
-    ap.add_argument("--trace", required=True)
+    ap.add_argument("mode", choices=("objfs", "sqlite", "remote"))
+    ap.add_argument("--trace")
     ap.add_argument("--log", required=True)
     ap.add_argument("--images", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
@@ -688,9 +861,25 @@ def main():
     ap.add_argument("--keep", help="copy the first failing images here")
     ap.add_argument("--only", type=int, default=0,
                     help="only build image N, copied as it is to --keep")
+    ap.add_argument("--snaps", help="remote: poolsnap snaps's output")
+    ap.add_argument("--poolsnap")
+    ap.add_argument("--objfsctl")
+    ap.add_argument("--conf")
+    ap.add_argument("--pool")
+    ap.add_argument("--ns")
+    ap.add_argument("--imgpool")
+    ap.add_argument("--opts", default="arena=16M,chunk=64K")
+    ap.add_argument("--window", type=int, default=5,
+                    help="remote: seconds after which a name change must "
+                    "be in the pool")
+    ap.add_argument("--damage", action="store_true",
+                    help="remote: remove each image's chunks (its checks "
+                    "must then fail)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    if args.mode == "objfs":
+    if args.mode == "remote":
+        run_remote(args, rng)
+    elif args.mode == "objfs":
         run_objfs(args, rng)
     else:
         run_sqlite(args, rng)

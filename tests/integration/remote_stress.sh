@@ -8,9 +8,11 @@
 #   - kill_loop.sh with KILL_LOSE=1: at each kill the whole machine is
 #     lost (data directory and arena deleted) and the next mount, from an
 #     empty data directory, must have every fsynced byte;
-#   - fuzz.py --remote, a namespace for each sequence.
-# REMOTE_KILL_ROUNDS, REMOTE_LOSE_ROUNDS and REMOTE_FUZZ_SECONDS set the
-# sizes (defaults 20, 8 and 60).
+#   - fuzz.py --remote, a namespace for each sequence;
+#   - the crash simulator (sim.py remote): pool snapshots taken while a
+#     workload runs, each mounted and checked as a lost machine's pool.
+# REMOTE_KILL_ROUNDS, REMOTE_LOSE_ROUNDS, REMOTE_FUZZ_SECONDS and
+# REMOTE_CRASH_STEPS set the sizes (defaults 20, 8, 60 and 1000).
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -66,6 +68,68 @@ else
 	T_FAILED=$((T_FAILED + 1))
 	echo "not ok $T_NUM - fuzzer, remote=, from seed $SEED"
 	grep -v '^# seed' "$T/fuzz.out" | tail -n 150 | sed 's/^/#   /'
+fi
+
+# The crash simulator with remote=: the workload of crash.sh on a mount
+# of its own pool, the data directory's writes recorded (crashrec.so),
+# while poolsnap snapshots the pool about once a second; the daemon is
+# killed at the end (the last snapshot is taken after).  Each snapshot,
+# copied into a namespace of its own, is what a machine lost at that
+# moment leaves in the pool: sim.py mounts it, every other one with the
+# data directory as the crash left the disk (from the trace), the others
+# from an empty one, and checks it against the workload's log, collects
+# its garbage and runs objfsctl check --remote on it.
+B=$(dirname "$OBJFS_BIN")
+PS=$B/tests/crash/poolsnap
+REC=$B/tests/crash/libcrashrec.so
+if [ -x "$PS" ] && [ -f "$REC" ]; then
+	CS=$T/crashsim
+	mkdir -p "$CS/data" "$CS/mnt"
+	ok "pools for the crash simulator" sh -c "bash '$CL' pool '$C' crashsim && bash '$CL' pool '$C' crashimg"
+	LD_PRELOAD=$REC CRASHREC_DIR=$CS/data CRASHREC_TRACE=$CS/trace \
+		"$OBJFS_BIN" -f -o "data=$CS/data,arena=16M,chunk=64K,spill_high=20,spill_low=10,remote=rados:crashsim/w,remote_conf=$CONF" \
+		"$CS/mnt" >"$T/crashsim.mnt.log" 2>&1 &
+	CS_PID=$!
+	T_PIDS+=("$CS_PID")
+	T_MOUNTS+=("$CS/mnt")
+	for ((i = 0; i < 300; i++)); do
+		mountpoint -q "$CS/mnt" && break
+		sleep 0.1
+	done
+	ok "mount the pool with the recorder" mountpoint -q "$CS/mnt"
+	"$PS" snaps "$CONF" crashsim s 300 "$CS/stop" >"$CS/snaps" 2>"$T/poolsnap.log" &
+	SNAP_PID=$!
+	T_PIDS+=("$SNAP_PID")
+	CSEED=${CRASH_SEED:-$((RANDOM * 32768 + RANDOM))}
+	echo "# seed $CSEED (CRASH_SEED=$CSEED reproduces the workload)"
+	ok "run the workload (${REMOTE_CRASH_STEPS:-1000} operations) while the pool is snapshotted" \
+		python3 "$HERE/../crash/workload.py" "$CS/mnt" "$CS/wlog" \
+		"${REMOTE_CRASH_STEPS:-1000}" "$CSEED"
+	kill -KILL "$CS_PID"
+	wait "$CS_PID" 2>/dev/null
+	touch "$CS/stop"
+	wait "$SNAP_PID"
+	fusermount3 -u "$CS/mnt" 2>/dev/null || umount -l "$CS/mnt"
+	ok "$(wc -l <"$CS/snaps") snapshots of the pool" test "$(wc -l <"$CS/snaps")" -ge 5
+	sim() {
+		python3 "$HERE/../crash/sim.py" remote --trace "$CS/trace" \
+			--log "$CS/wlog" --snaps "$CS/snaps" --seed "$CSEED" \
+			--poolsnap "$PS" --objfs "$OBJFS_BIN" --objfsctl "$B/objfsctl" \
+			--conf "$CONF" --pool crashsim --ns w --imgpool crashimg \
+			--tmp "$T" "$@"
+	}
+	sim >"$T/sim.out" 2>&1
+	sed 's/^/# /' "$T/sim.out"
+	read -r n f < <(sed -n 's/^crash images: \([0-9]*\), failures: \([0-9]*\).*/\1 \2/p' "$T/sim.out")
+	ok "crash images of the pool: ${n:-0}, failures: ${f:-?}" \
+		test "${n:-0}" -ge 5 -a "${f:-1}" = 0
+	# The checker's own check: the last image without its chunks fails.
+	sim --images 1 --damage >"$T/sim-damage.out" 2>&1
+	read -r n f < <(sed -n 's/^crash images: \([0-9]*\), failures: \([0-9]*\).*/\1 \2/p' "$T/sim-damage.out")
+	ok "an image whose chunks were removed fails the checks (${f:-0} of ${n:-0})" \
+		test "${n:-0}" = 1 -a "${f:-0}" = 1
+else
+	skip "the crash simulator with remote=" "poolsnap or crashrec.so not built (make check builds them)"
 fi
 ok "the cluster stops, nothing left" sh -c "bash '$CL' stop '$C' && ! pgrep -f 'ceph-(mon|osd) -c $C/ceph.conf'"
 t_done
