@@ -122,7 +122,8 @@ int objfs_remote_chunk_get(struct objfs_remote *r, const char *name,
  * then all waited for.  A chunk of 64 KiB or more is looked for first (its
  * size and sums, in one round trip) and sent only when the pool lacks it,
  * unless @look is 0 (bytes not likely there: written at once, and found
- * the same if the name is taken).
+ * the same if the name is taken), or the last 8 looks found nothing (then
+ * written at once until one is found there).
  * _wait gives the first error; _result(k) says for the k-th put: 1
  * written, 0 there already, -EIO another object under its name, -errno.
  */
@@ -134,9 +135,14 @@ int objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
 		const unsigned char *tab, int look);
 int objfs_remote_puts_wait(struct objfs_remote_puts *p);
 int objfs_remote_puts_result(const struct objfs_remote_puts *p, size_t k);
+/* How many chunks were looked for, and how many written without a look
+ * that would have had one (after 8 looks in a row found nothing). */
+void objfs_remote_puts_counts(const struct objfs_remote_puts *p,
+		size_t *looks, size_t *at_once);
 void objfs_remote_puts_free(struct objfs_remote_puts *p);
 /* A chunk fetched ahead: started (its @len bytes read into a buffer of its
- * own, with its size, in one operation), _done says whether it answered,
+ * own, one byte more than @len so that a longer object shows), _done says
+ * whether it answered,
  * _take waits for it and copies it into @buf once its size and bytes match
  * the checksum @csum (objfs_chunk_csum with @shift): 0, -EIO (logged) when
  * they do not, -ENOENT, -errno.  _free in every case (it waits for an

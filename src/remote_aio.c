@@ -4,14 +4,20 @@
  *
  * Puts: each chunk of 64 KiB or more that may be there already is first
  * looked for (its size and its sums compared in the OSD, one round trip),
- * and written only when the pool lacks it; the write is sent as soon as its look answers, so
- * that @window requests stay in flight.  A smaller chunk is written at
- * once (an exclusive create that fails costs little).  librados writes a
- * read's results into the put they belong to, so a put never moves.
+ * and written only when the pool lacks it; the write is sent as soon as
+ * its look answers, so that @window requests stay in flight.  A smaller
+ * chunk is written at once (an exclusive create that fails costs little).
+ * Looks pay when they find: after LOOK_MISSES of them in a row found
+ * nothing (new bytes, as in a first upload), chunks are written at once,
+ * an exclusive create, until one is found there (EEXIST, its bytes
+ * compared): then looking starts again.  What that costs at most is the
+ * bytes of the writes in flight when the data turns to chunks the pool
+ * has, one window.  librados writes a read's results into the put they
+ * belong to, so a put never moves.
  *
- * Fetches: a chunk read ahead into a buffer of its own, its size and bytes
- * read in one operation, checked against the reader's checksum when it is
- * taken.
+ * Fetches: a chunk read ahead into a buffer of its own (one byte more than
+ * its length asked for: an object longer than its name says reads longer),
+ * checked against the reader's checksum when it is taken.
  */
 #include <config.h>
 
@@ -29,6 +35,7 @@
 #include "remote_int.h"
 
 #define PUT_CHECK_MIN	(64u << 10)
+#define LOOK_MISSES	8
 #define WINDOW_MAX	64
 
 struct put_item {
@@ -61,6 +68,8 @@ struct objfs_remote_puts {
 					 * are sent (a cluster that does not
 					 * answer fails the batch within one
 					 * timeout, not one per window) */
+	unsigned misses;		/* looks in a row that found nothing */
+	size_t looks, writes_at_once;	/* objfs_remote_puts_counts */
 };
 
 int
@@ -96,8 +105,10 @@ put_finish(struct objfs_remote_puts *p, struct put_item *x)
 		x->state = P_DONE;
 		if (rc == 0 && x->rv == 0 && x->size == x->len) {
 			x->result = 0;		/* the same bytes are there */
+			p->misses = 0;
 		} else if (rc == -ENOENT) {
 			x->state = P_WRITE;	/* to be written */
+			p->misses++;
 		} else if (rc == -ECANCELED || rc == -ENODATA ||
 			   (rc == 0 && x->size != x->len)) {
 			objfs_log(OBJFS_LOG_ERR, "remote: chunk %s in the pool "
@@ -125,6 +136,7 @@ put_finish(struct objfs_remote_puts *p, struct put_item *x)
 	rc = objfs_remote_chunk_same(p->r, x->name, x->len, x->shift, x->x + 1);
 	if (rc == 1) {
 		x->result = 0;
+		p->misses = 0;		/* the pool has these: look again */
 	} else if (rc == 0) {
 		objfs_log(OBJFS_LOG_ERR, "remote: chunk %s in the pool does not "
 			"hold the bytes its name says", x->name);
@@ -249,7 +261,13 @@ objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
 		x->result = p->err;
 		return p->err;
 	}
-	rc = put_issue(p, x, look && len >= PUT_CHECK_MIN ? P_CHECK : P_WRITE);
+	look = look && len >= PUT_CHECK_MIN;
+	if (look && p->misses >= LOOK_MISSES) {
+		look = 0;
+		p->writes_at_once++;
+	}
+	p->looks += look != 0;
+	rc = put_issue(p, x, look ? P_CHECK : P_WRITE);
 	if (rc < 0) {
 		x->state = P_DONE;
 		x->result = rc;
@@ -274,6 +292,14 @@ int
 objfs_remote_puts_result(const struct objfs_remote_puts *p, size_t k)
 {
 	return p->it[k]->result;
+}
+
+void
+objfs_remote_puts_counts(const struct objfs_remote_puts *p, size_t *looks,
+		size_t *at_once)
+{
+	*looks = p->looks;
+	*at_once = p->writes_at_once;
 }
 
 void
@@ -305,10 +331,8 @@ struct objfs_remote_fetch {
 	rados_read_op_t op;
 	void *buf;
 	uint32_t len;
-	uint64_t size;
 	size_t got;
-	time_t mtime;
-	int rv1, rv2;
+	int rv2;
 };
 
 int
@@ -320,7 +344,9 @@ objfs_remote_fetch_start(struct objfs_remote *r, const char *name,
 
 	if (!f)
 		return -ENOMEM;
-	f->buf = malloc(len ? len : 1);
+	/* One byte more than the chunk: an object longer than its name
+	 * says reads longer (no stat needed to tell). */
+	f->buf = malloc((size_t)len + 1);
 	f->op = rados_create_read_op();
 	if (!f->buf || !f->op) {
 		rc = -ENOMEM;
@@ -331,8 +357,8 @@ objfs_remote_fetch_start(struct objfs_remote *r, const char *name,
 	rc = rados_aio_create_completion2(NULL, NULL, &f->c);
 	if (rc < 0)
 		goto fail;
-	rados_read_op_stat(f->op, &f->size, &f->mtime, &f->rv1);
-	rados_read_op_read(f->op, 0, len, f->buf, &f->got, &f->rv2);
+	rados_read_op_read(f->op, 0, (size_t)len + 1, f->buf, &f->got,
+			&f->rv2);
 	rc = rados_aio_read_op_operate(f->op, r->io, f->c, name, 0);
 	if (rc < 0) {
 		rados_aio_release(f->c);
@@ -364,10 +390,10 @@ objfs_remote_fetch_take(struct objfs_remote_fetch *f, void *buf,
 	rados_aio_wait_for_complete(f->c);
 	rc = rados_aio_get_return_value(f->c);
 	if (rc == 0)
-		rc = f->rv1 < 0 ? f->rv1 : f->rv2 < 0 ? f->rv2 : 0;
+		rc = f->rv2 < 0 ? f->rv2 : 0;
 	if (rc < 0)
 		return rc;
-	if (f->size == f->len && f->got == f->len &&
+	if (f->got == f->len &&
 	    objfs_chunk_csum(f->buf, f->len, shift, tab) == csum) {
 		memcpy(buf, f->buf, f->len);
 		return 0;

@@ -114,6 +114,69 @@ chunk_checks(struct objfs_remote *r, const unsigned char *buf, size_t len)
 	free(other);
 }
 
+/* Puts in flight: chunks the pool has are found and not sent; after 8
+ * looks in a row find nothing, new chunks are written without one, and
+ * a chunk found there again (EEXIST, its bytes compared) is reported as
+ * there, not as an error. */
+static void
+puts_checks(struct objfs_remote *r)
+{
+	enum { N = 24, OLD = 6, LEN = 64u << 10 };
+	static unsigned char b[N][LEN], tab[N][4 * OBJFS_SUMS_MAX];
+	char name[N][OBJFS_REMOTE_CHUNK_NAME];
+	struct objfs_remote_puts *p;
+	size_t looks, at_once;
+	int order[N], ok = 1, intact = 1, k = 0;
+	unsigned char back[LEN];
+
+	srand(11);
+	for (int i = 0; i < N; i++) {
+		for (unsigned j = 0; j < LEN; j++)
+			b[i][j] = (unsigned char)rand();
+		objfs_chunk_csum(b[i], LEN, 12, tab[i]);
+		objfs_remote_chunk_name(b[i], LEN, name[i]);
+	}
+	/* The pool has chunks 0..OLD-1 already. */
+	for (int i = 0; i < OLD; i++)
+		ok &= objfs_remote_chunk_put(r, name[i], b[i], LEN, 12,
+				tab[i]) == 1;
+	check("puts: six chunks put one by one", ok);
+	/* Then a batch of 12 new ones, the six the pool has, 6 new ones. */
+	for (int i = OLD; i < OLD + 12; i++)
+		order[k++] = i;
+	for (int i = 0; i < OLD; i++)
+		order[k++] = i;
+	for (int i = OLD + 12; i < N; i++)
+		order[k++] = i;
+	if (objfs_remote_puts_new(r, 4, &p) < 0) {
+		check("puts: a batch", 0);
+		return;
+	}
+	for (k = 0; k < N; k++)
+		ok &= objfs_remote_puts_add(p, name[order[k]], b[order[k]], LEN,
+				12, tab[order[k]], 1) == 0;
+	ok &= objfs_remote_puts_wait(p) == 0;
+	check("puts: a batch of 24, waited for", ok);
+	ok = 1;
+	for (k = 0; k < N; k++)
+		ok &= objfs_remote_puts_result(p, (size_t)k) ==
+			(order[k] < OLD ? 0 : 1);
+	check("puts: the 18 new ones written (1), the 6 there found (0)", ok);
+	objfs_remote_puts_counts(p, &looks, &at_once);
+	check("puts: after 8 looks found nothing, chunks were written "
+		"without one", at_once >= 1 && looks >= 8);
+	check("puts: and looking started again once one was found there",
+		looks > 8);
+	objfs_remote_puts_free(p);
+	for (int i = 0; i < N; i++)
+		intact &= objfs_remote_chunk_get(r, name[i], back, LEN, 12,
+				objfs_chunk_csum(b[i], LEN, 12, tab[i])) == 0 &&
+			memcmp(back, b[i], LEN) == 0;
+	check("puts: every chunk reads back, checked", intact);
+	printf("# puts: %zu looked for, %zu written without a look\n", looks,
+		at_once);
+}
+
 /* The log's records are taken once (fencing); the head changes only
  * from the version its writer read. */
 static void
@@ -233,6 +296,7 @@ main(int argc, char **argv)
 	check("create of a new one", objfs_remote_create(r, "new", buf, 7) == 0 &&
 		objfs_remote_stat(r, "new", &size) == 0 && size == 7);
 	chunk_checks(r, buf, len);
+	puts_checks(r);
 	check("get of an absent object: ENOENT",
 		objfs_remote_get(r, "absent", 0, back, 10, &got) == -ENOENT);
 	check("remove, and of an absent one", objfs_remote_remove(r, "new") == 0 &&
