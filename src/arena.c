@@ -91,6 +91,8 @@ alloc_locked(struct objfs_arena *a, unsigned order, uint32_t *idx_out)
 			return rc;
 	}
 	list_remove(a, k, i);
+	if (k == a->max_order)
+		arena_warm_kick(a);	/* a whole slab taken: warm the next */
 	while (k > order) {
 		k--;
 		list_push(a, k, i + (1u << k));
@@ -137,6 +139,7 @@ free_private(struct objfs_arena *a)
 	free(a->own_idx);
 	free((void *)a->own_flags);
 	free(a->ready);
+	free(a->warm);
 	free(a->path);
 	free(a);
 }
@@ -187,6 +190,7 @@ arena_setup(uint64_t capacity, uint32_t chunk_size, struct objfs_arena **out)
 void
 arena_teardown(struct objfs_arena *a)
 {
+	arena_warm_stop(a);
 	if (a->base)
 		munmap(a->base, a->map_size);
 	if (a->fd >= 0)

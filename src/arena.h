@@ -136,6 +136,11 @@ uint64_t objfs_arena_used(struct objfs_arena *a);
 
 /* Fault every page of the arena in now (MADV_POPULATE_WRITE). */
 int objfs_arena_prefault(struct objfs_arena *a);
+/* Start the warmer (arena_warm.c): the pages of the free slabs handed out
+ * next are faulted in ahead of their use, by a thread of its own, stopped
+ * by objfs_arena_destroy.  _warmed: the bytes it faulted in so far. */
+int objfs_arena_warm_start(struct objfs_arena *a);
+uint64_t objfs_arena_warmed(struct objfs_arena *a);
 
 /* The memfd, for splicing replies straight from the arena. */
 int objfs_arena_fd(const struct objfs_arena *a);

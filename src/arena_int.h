@@ -87,6 +87,14 @@ struct objfs_arena {
 	_Atomic uint8_t *own_flags;	/* atomic */
 	_Atomic uint64_t dirty;		/* bytes of blocks flagged DIRTY */
 	uint32_t hand;			/* protected by lock: clock position */
+	/* The warmer (arena_warm.c): per slab, 1 once its pages were
+	 * faulted in ahead of use, 2 while they are being. */
+	uint8_t *warm;			/* protected by lock */
+	pthread_cond_t warm_cv;		/* with lock: a whole slab taken, or
+					 * stop */
+	pthread_t warm_thread;
+	int warm_on, warm_stop;		/* protected by lock */
+	_Atomic uint64_t warmed;	/* bytes faulted in ahead */
 	uint64_t damaged;		/* adoption: tags that failed their
 					 * check (set before it returns) */
 };
@@ -189,5 +197,9 @@ void arena_teardown(struct objfs_arena *a);
 int arena_map_it(struct objfs_arena *a);
 /* This boot's id (/proc/sys/kernel/random/boot_id), NUL-terminated. */
 void arena_read_boot_id(char *out, size_t size);
+
+/* The warmer's, for arena.c: a whole slab was taken (lock held). */
+void arena_warm_kick(struct objfs_arena *a);
+void arena_warm_stop(struct objfs_arena *a);
 
 #endif

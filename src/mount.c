@@ -405,6 +405,10 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		goto err_meta;
 	if (cfg->prefault)
 		objfs_arena_prefault(s->arena);
+	else if ((rc = objfs_arena_warm_start(s->arena)) < 0)
+		objfs_log(OBJFS_LOG_WARNING, "the arena's warmer did not "
+			"start (%s): first touches of its pages are paid by "
+			"the reads and writes that make them", strerror(-rc));
 	{
 		struct objfs_arena_stats st;
 		unsigned hi = cfg->spill_high ? cfg->spill_high : 90;

@@ -32,8 +32,11 @@
  *			across a call into the file layer or I/O.
  *	defer_lock	the space waiting to be given back.
  *	the remote tier's lock (tier_int.h): its shipping state; never
-			held across a call into the index or the cluster.
-	the arena's lock, the index's lock (meta.c): innermost.
+ *			held across a call into the index or the cluster.
+ *	the arena's lock, the index's lock (meta.c): innermost.  The
+ *			arena's warmer thread (arena_warm.c) takes the
+ *			arena's lock alone, and never across its fallocate
+ *			or madvise; its condition variable waits on it.
  *	maint_lock	the maintenance thread's sleep only.
  *	the unmount's progress lock (mount.c, struct unmount_progress): its
  *			thread's sleep; under it, only the log's lock and a

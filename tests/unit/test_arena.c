@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_arena.c - the buddy allocator: sizes, exhaustion, fragmentation and
- * coalescing, small tails, and that blocks never overlap.
+ * coalescing, small tails, that blocks never overlap, adoption, and the
+ * warmer.
  */
 #include <config.h>
 
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -432,6 +434,70 @@ test_adopt_refused(void **state)
 	drop_shared(&sh);
 }
 
+/* ---- the warmer ------------------------------------------------------ */
+
+static int
+resident(struct objfs_arena *a, uint64_t off, size_t len)
+{
+	unsigned char v[CHUNK / 4096];
+
+	assert_true(len <= CHUNK);
+	assert_int_equal(mincore(objfs_arena_ptr(a, off), len, v), 0);
+	for (size_t i = 0; i < len / 4096; i++)
+		if (!(v[i] & 1))
+			return 0;
+	return 1;
+}
+
+static int
+wait_warmed(struct objfs_arena *a, uint64_t want)
+{
+	for (int i = 0; i < 1000 && objfs_arena_warmed(a) < want; i++)
+		usleep(10000);
+	return objfs_arena_warmed(a) == want;
+}
+
+/* The warmer faults in the pages of the whole free slabs the allocator
+ * takes next, a quarter of this small arena ahead (64 slabs), no more
+ * while nothing is taken, and the next ones as slabs are taken; the
+ * blocks it warmed hold what is written into them; destroying the arena
+ * stops it. */
+static void
+test_warmer(void **state)
+{
+	struct shared sh;
+	struct objfs_arena *a = make_shared(&sh);
+	const uint64_t ahead = CAP / 4;
+	uint64_t off[8];
+	uint32_t cap;
+
+	(void)state;
+	assert_int_equal(objfs_arena_warm_start(a), 0);
+	assert_true(wait_warmed(a, ahead));
+	usleep(200000);
+	assert_int_equal(objfs_arena_warmed(a), ahead);
+	/* Slab 0 holds the header; slabs 1..64 are the next whole ones. */
+	for (uint64_t k = 1; k <= ahead / CHUNK; k++)
+		assert_true(resident(a, k * CHUNK, CHUNK));
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(objfs_arena_alloc(a, CHUNK, &off[i], &cap), 0);
+		assert_int_equal(off[i], (uint64_t)(i + 1) * CHUNK);
+		memset(objfs_arena_ptr(a, off[i]), 'a' + i, CHUNK);
+	}
+	assert_true(wait_warmed(a, ahead + 8 * (uint64_t)CHUNK));
+	for (uint64_t k = ahead / CHUNK + 1; k <= ahead / CHUNK + 8; k++)
+		assert_true(resident(a, k * CHUNK, CHUNK));
+	for (int i = 0; i < 8; i++) {
+		const unsigned char *p = objfs_arena_ptr(a, off[i]);
+
+		for (uint32_t j = 0; j < CHUNK; j++)
+			assert_int_equal(p[j], 'a' + i);
+	}
+	objfs_arena_remove(a);
+	objfs_arena_destroy(a);
+	drop_shared(&sh);
+}
+
 int
 main(void)
 {
@@ -447,6 +513,7 @@ main(void)
 		cmocka_unit_test(test_adopt),
 		cmocka_unit_test(test_adopt_newest),
 		cmocka_unit_test(test_adopt_refused),
+		cmocka_unit_test(test_warmer),
 	};
 
 	return cmocka_run_group_tests_name("arena", tests, NULL, NULL);
