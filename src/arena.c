@@ -57,8 +57,8 @@
  * full arena, which the spiller makes room in.  Allocating pages that
  * exist (an adopted arena's) changes nothing.
  */
-static int
-reserve_slab(struct objfs_arena *a, uint32_t slab)
+int
+arena_alloc_pages(struct objfs_arena *a, uint32_t slab)
 {
 	uint64_t off = (uint64_t)slab * a->chunk_size;
 	uint64_t t = a->capacity + off / OBJFS_ARENA_MIN_BLOCK *
@@ -68,7 +68,17 @@ reserve_slab(struct objfs_arena *a, uint32_t slab)
 
 	if (fallocate(a->fd, 0, (off_t)off, (off_t)a->chunk_size) < 0 ||
 	    fallocate(a->fd, 0, (off_t)t, (off_t)tlen) < 0)
-		return errno == ENOSPC ? -ENOSPC : -errno;
+		return -errno;
+	return 0;
+}
+
+static int
+reserve_slab(struct objfs_arena *a, uint32_t slab)
+{
+	int rc = arena_alloc_pages(a, slab);
+
+	if (rc < 0)
+		return rc;
 	a->ready[slab] = 1;
 	return 0;
 }

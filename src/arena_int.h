@@ -198,6 +198,9 @@ int arena_map_it(struct objfs_arena *a);
 /* This boot's id (/proc/sys/kernel/random/boot_id), NUL-terminated. */
 void arena_read_boot_id(char *out, size_t size);
 
+/* Allocate slab @slab's pages and its tags' in the arena's file
+ * (fallocate; no lock needed): 0 or -errno. */
+int arena_alloc_pages(struct objfs_arena *a, uint32_t slab);
 /* The warmer's, for arena.c: a whole slab was taken (lock held). */
 void arena_warm_kick(struct objfs_arena *a);
 void arena_warm_stop(struct objfs_arena *a);

@@ -29,7 +29,6 @@
 #include <config.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -66,17 +65,10 @@ static int
 warm_slab(struct objfs_arena *a, uint32_t slab, int reserve)
 {
 	uint64_t off = (uint64_t)slab * a->chunk_size;
+	int rc = reserve ? arena_alloc_pages(a, slab) : 0;
 
-	if (reserve) {
-		uint64_t t = a->capacity + off / OBJFS_ARENA_MIN_BLOCK *
-			sizeof(struct objfs_arena_tag);
-		uint64_t tlen = a->chunk_size / OBJFS_ARENA_MIN_BLOCK *
-			sizeof(struct objfs_arena_tag);
-
-		if (fallocate(a->fd, 0, (off_t)off, (off_t)a->chunk_size) < 0 ||
-		    fallocate(a->fd, 0, (off_t)t, (off_t)tlen) < 0)
-			return -errno;
-	}
+	if (rc < 0)
+		return rc;
 #ifdef MADV_POPULATE_WRITE
 	if (madvise(a->base + off, a->chunk_size, MADV_POPULATE_WRITE) < 0)
 		return -errno;

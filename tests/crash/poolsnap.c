@@ -152,12 +152,47 @@ static int copy_one(rados_ioctx_t io, rados_ioctx_t out, const char *oid,
 	return 1;
 }
 
+/* @fn for every object of @io's namespace (its reading snapshot set). */
+static void each_object(rados_ioctx_t io, void (*fn)(const char *, void *),
+			void *arg)
+{
+	rados_list_ctx_t ls;
+	int rc;
+
+	rc = rados_nobjects_list_open(io, &ls);
+	if (rc < 0)
+		die("list", rc);
+	for (;;) {
+		const char *oid;
+
+		rc = rados_nobjects_list_next(ls, &oid, NULL, NULL);
+		if (rc == -ENOENT)
+			break;
+		if (rc < 0)
+			die("list", rc);
+		fn(oid, arg);
+	}
+	rados_nobjects_list_close(ls);
+}
+
+struct copying {
+	rados_ioctx_t io, out;
+	uint64_t objs, bytes;
+};
+
+static void copy_obj(const char *oid, void *arg)
+{
+	struct copying *c = arg;
+
+	if (strcmp(oid, "objfs.hold") != 0)
+		c->objs += (uint64_t)copy_one(c->io, c->out, oid, &c->bytes);
+}
+
 static int copy(rados_ioctx_t io, const char *ns, const char *snap,
 		rados_ioctx_t out, const char *dns)
 {
-	rados_list_ctx_t ls;
+	struct copying c = { io, out, 0, 0 };
 	rados_snap_t id;
-	uint64_t objs = 0, bytes = 0;
 	int rc;
 
 	rc = rados_ioctx_snap_lookup(io, snap, &id);
@@ -166,50 +201,34 @@ static int copy(rados_ioctx_t io, const char *ns, const char *snap,
 	rados_ioctx_set_namespace(io, ns);
 	rados_ioctx_set_namespace(out, dns);
 	rados_ioctx_snap_set_read(io, id);
-	rc = rados_nobjects_list_open(io, &ls);
-	if (rc < 0)
-		die("list", rc);
-	for (;;) {
-		const char *oid;
-
-		rc = rados_nobjects_list_next(ls, &oid, NULL, NULL);
-		if (rc == -ENOENT)
-			break;
-		if (rc < 0)
-			die("list", rc);
-		if (strcmp(oid, "objfs.hold") == 0)
-			continue;
-		objs += (uint64_t)copy_one(io, out, oid, &bytes);
-	}
-	rados_nobjects_list_close(ls);
-	printf("objects %" PRIu64 " bytes %" PRIu64 "\n", objs, bytes);
+	each_object(io, copy_obj, &c);
+	printf("objects %" PRIu64 " bytes %" PRIu64 "\n", c.objs, c.bytes);
 	return 0;
+}
+
+struct wiping {
+	rados_ioctx_t io;
+	const char *prefix;
+};
+
+static void wipe_obj(const char *oid, void *arg)
+{
+	struct wiping *w = arg;
+	int rc;
+
+	if (strncmp(oid, w->prefix, strlen(w->prefix)) != 0)
+		return;
+	rc = rados_remove(w->io, oid);
+	if (rc < 0 && rc != -ENOENT)
+		die(oid, rc);
 }
 
 static int wipe(rados_ioctx_t io, const char *ns, const char *prefix)
 {
-	rados_list_ctx_t ls;
-	int rc;
+	struct wiping w = { io, prefix };
 
 	rados_ioctx_set_namespace(io, ns);
-	rc = rados_nobjects_list_open(io, &ls);
-	if (rc < 0)
-		die("list", rc);
-	for (;;) {
-		const char *oid;
-
-		rc = rados_nobjects_list_next(ls, &oid, NULL, NULL);
-		if (rc == -ENOENT)
-			break;
-		if (rc < 0)
-			die("list", rc);
-		if (strncmp(oid, prefix, strlen(prefix)) != 0)
-			continue;
-		rc = rados_remove(io, oid);
-		if (rc < 0 && rc != -ENOENT)
-			die(oid, rc);
-	}
-	rados_nobjects_list_close(ls);
+	each_object(io, wipe_obj, &w);
 	return 0;
 }
 

@@ -285,20 +285,24 @@ def images(ops, n, rng, work):
     for i, op in enumerate(ops):
         model.step(op)
         while j < len(pts) and pts[j] == i:
-            img = os.path.join(work, "img")
-            shutil.rmtree(img, ignore_errors=True)
-            os.makedirs(img)
-            model.image(rng, img)
-            # A machine crash takes the arena with it: the DATA/arena
-            # an image holds names one a rebooted machine does not have
-            # (and the recording daemon's, if it is still there, is not
-            # this image's to adopt).
-            try:
-                os.unlink(os.path.join(img, "arena"))
-            except FileNotFoundError:
-                pass
-            yield op[2], img
+            yield op[2], crash_image(model, rng, work)
             j += 1
+
+
+def crash_image(model, rng, work):
+    """A crash image of @model's state now, in @work/img."""
+    img = os.path.join(work, "img")
+    shutil.rmtree(img, ignore_errors=True)
+    os.makedirs(img)
+    model.image(rng, img)
+    # A machine crash takes the arena with it: the DATA/arena an image
+    # holds names one a rebooted machine does not have (and the recording
+    # daemon's, if it is still there, is not this image's to adopt).
+    try:
+        os.unlink(os.path.join(img, "arena"))
+    except FileNotFoundError:
+        pass
+    return img
 
 
 def images_at(ops, times, rng, work):
@@ -311,15 +315,7 @@ def images_at(ops, times, rng, work):
         while i < len(ops) and ops[i][2] < T:
             model.step(ops[i])
             i += 1
-        img = os.path.join(work, "img")
-        shutil.rmtree(img, ignore_errors=True)
-        os.makedirs(img)
-        model.image(rng, img)
-        try:
-            os.unlink(os.path.join(img, "arena"))
-        except FileNotFoundError:
-            pass
-        yield img
+        yield crash_image(model, rng, work)
 
 
 # ---- objfs: what the workload was told ---------------------------------
@@ -625,33 +621,49 @@ def run_objfs(args, rng):
     return n, failed
 
 
+def mount_objfs(objfs, opts, mnt, logf, seconds):
+    """Start objfs -f -o @opts on @mnt, its log in @logf: (the process,
+    None) once mounted within @seconds, or (the process, why not)."""
+    with open(logf, "w") as lf:
+        p = subprocess.Popen([objfs, "-f", "-o", opts, mnt],
+                             stdout=subprocess.DEVNULL, stderr=lf)
+    for _ in range(seconds * 10):
+        if os.path.ismount(mnt) or p.poll() is not None:
+            break
+        subprocess.run(["sleep", "0.1"])
+    if not os.path.ismount(mnt):
+        return p, open(logf).read()[-300:]
+    return p, None
+
+
+def umount_objfs(p, mnt):
+    subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+    try:
+        p.wait(120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 def mount_check(args, img, out):
     """Mount @img for real and compare every file with crashcheck's."""
     mnt = tempfile.mkdtemp(prefix="objfs-crash-mnt-", dir=args.tmp)
+    logf = mnt + ".log"
     fails = []
-    p = subprocess.Popen([args.objfs, "-f", "-o", "data=%s,arena=16M" % img,
-                          mnt], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
+    p, why = mount_objfs(args.objfs, "data=%s,arena=16M" % img, mnt, logf,
+                         10)
     try:
-        for _ in range(100):
-            if os.path.ismount(mnt) or p.poll() is not None:
-                break
-            subprocess.run(["sleep", "0.1"])
-        if not os.path.ismount(mnt):
-            return ["the image did not mount: %s" % p.stderr.read()[-300:]]
+        if why is not None:
+            return ["the image did not mount: %s" % why]
         r = subprocess.run(["diff", "-r", "--no-dereference", "-x",
                             ".xattrs", out, mnt], capture_output=True,
                            text=True)
         if r.returncode != 0:
             fails.append("the mount differs: %s" % r.stdout[:300])
     finally:
-        subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
-        try:
-            p.wait(60)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        umount_objfs(p, mnt)
         os.rmdir(mnt)
+        os.unlink(logf)
     return fails
 
 
@@ -725,18 +737,12 @@ def remote_image(args, w, snap, t0, t1, ns, d):
                                                     args.conf)
     fails = []
     logf = os.path.join(d, "objfs.log")
-    with open(logf, "w") as lf:
-        p = subprocess.Popen([args.objfs, "-f", "-o", "data=%s,%s,%s" %
-                              (data, args.opts, remote), mnt],
-                             stdout=subprocess.DEVNULL, stderr=lf)
+    p, why = mount_objfs(args.objfs, "data=%s,%s,%s" % (data, args.opts,
+                                                         remote), mnt, logf,
+                         60)
     try:
-        for _ in range(600):
-            if os.path.ismount(mnt) or p.poll() is not None:
-                break
-            subprocess.run(["sleep", "0.1"])
-        if not os.path.ismount(mnt):
-            return ["the pool did not mount: %s" %
-                    open(logf).read()[-300:]], objs
+        if why is not None:
+            return ["the pool did not mount: %s" % why], objs
         dump_tree(mnt, out, fails)
         if fails:
             return fails, objs
@@ -755,12 +761,7 @@ def remote_image(args, w, snap, t0, t1, ns, d):
             fails.append("after the collection the mount differs: %s" %
                          (r.stdout + r.stderr)[:300])
     finally:
-        subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
-        try:
-            p.wait(120)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        umount_objfs(p, mnt)
     r = subprocess.run([args.objfsctl, "check", data, "--remote",
                         "rados:%s/%s" % (args.imgpool, ns), "--remote-conf",
                         args.conf], capture_output=True, text=True)
