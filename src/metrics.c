@@ -162,6 +162,8 @@ static const struct figure {
 	  "1 while the Ceph cluster answers, 0 once an operation did not." },
 	{ "remote_unreachable_s", "objfs_remote_unreachable_seconds", "gauge",
 	  "Seconds since the cluster stopped answering (0: it answers)." },
+	{ "remote_pool_full", "objfs_remote_pool_full", "gauge",
+	  "1 while the pool refuses writes for want of room (ENOSPC, EDQUOT)." },
 	{ "remote_commits_waiting", "objfs_remote_commits_waiting", "gauge",
 	  "Index commits not yet in the pool's log." },
 	{ "remote_log_records", "objfs_remote_log_records_total", "counter",

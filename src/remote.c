@@ -129,6 +129,11 @@ objfs_remote_connect(const struct objfs_remote_config *cfg,
 		return rc;
 	}
 	rados_ioctx_set_namespace(r->io, ns[0] ? ns : NULL);
+	/* A full pool (its quota, or full OSDs) refuses a write at once,
+	 * with EDQUOT or ENOSPC, rather than holding it until there is
+	 * room or the timeout; deletes (the collector's) go through, so
+	 * that room can be made. */
+	rados_set_pool_full_try(r->io);
 	pthread_mutex_init(&r->head_lock, NULL);
 	*out = r;
 	return 0;

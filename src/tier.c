@@ -75,6 +75,29 @@ void
 objfs_tier_note(struct objfs_tier *t, int rc, const char *what)
 {
 	pthread_mutex_lock(&t->lock);
+	/* A pool without room answers at once (rados_set_pool_full_try):
+	 * writes fail with ENOSPC or EDQUOT, deletes go through. */
+	if (rc == -ENOSPC || rc == -EDQUOT) {
+		if (!t->full_err)
+			objfs_log(OBJFS_LOG_ERR, "remote: %s: %s: the pool is "
+				"full (%s): writes to it fail with %s until "
+				"there is room (delete files and run objfsctl "
+				"gc, or give the pool more space); nothing "
+				"acknowledged is lost, and what waits is sent "
+				"then", t->spec, what ? what : "a write",
+				rc == -EDQUOT ? "its quota is reached" :
+				"its OSDs are full", rc == -EDQUOT ? "EDQUOT" :
+				"ENOSPC");
+		t->full_err = rc;
+	} else if (rc == 0 && t->full_err && what &&
+		   strncmp(what, "writing", 7) == 0) {
+		/* A chunk or a log record taken (a read, or the hold's
+		 * renewal, which a full pool may let through, says nothing
+		 * of room). */
+		objfs_log(OBJFS_LOG_INFO, "remote: %s: %s: the pool takes "
+			"writes again", t->spec, what);
+		t->full_err = 0;
+	}
 	if (!unreachable_err(rc)) {
 		if (!t->reachable)
 			objfs_log(OBJFS_LOG_INFO, "remote: %s answers again",
@@ -132,6 +155,15 @@ take_hold(struct objfs_tier *t, char *msg, size_t msgsize)
 			"wait until its hold expires (remote_hold, %u s after "
 			"it stops renewing it)", t->spec, who[0] ? who :
 			"holder unknown", t->hold_s);
+		return rc;
+	}
+	if (rc == -ENOSPC || rc == -EDQUOT) {
+		snprintf(msg, msgsize, "%s: cannot take the namespace's hold: "
+			"the pool is full (%s), and a mount writes to it; give "
+			"it room (its quota: ceph osd pool set-quota; or more "
+			"OSD space) and mount again: nothing in it is lost",
+			t->spec, rc == -EDQUOT ? "its quota is reached" :
+			"its OSDs are full");
 		return rc;
 	}
 	if (rc < 0) {
@@ -462,6 +494,11 @@ ship_main(void *arg)
 				lose(t, "another mount took the namespace over");
 		}
 		pthread_mutex_lock(&t->lock);
+		if (b.count) {
+			t->ship_tries++;
+			t->ship_err = rc;
+			pthread_cond_broadcast(&t->cv);
+		}
 		if (rc == 0 && b.count) {
 			after = b.last;
 			t->shipped = after;
@@ -543,17 +580,26 @@ tier_sync(struct objfs_tier *t, uint64_t seq)
 {
 	uint64_t deadline = objfs_mono_ns() +
 		(uint64_t)t->timeout_s * 1000000000u;
+	uint64_t tries;
 	int rc = 0;
 
 	pthread_mutex_lock(&t->lock);
 	if (t->want < seq)
 		t->want = seq;
+	tries = t->ship_tries;
 	pthread_cond_broadcast(&t->cv);
 	while (t->shipped < seq && !t->lost) {
 		uint64_t now = objfs_mono_ns();
 
 		if (now >= deadline || !t->threads) {
 			rc = -ETIMEDOUT;
+			break;
+		}
+		/* A put of the log tried since, refused for want of room:
+		 * that is the answer (the pool said so at once). */
+		if (t->ship_tries > tries && (t->ship_err == -ENOSPC ||
+		    t->ship_err == -EDQUOT)) {
+			rc = t->ship_err;
 			break;
 		}
 		objfs_cond_wait_ms(&t->cv, &t->lock,
@@ -625,7 +671,7 @@ static size_t
 tier_status(struct objfs_tier *t, char *buf, size_t size)
 {
 	uint64_t last = t->m ? objfs_meta_last_seq(t->m) : 0, shipped, since;
-	int reachable, lost;
+	int reachable, lost, full;
 	char why[160], gc_last[256];
 	int n;
 
@@ -633,6 +679,7 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 	shipped = t->shipped;
 	reachable = t->reachable;
 	lost = t->lost;
+	full = t->full_err != 0;
 	since = reachable ? 0 : (objfs_mono_ns() - t->since_ns) / 1000000000u;
 	snprintf(why, sizeof(why), "%s", t->why);
 	snprintf(gc_last, sizeof(gc_last), "%s", t->gc_last[0] ? t->gc_last :
@@ -643,6 +690,7 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_state: %s%s%s\n"
 		"remote_reachable: %d\n"
 		"remote_unreachable_s: %" PRIu64 "\n"
+		"remote_pool_full: %d\n"
 		"remote_epoch: %" PRIu64 "\n"
 		"remote_commits_waiting: %" PRIu64 "\n"
 		"remote_log_records: %" PRIu64 "\n"
@@ -663,7 +711,7 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_gc_last: %s\n",
 		t->spec, lost ? "lost-hold" : reachable ? "reachable" :
 		"unreachable", reachable ? "" : ": ", reachable ? "" : why,
-		reachable && !lost, since, t->epoch, last > shipped ? last - shipped : 0,
+		reachable && !lost, since, full, t->epoch, last > shipped ? last - shipped : 0,
 		atomic_load(&t->logs.n), atomic_load(&t->logs.bytes),
 		avg_ms(&t->logs), atomic_load(&t->up.n),
 		atomic_load(&t->up.bytes), avg_ms(&t->up),

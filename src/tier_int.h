@@ -67,6 +67,12 @@ struct objfs_tier {
 	int reachable;			/* the last operation answered */
 	char why[160];			/* the last failure */
 	uint64_t since_ns;		/* unreachable since */
+	int full_err;			/* -ENOSPC (OSDs full) or -EDQUOT (the
+					 * pool's quota): the pool refused a
+					 * write for want of room, and has
+					 * taken none since */
+	uint64_t ship_tries;		/* log puts tried, and the last one's */
+	int ship_err;			/* result (tier_sync) */
 	pthread_t ship_th, renew_th;
 	int threads;
 

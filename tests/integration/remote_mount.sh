@@ -20,7 +20,11 @@
 #     same, and every record the load wrote is in the pool afterwards;
 #   - a kill in the middle of an upload leaves only garbage, which a
 #     collection removes; a file three times the arena spills to the pool;
-#   - objfsctl check of a pool's cache, with and without the pool.
+#   - objfsctl check of a pool's cache, with and without the pool;
+#   - a pool without room (the OSD's full ratio set below what it holds):
+#     fsync fails with ENOSPC at once, the status and the log say why,
+#     reads go on, a mount is refused saying so, and with room again the
+#     same fsync succeeds and a fresh mount has every file.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 CL=$(cd "$(dirname "$0")/../ceph" && pwd)/cluster.sh
@@ -298,6 +302,78 @@ ok "a local objfs with a file" local_tree
 ok "... is refused as a cache of the pool" grep -q "holds a tree of its own" "$T/local.out"
 local_again() { start_objfs "$MNT" "$T/dL" arena=64M && [ "$(cat "$MNT/x")" = x ] && stop_objfs "$MNT" "$OBJFS_PID"; }
 ok "... and still mounts without remote=" local_again
+
+# ---- a pool without room: writes refused at once, nothing lost ----
+ratios() {	# ratios NEARFULL BACKFILLFULL FULL: the OSDs' thresholds
+	timeout 20 ceph -c "$CONF" osd set-nearfull-ratio "$1" >/dev/null 2>&1 &&
+	timeout 20 ceph -c "$CONF" osd set-backfillfull-ratio "$2" >/dev/null 2>&1 &&
+	timeout 20 ceph -c "$CONF" osd set-full-ratio "$3" >/dev/null 2>&1
+}
+is_full() {	# is_full yes|no: the cluster says so within 60 s
+	local i
+	for i in $(seq 120); do
+		if timeout 10 ceph -c "$CONF" health 2>/dev/null | grep -Eq '[0-9]+ full osd'; then
+			[ "$1" = yes ] && return 0
+		else
+			[ "$1" = no ] && return 0
+		fi
+		sleep 0.5
+	done
+	return 1
+}
+# Bytes of their own: a chunk of "big" was damaged in the pool above.
+head -c 8M /dev/urandom >"$T/room"
+head -c 8M /dev/urandom >"$T/nofit"
+ok "mount E" start_objfs "$MNT" "$T/dE" "$OPTS"
+PE=$OBJFS_PID
+ok "a file fsynced while there is room" dd if="$T/room" of="$MNT/room" bs=1M conv=fsync status=none
+ok "the OSD's full ratio set below what it holds" ratios 0.001 0.002 0.003
+ok "... and the cluster says it is full" is_full yes
+full_fsync() {	# write 8 MiB and fsync: ENOSPC, and at once
+	python3 - "$MNT/nofit" "$T/nofit" <<'PY'
+import errno, os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, open(sys.argv[2], "rb").read())
+t = time.monotonic()
+try:
+    os.fsync(fd)
+    print("fsync succeeded"); sys.exit(1)
+except OSError as e:
+    took = time.monotonic() - t
+    print("fsync: %s after %.2f s" % (errno.errorcode[e.errno], took))
+    sys.exit(0 if e.errno == errno.ENOSPC and took < 4 else 1)
+PY
+}
+ok "fsync into the full pool fails with ENOSPC at once, not after remote_timeout" full_fsync
+sed 's/^/# /' "$T/last.out" 2>/dev/null | head -n 1
+ok "... the status says the pool is full" test "$(figure "$MNT" remote_pool_full)" = 1
+ok "... and the log says why" grep -q "the pool is full (its OSDs are full)" "$T/objfs.$(basename "$MNT").log"
+ok "... resident reads go on" cmp "$T/room" "$MNT/room"
+timeout 60 "$OBJFS_BIN" -f -o "data=$T/dG,arena=64M,remote=rados:objfs/$NS.g,remote_conf=$CONF,remote_timeout=8" "$T/mnt2" >"$T/fullmount.out" 2>&1
+ok "a mount of another namespace is refused, saying the pool is full" grep -q "the pool is full" "$T/fullmount.out"
+ok "room again" ratios 0.85 0.90 0.95
+ok "... and the cluster says so" is_full no
+fsync_again() {	# the file that did not fit, fsynced once there is room
+	python3 - "$MNT/nofit" <<'PY'
+import os, sys, time
+t = time.monotonic()
+while True:
+    try:
+        fd = os.open(sys.argv[1], os.O_RDONLY)
+        os.fsync(fd)
+        sys.exit(0)
+    except OSError:
+        if time.monotonic() - t > 60:
+            sys.exit(1)
+        time.sleep(0.5)
+PY
+}
+ok "the same fsync succeeds once there is room" fsync_again
+ok "... and the status no longer says full" test "$(figure "$MNT" remote_pool_full)" = 0
+ok "E unmounts" stop_objfs "$MNT" "$PE"
+ok "a fresh mount" start_objfs "$MNT" "$T/dF" "$OPTS"
+ok "... has the file fsynced before the pool filled, and the one after" sh -c "cmp '$T/room' '$MNT/room' && cmp '$T/nofit' '$MNT/nofit'"
+ok "... unmounts" stop_objfs "$MNT" "$OBJFS_PID"
 
 ok "the cluster stops, nothing left" sh -c "bash '$CL' stop '$C' && ! pgrep -f 'ceph-(mon|osd) -c $C/ceph.conf'"
 t_done
