@@ -446,9 +446,8 @@ objfs_remote_chunk_get_part(struct objfs_remote *r, const char *name,
 		void *buf, uint32_t len, unsigned shift,
 		const unsigned char *tab, uint32_t lo, uint32_t hi)
 {
-	uint32_t sub = 1u << shift, first = lo >> shift,
-		 last = (hi - 1) >> shift, end, base = first << shift;
-	unsigned char *p = buf;
+	uint32_t first = lo >> shift, last = (hi - 1) >> shift, end,
+		 base = first << shift;
 	size_t got = 0;
 	int rc;
 
@@ -457,20 +456,9 @@ objfs_remote_chunk_get_part(struct objfs_remote *r, const char *name,
 	rc = objfs_remote_get(r, name, base, buf, end - base, &got);
 	if (rc < 0)
 		return rc;
-	if (got != end - base)
-		goto bad;
-	for (uint32_t i = first; i <= last; i++) {
-		uint32_t l = end - (i << shift) < sub ? end - (i << shift) : sub;
-		const unsigned char *t = tab + 4 * (size_t)i;
-		uint32_t want = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 |
-			(uint32_t)t[2] << 8 | t[3];
-
-		if (objfs_sub_sum(p + ((size_t)(i - first) << shift), l, i) !=
-				want)
-			goto bad;
-	}
-	return 0;
-bad:
+	if (got == end - base &&
+	    objfs_subs_match(buf, first, last, end, shift, tab))
+		return 0;
 	objfs_log(OBJFS_LOG_ERR, "remote: chunk %s: bytes %" PRIu32 "-%" PRIu32
 		" do not match their sums, refusing to return them", name, lo,
 		hi);

@@ -385,9 +385,7 @@ objfs_spill_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 		uint32_t lo, uint32_t hi, uint32_t len, unsigned shift,
 		const unsigned char *tab)
 {
-	uint32_t sub = 1u << shift, first = lo >> shift,
-		 last = (hi - 1) >> shift, end;
-	unsigned char *p = buf;
+	uint32_t first = lo >> shift, last = (hi - 1) >> shift, end;
 	int rc;
 
 	end = (uint32_t)((uint64_t)(last + 1) << shift) < len ?
@@ -396,16 +394,8 @@ objfs_spill_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 			end, shift);
 	if (rc < 0)
 		return rc;
-	for (uint32_t i = first; i <= last; i++) {
-		uint32_t l = end - (i << shift) < sub ? end - (i << shift) : sub;
-		const unsigned char *t = tab + 4 * (size_t)i;
-		uint32_t want = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 |
-			(uint32_t)t[2] << 8 | t[3];
-
-		if (objfs_sub_sum(p + ((size_t)(i - first) << shift), l, i) !=
-				want)
-			return mismatch(ino, idx);
-	}
+	if (!objfs_subs_match(buf, first, last, end, shift, tab))
+		return mismatch(ino, idx);
 	return 0;
 }
 

@@ -105,6 +105,32 @@ fails() {	# fails DESCRIPTION COMMAND... : passes when COMMAND fails
 	fi
 }
 
+t_sub() {	# t_sub NAME COMMAND...: COMMAND's TAP lines, renumbered into
+		# ours ("NAME: " before each; NAME may be empty), its
+		# comments passed on; a COMMAND that does not reach its plan
+		# line is a failure, with the end of its output
+	local name=$1 out=$T/sub.out line st d
+	shift
+	"$@" >"$out" 2>&1
+	while read -r line; do
+		case $line in
+		"ok "*|"not ok "*)
+			T_NUM=$((T_NUM + 1))
+			st=${line%% [0-9]*}
+			d=${line#* - }
+			[ "$st" = ok ] || T_FAILED=$((T_FAILED + 1))
+			echo "$st $T_NUM - ${name:+$name: }$d" ;;
+		"#"*) echo "$line" ;;
+		esac
+	done <"$out"
+	grep -q '^1\.\.' "$out" || {
+		T_NUM=$((T_NUM + 1))
+		T_FAILED=$((T_FAILED + 1))
+		echo "not ok $T_NUM - ${name:-$1} ran to its end"
+		tail -n 30 "$out" | sed 's/^/#   /'
+	}
+}
+
 wait_pid_gone() {	# wait_pid_gone PID SECONDS
 	local i
 	for ((i = 0; i < $2 * 10; i++)); do

@@ -59,6 +59,26 @@ objfs_sub_sum(const void *buf, uint32_t len, uint32_t i)
 	return (uint32_t)XXH3_64bits_withSeed(buf, len, i);
 }
 
+int
+objfs_subs_match(const void *buf, uint32_t first, uint32_t last,
+		uint32_t end, unsigned shift, const unsigned char *tab)
+{
+	const unsigned char *p = buf;
+	uint32_t sub = 1u << shift;
+
+	for (uint32_t i = first; i <= last; i++) {
+		uint32_t l = end - (i << shift) < sub ? end - (i << shift) : sub;
+		const unsigned char *t = tab + 4 * (size_t)i;
+		uint32_t want = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 |
+			(uint32_t)t[2] << 8 | t[3];
+
+		if (objfs_sub_sum(p + ((size_t)(i - first) << shift), l, i) !=
+				want)
+			return 0;
+	}
+	return 1;
+}
+
 uint64_t
 objfs_sums_csum(const unsigned char *tab, uint32_t len, unsigned shift)
 {

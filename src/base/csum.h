@@ -55,6 +55,11 @@ uint64_t objfs_sums_csum(const unsigned char *tab, uint32_t len,
 		unsigned shift);
 /* The sum of sub-block @i, whose @len bytes are at @buf. */
 uint32_t objfs_sub_sum(const void *buf, uint32_t len, uint32_t i);
+/* Sub-blocks @first..@last of a chunk, read into @buf from sub-block
+ * @first on (the chunk's bytes end at @end, relative to the chunk),
+ * checked against the chunk's sums @tab: 1 when every one matches. */
+int objfs_subs_match(const void *buf, uint32_t first, uint32_t last,
+		uint32_t end, unsigned shift, const unsigned char *tab);
 
 /* The name of @len bytes by their content (a chunk in a pool named by
  * what it holds): the xxh3-128 of the bytes, seeded with their length,

@@ -92,6 +92,15 @@ chunk_checks(struct objfs_remote *r, const unsigned char *buf, size_t len)
 	check("read back, checked", objfs_remote_chunk_get(r, name, back,
 			(uint32_t)len, shift, csum) == 0 &&
 		memcmp(back, buf, len) == 0);
+	memset(back, 0, len);
+	check("a part read (bytes 5000-9000): its whole sub-blocks, checked",
+		objfs_remote_chunk_get_part(r, name, back, (uint32_t)len, shift,
+			tab, 5000, 9000) == 0 &&
+		memcmp(back, buf + 4096, 8192) == 0);
+	check("a part read against other sums: EBADMSG",
+		objfs_remote_chunk_get_part(r, name, back, (uint32_t)len, shift,
+			tab2, (uint32_t)len / 2, (uint32_t)len / 2 + 1) ==
+		-EBADMSG);
 	check("read with another checksum: EIO, never the bytes",
 		objfs_remote_chunk_get(r, name, back, (uint32_t)len, shift,
 			csum2) == -EIO);

@@ -27,32 +27,10 @@ fi
 trap 'bash "$CL" stop "$C"; t_cleanup' EXIT
 ok "a single-node cluster" bash "$CL" start "$C" objfs
 CONF=$C/ceph.conf
-sub() {	# sub NAME COMMAND...: its TAP lines renumbered into ours
-	local name=$1 out=$T/sub.out line st d
-	shift
-	"$@" >"$out" 2>&1
-	while read -r line; do
-		case $line in
-		"ok "*|"not ok "*)
-			T_NUM=$((T_NUM + 1))
-			st=${line%% [0-9]*}
-			d=${line#* - }
-			[ "$st" = ok ] || T_FAILED=$((T_FAILED + 1))
-			echo "$st $T_NUM - $name: $d" ;;
-		"#"*) echo "$line" ;;
-		esac
-	done <"$out"
-	grep -q '^1\.\.' "$out" || {
-		T_NUM=$((T_NUM + 1))
-		T_FAILED=$((T_FAILED + 1))
-		echo "not ok $T_NUM - $name ran to its end"
-		tail -n 30 "$out" | sed 's/^/#   /'
-	}
-}
-sub "kill loop, remote=" env KILL_ROUNDS="${REMOTE_KILL_ROUNDS:-20}" \
+t_sub "kill loop, remote=" env KILL_ROUNDS="${REMOTE_KILL_ROUNDS:-20}" \
 	KILL_OPTS="arena=32M,chunk=64K,remote=rados:objfs/kill$$,remote_conf=$CONF" \
 	bash "$HERE/kill_loop.sh"
-sub "kill loop, the machine lost at each kill" env \
+t_sub "kill loop, the machine lost at each kill" env \
 	KILL_ROUNDS="${REMOTE_LOSE_ROUNDS:-8}" KILL_MODE=fsync KILL_LOSE=1 \
 	KILL_OPTS="arena=32M,chunk=64K,remote=rados:objfs/lose$$,remote_conf=$CONF,remote_hold=2" \
 	bash "$HERE/kill_loop.sh"
