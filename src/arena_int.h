@@ -87,8 +87,8 @@ struct objfs_arena {
 	_Atomic uint8_t *own_flags;	/* atomic */
 	_Atomic uint64_t dirty;		/* bytes of blocks flagged DIRTY */
 	uint32_t hand;			/* protected by lock: clock position */
-	/* The warmer (arena_warm.c): per slab, 1 once its pages were
-	 * faulted in ahead of use, 2 while they are being. */
+	/* The warmer (arena_warm.c): per slab, 1 once it has taken it
+	 * (its pages faulted in, or being, or left cold on a failure). */
 	uint8_t *warm;			/* protected by lock */
 	pthread_cond_t warm_cv;		/* with lock: a whole slab taken, or
 					 * stop */

@@ -93,14 +93,13 @@ warm_main(void *arg)
 			pthread_cond_wait(&a->warm_cv, &a->lock);
 			continue;
 		}
-		a->warm[slab] = 2;
+		a->warm[slab] = 1;	/* not picked again, whatever comes */
 		reserve = a->ready && !a->ready[slab];
 		pthread_mutex_unlock(&a->lock);
 		rc = warm_slab(a, slab, reserve);
 		pthread_mutex_lock(&a->lock);
 		/* Cold for good when it failed: the allocator reserves it
 		 * itself, and says ENOSPC if it cannot. */
-		a->warm[slab] = 1;
 		if (rc == 0) {
 			if (reserve)
 				a->ready[slab] = 1;

@@ -332,7 +332,7 @@ struct objfs_remote_fetch {
 	void *buf;
 	uint32_t len;
 	size_t got;
-	int rv2;
+	int rv;
 };
 
 int
@@ -358,7 +358,7 @@ objfs_remote_fetch_start(struct objfs_remote *r, const char *name,
 	if (rc < 0)
 		goto fail;
 	rados_read_op_read(f->op, 0, (size_t)len + 1, f->buf, &f->got,
-			&f->rv2);
+			&f->rv);
 	rc = rados_aio_read_op_operate(f->op, r->io, f->c, name, 0);
 	if (rc < 0) {
 		rados_aio_release(f->c);
@@ -390,7 +390,7 @@ objfs_remote_fetch_take(struct objfs_remote_fetch *f, void *buf,
 	rados_aio_wait_for_complete(f->c);
 	rc = rados_aio_get_return_value(f->c);
 	if (rc == 0)
-		rc = f->rv2 < 0 ? f->rv2 : 0;
+		rc = f->rv < 0 ? f->rv : 0;
 	if (rc < 0)
 		return rc;
 	if (f->got == f->len &&
