@@ -428,6 +428,14 @@ want_direct_open(fuse_req_t req, fuse_ino_t ino, int flags)
 	return 1;
 }
 
+/* Does a close of this open publish the file (shared mode, a writer)? */
+static int
+publishes(fuse_req_t req, int flags)
+{
+	return objfs_store_is_shared(req_store(req)) &&
+		(flags & O_ACCMODE) != O_RDONLY;
+}
+
 static void
 objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -446,7 +454,7 @@ objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = bypass;
 	fi->direct_io = cache == OBJFS_CACHE_BYPASS;
 	fi->keep_cache = cache == OBJFS_CACHE_KEEP;
-	fi->noflush = 1;	/* close() has nothing to wait for */
+	fi->noflush = !publishes(req, fi->flags);
 	fuse_reply_open(req, fi);
 }
 
@@ -473,7 +481,7 @@ objfs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fi->fh = bypass;
 	fi->direct_io = bypass;
 	fi->keep_cache = !bypass;
-	fi->noflush = 1;	/* close() has nothing to wait for */
+	fi->noflush = !publishes(req, fi->flags);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		/* The caller was interrupted: undo its open and lookup. */
 		objfs_store_release(req_store(req), a.ino, fi->flags, bypass);
@@ -553,8 +561,13 @@ objfs_ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 static void
 objfs_ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	/* Bytes are in the arena already; close() has nothing to wait for.
-	 * Opens say so (noflush), so only kernels that ignore that ask. */
+	/* Bytes are in the arena already; close() has nothing to wait for
+	 * (opens say so: noflush), unless the mount is shared: then the
+	 * close of a writer publishes the file (close-to-open). */
+	if (publishes(req, fi->flags)) {
+		fuse_reply_err(req, -objfs_store_fsync(req_store(req), ino, 0));
+		return;
+	}
 	fuse_reply_err(req, 0);
 }
 

@@ -354,6 +354,21 @@ set_readahead(const char *mountpoint, unsigned kb)
 			path, strerror(errno));
 }
 
+/* Shared mode: another mount changed a name or an inode; the kernel's
+ * copies go (the store's follower thread, no lock held). */
+static void
+notify_kernel(void *arg, uint64_t parent, const char *name, size_t len,
+		uint64_t ino)
+{
+	struct objfs_fuse *f = arg;
+
+	if (name)
+		(void)fuse_lowlevel_notify_inval_entry(f->se, parent, name,
+				len);
+	if (ino)
+		(void)fuse_lowlevel_notify_inval_inode(f->se, ino, 0, 0);
+}
+
 int
 objfs_fuse_mount(struct objfs_fuse *f, struct objfs_store *store,
 		const char *mountpoint)
@@ -375,6 +390,8 @@ objfs_fuse_mount(struct objfs_fuse *f, struct objfs_store *store,
 			return -EIO;
 	}
 	set_readahead(mountpoint, f->o.readahead_kb);
+	if (objfs_store_is_shared(store))
+		objfs_store_set_notify(store, notify_kernel, f);
 	return 0;
 }
 
@@ -404,6 +421,8 @@ objfs_fuse_destroy(struct objfs_fuse *f)
 		return;
 	if (f->mounted) {
 		fuse_remove_signal_handlers(f->se);
+		if (f->store)
+			objfs_store_set_notify(f->store, NULL, NULL);
 		fuse_session_unmount(f->se);
 	}
 	/* After the unmount, which ends the queues' entries; before the

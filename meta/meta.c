@@ -186,8 +186,8 @@ jgrow(struct objfs_meta *m, size_t need)
 	return 0;
 }
 
-static int
-jlog(struct objfs_meta *m, int op, int db, const void *k, size_t klen,
+int
+meta_jlog(struct objfs_meta *m, int op, int db, const void *k, size_t klen,
 		const void *v, size_t vlen)
 {
 	size_t need = m->jlen + 8 + klen + vlen;
@@ -270,7 +270,7 @@ meta_put(struct objfs_meta_txn *t, int db, const void *k, size_t klen,
 			&stored);
 	if (rc)
 		return map_err(rc, "put");
-	return jlog(t->m, OBJFS_JOURNAL_PUT, db, k, klen, stored.mv_data,
+	return meta_jlog(t->m, OBJFS_JOURNAL_PUT, db, k, klen, stored.mv_data,
 			stored.mv_size);
 }
 
@@ -286,7 +286,7 @@ meta_del(struct objfs_meta_txn *t, int db, const void *k, size_t klen)
 	rc = mdb_del(t->txn, t->m->dbi[db], &key, NULL);
 	if (rc)
 		return map_err(rc, "del");
-	return jlog(t->m, OBJFS_JOURNAL_DEL, db, k, klen, NULL, 0);
+	return meta_jlog(t->m, OBJFS_JOURNAL_DEL, db, k, klen, NULL, 0);
 }
 
 /* Delete every key of @dbi that starts with @k[0..8) and is >= @k. */
@@ -323,7 +323,7 @@ meta_del_range(struct objfs_meta_txn *t, int db, uint64_t id, const void *from,
 	rc = raw_del_range(t->txn, t->m->dbi[db], kb, klen);
 	if (rc)
 		return map_err(rc, "delete range");
-	return jlog(t->m, OBJFS_JOURNAL_DELRANGE, db, kb, klen, NULL, 0);
+	return meta_jlog(t->m, OBJFS_JOURNAL_DELRANGE, db, kb, klen, NULL, 0);
 }
 
 /*
@@ -798,6 +798,33 @@ rollback(struct objfs_meta *m)
 	return rebuild(m);
 }
 
+/* The super "remote_pos" = @pos, in the batch and the journal record
+ * (after the hook saw the commit's own changes). */
+static int
+pos_put(struct objfs_meta *m, uint64_t pos)
+{
+	static const char key[] = OBJFS_SUPER_REMOTE_POS;
+	MDB_val stored;
+	int rc;
+
+	m->w_touched = 1;
+	rc = raw_put(m->batch, m->dbi[DB_SUPER], DB_SUPER, key,
+			sizeof(key) - 1, &pos, sizeof(pos), 0, &stored);
+	if (rc)
+		return rc;
+	return meta_jlog(m, OBJFS_JOURNAL_PUT, DB_SUPER, key, sizeof(key) - 1,
+			stored.mv_data, stored.mv_size) < 0 ? ENOMEM : 0;
+}
+
+void
+objfs_meta_set_hook(struct objfs_meta *m, objfs_meta_hook_fn fn, void *arg)
+{
+	meta_lock(m);
+	m->hook = fn;
+	m->hook_arg = arg;
+	meta_unlock(m);
+}
+
 static int
 commit_write(struct objfs_meta_txn *t, uint64_t *seq_out)
 {
@@ -813,6 +840,20 @@ commit_write(struct objfs_meta_txn *t, uint64_t *seq_out)
 	if (m->jlen == JHDR) {		/* changed nothing */
 		*seq_out = m->seq;
 		return rollback(m);	/* a failed put may have, though */
+	}
+	/* The hook (the remote tier's shared mode) first: it may refuse the
+	 * commit, and may name the pool's log position it took. */
+	if (m->hook) {
+		uint64_t pos = 0;
+
+		rc = m->hook(m->hook_arg, t, m->jbuf + JHDR, m->jlen - JHDR,
+				&pos);
+		if (rc == 0 && pos)
+			rc = map_err(pos_put(m, pos), "remote_pos");
+		if (rc < 0) {
+			(void)rollback(m);
+			return rc;
+		}
 	}
 	/* The remote tier's copy first: if it cannot be made, the commit
 	 * fails whole. */

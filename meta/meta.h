@@ -159,6 +159,10 @@ int objfs_meta_super_get(struct objfs_meta_txn *t, const char *key,
 		uint64_t *val);
 int objfs_meta_super_put(struct objfs_meta_txn *t, const char *key,
 		uint64_t val);
+/* Each super record whose name starts with @prefix, in name order, until
+ * @cb returns non-zero (given back). */
+int objfs_meta_super_list(struct objfs_meta_txn *t, const char *prefix,
+		int (*cb)(void *arg, const char *key, uint64_t val), void *arg);
 /* (A key this objfs no longer writes; the tests make older indexes.) */
 int objfs_meta_super_del(struct objfs_meta_txn *t, const char *key);
 
@@ -315,6 +319,42 @@ int objfs_meta_dump(struct objfs_meta *m, size_t part,
 int objfs_meta_import(struct objfs_meta *m, const void *p, size_t len,
 		uint64_t *entries);
 int objfs_meta_checkpoint_now(struct objfs_meta *m);
+
+/*
+ * The remote tier's shared mode (src/tier_share.c): many mounts of one
+ * pool, each commit a record of the pool's one log.  The hook is called
+ * in every write commit that changed something, with the index's lock
+ * held, before the commit is journaled: @payload is its changes (journal
+ * entries), @t the transaction (readable).  It returns 0 to let the
+ * commit go on, or a negative errno: the commit then fails whole and
+ * nothing of it stays.  When it sets *@pos, the commit also records the
+ * super "remote_pos" = *@pos (a key of this data directory's: never in a
+ * dump or an import).  NULL removes it.
+ */
+typedef int (*objfs_meta_hook_fn)(void *arg, struct objfs_meta_txn *t,
+		const void *payload, size_t len, uint64_t *pos);
+void objfs_meta_set_hook(struct objfs_meta *m, objfs_meta_hook_fn fn,
+		void *arg);
+/* Apply journal entries (another mount's commit, as the pool's log has
+ * it; every put carries its record checksum) in write transaction @t,
+ * as its own changes: journaled with it, all or nothing at its commit.
+ * -EIO when an entry is damaged (then abort @t). */
+int objfs_meta_apply(struct objfs_meta_txn *t, const void *p, size_t len);
+/* Everything of @ino (its inode, chunk, xattr and symlink records) as
+ * journal entries that first delete what an index holds of it: applied
+ * anywhere, they make @ino exactly this.  *@buf is malloc'd. */
+int objfs_meta_inode_entries(struct objfs_meta_txn *t, uint64_t ino,
+		void **buf, size_t *len);
+/* The DBs as a payload's entries number them, and a walk of a payload:
+ * @cb gets each entry (OBJFS_JOURNAL_* op, DB, key, value) and stops it
+ * with a non-zero return (given back); -EIO when it is malformed. */
+enum { OBJFS_MDB_SUPER, OBJFS_MDB_INODE, OBJFS_MDB_DIRENT,
+	OBJFS_MDB_DIRCOOKIE, OBJFS_MDB_XATTR, OBJFS_MDB_SYMLINK,
+	OBJFS_MDB_CHUNK, OBJFS_MDB_ORPHAN, OBJFS_MDB_DELETED };
+int objfs_meta_payload_walk(const void *p, size_t len,
+		int (*cb)(void *arg, int op, int db, const unsigned char *k,
+			size_t klen, const unsigned char *v, size_t vlen),
+		void *arg);
 
 /* ---- whole-index walks, for totals and for objfsctl check ------------- */
 

@@ -92,6 +92,8 @@
 #define OBJFS_SUPER_SUB_SHIFT	"sub_shift"	/* log2 of the sub-block
 						 * size (schema 4) */
 #define OBJFS_SUPER_JOURNAL	"journal_seq"	/* last record checkpointed */
+#define OBJFS_SUPER_REMOTE_POS	"remote_pos"	/* the pool's shared log:
+						 * the last record applied */
 #define OBJFS_SUPER_CLEAN	"clean"		/* 1: the last daemon stopped
 						 * cleanly */
 

@@ -68,6 +68,10 @@ struct objfs_meta {
 	int tight;			/* see the top of this file */
 	int broken;			/* lost track of the batch: EIO */
 	int rdonly;			/* never commits (objfsctl) */
+	/* The commit hook (objfs_meta_set_hook): the remote tier's shared
+	 * mode, NULL otherwise. */
+	objfs_meta_hook_fn hook;
+	void *hook_arg;
 	int outbox;			/* keeps each commit's payload for the
 					 * remote tier (OBJFS_META_OUTBOX) */
 	int raw_dirty;			/* the batch holds changes no journal
@@ -143,6 +147,9 @@ int meta_get(struct objfs_meta_txn *t, int db, const void *k, size_t klen,
 int meta_put(struct objfs_meta_txn *t, int db, const void *k, size_t klen,
 		const void *v, size_t vlen, unsigned flags);
 int meta_del(struct objfs_meta_txn *t, int db, const void *k, size_t klen);
+/* Add an entry to the write transaction's journal record. */
+int meta_jlog(struct objfs_meta *m, int op, int db, const void *k, size_t klen,
+		const void *v, size_t vlen);
 /* Delete, or walk, the keys of @db that start with be64(@id), from the
  * tail @from on. */
 int meta_del_range(struct objfs_meta_txn *t, int db, uint64_t id,

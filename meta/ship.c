@@ -30,7 +30,7 @@ local_key(int db, const unsigned char *k, size_t klen)
 {
 	static const char *const own[] = { OBJFS_SUPER_ID, OBJFS_SUPER_CLEAN,
 		OBJFS_SUPER_JOURNAL, "remote_tree", "remote_epoch",
-		"remote_owner" };
+		"remote_owner", OBJFS_SUPER_REMOTE_POS };
 
 	if (db == DB_OUTBOX)
 		return 1;
@@ -145,7 +145,18 @@ dump_flush(struct dump *d)
 }
 
 static int
+dump_entry_op(struct dump *d, int op, int db, const MDB_val *k,
+		const MDB_val *v);
+
+static int
 dump_entry(struct dump *d, int db, const MDB_val *k, const MDB_val *v)
+{
+	return dump_entry_op(d, OBJFS_JOURNAL_PUT, db, k, v);
+}
+
+static int
+dump_entry_op(struct dump *d, int op, int db, const MDB_val *k,
+		const MDB_val *v)
 {
 	size_t need = 8 + k->mv_size + v->mv_size;
 	unsigned char *p;
@@ -165,7 +176,7 @@ dump_entry(struct dump *d, int db, const MDB_val *k, const MDB_val *v)
 		d->cap = cap;
 	}
 	p = d->p + d->len;
-	p[0] = OBJFS_JOURNAL_PUT;
+	p[0] = (unsigned char)op;
 	p[1] = (unsigned char)db;
 	p[2] = (unsigned char)(k->mv_size >> 8);
 	p[3] = (unsigned char)k->mv_size;
@@ -177,6 +188,66 @@ dump_entry(struct dump *d, int db, const MDB_val *k, const MDB_val *v)
 	memcpy(p + 8 + k->mv_size, v->mv_data, v->mv_size);
 	d->len += need;
 	return 0;
+}
+
+int
+objfs_meta_inode_entries(struct objfs_meta_txn *t, uint64_t ino, void **buf,
+		size_t *len)
+{
+	static const int dbs[] = { DB_INODE, DB_CHUNK, DB_XATTR, DB_SYMLINK };
+	struct dump d = { NULL, 0, 0, SIZE_MAX, NULL, NULL };
+	unsigned char kb[8];
+	MDB_val id = { 8, kb }, none = { 0, kb };
+	int rc = 0;
+
+	put_be64(kb, ino);
+	/* What another mount holds of @ino goes first. */
+	for (int i = 1; rc == 0 && i < 4; i++)
+		rc = dump_entry_op(&d, OBJFS_JOURNAL_DELRANGE, dbs[i], &id,
+				&none);
+	for (int i = 0; rc == 0 && i < 4; i++) {
+		MDB_cursor *cur;
+		MDB_val k = id, v;
+		int r = mdb_cursor_open(t->txn, t->m->dbi[dbs[i]], &cur);
+
+		if (r) {
+			rc = map_err(r, "cursor");
+			break;
+		}
+		for (r = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); r == 0 &&
+		     k.mv_size >= 8 && memcmp(k.mv_data, kb, 8) == 0;
+		     r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+			if (!objfs_meta_rec_ok(dbs[i], k.mv_data, k.mv_size,
+					v.mv_data, v.mv_size)) {
+				rc = meta_damaged(dbs[i], k.mv_data, k.mv_size);
+				break;
+			}
+			rc = dump_entry(&d, dbs[i], &k, &v);
+			if (rc)
+				break;
+		}
+		mdb_cursor_close(cur);
+		if (rc == 0 && r != 0 && r != MDB_NOTFOUND)
+			rc = map_err(r, "walk");
+	}
+	if (rc < 0) {
+		free(d.p);
+		return rc;
+	}
+	*buf = d.p;
+	*len = d.len;
+	return 0;
+}
+
+int
+objfs_meta_payload_walk(const void *p, size_t len,
+		int (*cb)(void *arg, int op, int db, const unsigned char *k,
+			size_t klen, const unsigned char *v, size_t vlen),
+		void *arg)
+{
+	int rc = objfs_meta_journal_entries(p, len, cb, arg);
+
+	return rc == MDB_CORRUPTED ? -EIO : rc > 0 ? -EIO : rc;
 }
 
 int
@@ -310,6 +381,42 @@ objfs_meta_import(struct objfs_meta *m, const void *p, size_t len,
 	if (rc == 0 && entries)
 		*entries += a.n;
 	return rc;
+}
+
+/* One entry of another mount's commit into @t: applied and journaled. */
+static int
+apply_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
+		const unsigned char *v, size_t vlen)
+{
+	struct objfs_meta_txn *t = arg;
+	struct import_ctx a = { t->m, 0 };
+	int rc;
+
+	if (local_key(db, k, klen))
+		return 0;
+	if (db < 0 || db >= OBJFS_META_NDBS)
+		return MDB_CORRUPTED;
+	rc = import_one(&a, op, db, k, klen, v, vlen);
+	if (rc)
+		return rc;
+	t->m->w_touched = 1;
+	return meta_jlog(t->m, op, db, k, klen, v, vlen) < 0 ? ENOMEM : 0;
+}
+
+int
+objfs_meta_apply(struct objfs_meta_txn *t, const void *p, size_t len)
+{
+	int rc;
+
+	if (!t->write || t->m->w != t)
+		return -EBADF;
+	rc = objfs_meta_journal_entries(p, len, apply_one, t);
+	if (rc == MDB_CORRUPTED) {
+		objfs_log(OBJFS_LOG_ERR, "index: a record of the pool's log is "
+			"damaged");
+		return -EIO;
+	}
+	return map_err(rc, "apply");
 }
 
 int

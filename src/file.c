@@ -68,8 +68,8 @@ kill_bits(uint32_t mode)
 	return k;
 }
 
-int
-objfs_store_setattr(struct objfs_store *s, uint64_t ino,
+static int
+setattr_once(struct objfs_store *s, uint64_t ino,
 		const struct objfs_setattr *sa, struct objfs_attr *out)
 {
 	struct objfs_inode *ip;
@@ -144,6 +144,16 @@ out:
 	return rc;
 }
 
+int
+objfs_store_setattr(struct objfs_store *s, uint64_t ino,
+		const struct objfs_setattr *sa, struct objfs_attr *out)
+{
+	int rc;
+
+	OBJFS_SHARED(s, rc, setattr_once(s, ino, sa, out));
+	return rc;
+}
+
 /* ---- open files and their bytes -------------------------------------- */
 
 /* 0 for a regular file; the errno a local filesystem gives otherwise
@@ -169,6 +179,15 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;
+	/* Shared mode: one node writes a file at a time. */
+	if (s->shared && ((flags & O_ACCMODE) != O_RDONLY ||
+	    (flags & O_TRUNC)) && S_ISREG(ip->attr.mode)) {
+		rc = objfs_share_lease(s, ino);
+		if (rc < 0) {
+			objfs_inode_put(s, ip);
+			return rc;
+		}
+	}
 	/* An open that raced with the unlink of its last name (the kernel
 	 * looked the name up before): if the unlink saw no open and took
 	 * the records out of the index, there is nothing left to open, and
@@ -206,7 +225,10 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	if (rc < 0 && opened) {
 		objfs_inode_lock(ip);
 		objfs_inode_close_locked(ip, flags, bypass);
+		opened = ip->nwriters;
 		objfs_inode_unlock(ip);
+		if (s->shared && !opened && (flags & O_ACCMODE) != O_RDONLY)
+			(void)objfs_share_publish(s, ino, 1);
 	}
 	objfs_inode_put(s, ip);
 	return rc;
@@ -217,7 +239,7 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass)
 {
 	struct objfs_inode *ip;
-	int rc = 0, last;
+	int rc = 0, last, writer;
 
 	if (objfs_is_status_ino(ino))
 		return 0;
@@ -232,11 +254,21 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 	objfs_inode_lock(ip);
 	objfs_inode_close_locked(ip, flags, bypass);
 	last = ip->nopen == 0;
-	if (ip->attr_dirty && ip->attr.nlink)
+	/* Shared mode: the last writer here publishes the file and gives
+	 * its lease back. */
+	writer = s->shared && (flags & O_ACCMODE) != O_RDONLY &&
+		!ip->nwriters && ip->attr.nlink && !ip->gone;
+	if (writer && S_ISREG(ip->attr.mode))
+		rc = objfs_data_flush(s, ip);
+	else if (ip->attr_dirty && ip->attr.nlink)
 		rc = objfs_inode_persist_attr(s, ip);
 	if (last)
 		objfs_data_ra_release(ip);	/* no reader left */
+	if (last && s->shared)
+		objfs_share_reload(s, ip);
 	objfs_inode_unlock(ip);
+	if (writer && rc == 0)
+		rc = objfs_share_publish(s, ino, 1);
 	objfs_inode_put(s, ip);
 	return rc;
 }
@@ -623,8 +655,19 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 	}
 	/* The bytes are on disk already: what makes them and every
 	 * namespace change so far durable is one flush of the journal. */
-	if (rc == 0)
+	if (rc == 0 && s->shared) {
+		int w;
+
+		objfs_inode_lock(ip);
+		w = ip->nwriters > 0 && ip->attr.nlink && !ip->gone;
+		objfs_inode_unlock(ip);
+		/* A file this node writes is published; every other change
+		 * went to the pool's log when its call returned. */
+		if (w)
+			rc = objfs_share_publish(s, ino, 0);
+	} else if (rc == 0) {
 		rc = objfs_store_sync_index(s);
+	}
 	objfs_inode_put(s, ip);
 	return rc;
 }

@@ -454,6 +454,8 @@ objfs_inode_open_locked(struct objfs_inode *ip, int flags, int bypass)
 
 	objfs_inode_assert_locked(ip);
 	ip->nopen++;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		ip->nwriters++;
 	if (bypass) {
 		if ((flags & O_ACCMODE) != O_RDONLY) {
 			ip->ndirect_w++;
@@ -474,6 +476,8 @@ objfs_inode_close_locked(struct objfs_inode *ip, int flags, int bypass)
 	objfs_inode_assert_locked(ip);
 	if (ip->nopen)
 		ip->nopen--;
+	if ((flags & O_ACCMODE) != O_RDONLY && ip->nwriters)
+		ip->nwriters--;
 	if (bypass && (flags & O_ACCMODE) != O_RDONLY && ip->ndirect_w)
 		ip->ndirect_w--;
 }

@@ -67,6 +67,8 @@ struct opts {
 	char *remote_id;		/* -o remote_id= */
 	unsigned remote_timeout;	/* -o remote_timeout=SECONDS */
 	unsigned remote_hold;		/* -o remote_hold=SECONDS */
+	int remote_shared;		/* -o shared */
+	unsigned remote_lease;		/* -o remote_lease=SECONDS */
 	char *passthrough;	/* options for libfuse and the kernel */
 	size_t passlen;
 };
@@ -342,6 +344,12 @@ usage(FILE *f)
 "    -o remote_id=NAME      the cephx user, client.NAME (default admin)\n"
 "    -o remote_timeout=S    an operation on the cluster fails with\n"
 "                           ETIMEDOUT after S seconds (default 30)\n"
+"    -o shared              share the namespace with other nodes' mounts\n"
+"                           (each with -o shared): the same tree on\n"
+"                           all, close-to-open, one writer per file\n"
+"    -o remote_lease=S      shared: a dead node's write leases lapse S\n"
+"                           seconds after its last renewal (default:\n"
+"                           remote_hold)\n"
 "    -o remote_hold=S       the namespace's hold lapses S seconds after\n"
 "                           its mount stops renewing it (default 30)\n"
 "    -o metrics_file=FILE   write the figures in Prometheus text format to\n"
@@ -507,8 +515,11 @@ parse_one_option(struct opts *o, const char *opt)
 				opt);
 		free(o->remote_id);
 		o->remote_id = strdup(opt + 10);
+	} else if (strcmp(opt, "shared") == 0) {
+		o->remote_shared = 1;
 	} else if (strncmp(opt, "remote_timeout=", 15) == 0 ||
-		   strncmp(opt, "remote_hold=", 12) == 0) {
+		   strncmp(opt, "remote_hold=", 12) == 0 ||
+		   strncmp(opt, "remote_lease=", 13) == 0) {
 		const char *num = strchr(opt, '=') + 1;
 		char *end;
 		long n = strtol(num, &end, 10);
@@ -519,6 +530,8 @@ parse_one_option(struct opts *o, const char *opt)
 				opt);
 		if (opt[7] == 't')
 			o->remote_timeout = (unsigned)n;
+		else if (opt[7] == 'l')
+			o->remote_lease = (unsigned)n;
 		else
 			o->remote_hold = (unsigned)n;
 	} else if (strncmp(opt, "arena_dir=", 10) == 0) {
@@ -849,10 +862,14 @@ main(int argc, char **argv)
 		cfg.remote_id = o.remote_id;
 		cfg.remote_timeout = o.remote_timeout;
 		cfg.remote_hold = o.remote_hold;
+		cfg.remote_shared = o.remote_shared;
+		cfg.remote_lease = o.remote_lease;
+		if (o.remote_lease && !o.remote_shared)
+			refuse("remote_lease= is for shared mounts (-o shared)");
 	} else if (o.remote_conf || o.remote_id || o.remote_timeout ||
-		   o.remote_hold) {
-		refuse("remote_conf, remote_id, remote_timeout and remote_hold "
-			"need remote=rados:POOL");
+		   o.remote_hold || o.remote_shared || o.remote_lease) {
+		refuse("remote_conf, remote_id, remote_timeout, remote_hold, "
+			"shared and remote_lease need remote=rados:POOL");
 	}
 	{
 		unsigned hi = o.spill_high ? o.spill_high : 90;

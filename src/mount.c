@@ -209,6 +209,9 @@ destroy_locks(struct objfs_store *s)
 	pthread_cond_destroy(&s->release_cv);
 	objfs_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->ns_lock);
+	pthread_rwlock_destroy(&s->apply_lock);
+	objfs_store_notify_send(s);	/* frees what is queued */
+	pthread_mutex_destroy(&s->notify_mu);
 }
 
 /*
@@ -332,7 +335,9 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		}
 		s->tier_ops = cfg->tier_ops;
 		s->copy = cfg->tier_ops->copy;
-		s->meta_flags = OBJFS_META_OUTBOX;
+		s->shared = cfg->tier_ops->shared(s->tier);
+		/* Shared mode puts each commit in the pool's log itself. */
+		s->meta_flags = s->shared ? 0 : OBJFS_META_OUTBOX;
 	}
 	snprintf(path, sizeof(path), "%s/backing", cfg->data_dir);
 	rc = objfs_backing_open(path, &s->backing);
@@ -432,6 +437,19 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	pthread_mutex_init(&s->ns_lock, NULL);
 	objfs_mutex_init(&s->lock);
 	pthread_cond_init(&s->release_cv, NULL);
+	{
+		pthread_rwlockattr_t ra;
+
+		/* Applying another mount's commit is not starved by a
+		 * stream of operations. */
+		pthread_rwlockattr_init(&ra);
+		pthread_rwlockattr_setkind_np(&ra,
+			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&s->apply_lock, &ra);
+		pthread_rwlockattr_destroy(&ra);
+	}
+	pthread_mutex_init(&s->notify_mu, NULL);
+	s->notify_tail = &s->notify_head;
 	s->nbuckets = 1024;
 	s->table = calloc(s->nbuckets, sizeof(*s->table));
 	if (!s->table) {
@@ -621,7 +639,7 @@ objfs_store_sync_all(struct objfs_store *s)
 {
 	int rc = flush_all(s), r;
 
-	r = objfs_store_sync_index(s);
+	r = s->shared ? objfs_share_publish_all(s) : objfs_store_sync_index(s);
 	return rc ? rc : r;
 }
 

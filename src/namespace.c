@@ -244,6 +244,11 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
 				s->next_cookie + 1)) < 0)
 		goto out_abort;
+	/* Shared mode: created open for writing, leased in the same
+	 * commit. */
+	if (s->shared && op && (op->flags & O_ACCMODE) != O_RDONLY &&
+	    (rc = s->tier_ops->lease(s->tier, t, a.ino, 1)) < 0)
+		goto out_abort;
 	rc = objfs_meta_commit(t);
 	if (rc < 0)
 		goto out_dplock;
@@ -297,7 +302,11 @@ objfs_store_mknod(struct objfs_store *s, uint64_t parent, const char *name,
 	default:
 		return -EINVAL;
 	}
-	return make_node(s, parent, name, mode, rdev, NULL, cr, out, NULL);
+	int rc;
+
+	OBJFS_SHARED(s, rc, make_node(s, parent, name, mode, rdev, NULL, cr,
+			out, NULL));
+	return rc;
 }
 
 int
@@ -305,8 +314,11 @@ objfs_store_mkdir(struct objfs_store *s, uint64_t parent, const char *name,
 		uint32_t mode, const struct objfs_cred *cr,
 		struct objfs_attr *out)
 {
-	return make_node(s, parent, name, S_IFDIR | (mode & 07777), 0, NULL,
-			cr, out, NULL);
+	int rc;
+
+	OBJFS_SHARED(s, rc, make_node(s, parent, name, S_IFDIR | (mode &
+			07777), 0, NULL, cr, out, NULL));
+	return rc;
 }
 
 int
@@ -320,8 +332,11 @@ objfs_store_symlink(struct objfs_store *s, uint64_t parent, const char *name,
 		return -ENOENT;
 	if (len >= 4096)
 		return -ENAMETOOLONG;
-	return make_node(s, parent, name, S_IFLNK | 0777, 0, target, cr, out,
-			NULL);
+	int rc;
+
+	OBJFS_SHARED(s, rc, make_node(s, parent, name, S_IFLNK | 0777, 0,
+			target, cr, out, NULL));
+	return rc;
 }
 
 int
@@ -330,13 +345,15 @@ objfs_store_create(struct objfs_store *s, uint64_t parent, const char *name,
 		const struct objfs_cred *cr, struct objfs_attr *out)
 {
 	struct create_open op = { flags, bypass };
+	int rc;
 
-	return make_node(s, parent, name, S_IFREG | (mode & 07777), 0, NULL, cr,
-			out, &op);
+	OBJFS_SHARED(s, rc, make_node(s, parent, name, S_IFREG | (mode &
+			07777), 0, NULL, cr, out, &op));
+	return rc;
 }
 
-int
-objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
+static int
+link_once(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 		const char *newname, struct objfs_attr *out)
 {
 	struct objfs_meta_txn *t;
@@ -520,15 +537,31 @@ out_unlock:
 }
 
 int
+objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
+		const char *newname, struct objfs_attr *out)
+{
+	int rc;
+
+	OBJFS_SHARED(s, rc, link_once(s, ino, newparent, newname, out));
+	return rc;
+}
+
+int
 objfs_store_unlink(struct objfs_store *s, uint64_t parent, const char *name)
 {
-	return remove_name(s, parent, name, 0);
+	int rc;
+
+	OBJFS_SHARED(s, rc, remove_name(s, parent, name, 0));
+	return rc;
 }
 
 int
 objfs_store_rmdir(struct objfs_store *s, uint64_t parent, const char *name)
 {
-	return remove_name(s, parent, name, 1);
+	int rc;
+
+	OBJFS_SHARED(s, rc, remove_name(s, parent, name, 1));
+	return rc;
 }
 
 /* Is @dir (a directory inode) @anc or below it?  Holds ns_lock, which
@@ -582,8 +615,8 @@ lock_set(struct objfs_inode **v, int n, int lock)
 	}
 }
 
-int
-objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
+static int
+rename_once(struct objfs_store *s, uint64_t parent, const char *name,
 		uint64_t newparent, const char *newname, unsigned flags,
 		const struct objfs_cred *cr)
 {
@@ -939,5 +972,17 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 	free(b.v);
 out:
 	objfs_inode_put(s, dp);
+	return rc;
+}
+
+int
+objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, unsigned flags,
+		const struct objfs_cred *cr)
+{
+	int rc;
+
+	OBJFS_SHARED(s, rc, rename_once(s, parent, name, newparent, newname,
+			flags, cr));
 	return rc;
 }

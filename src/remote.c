@@ -232,6 +232,29 @@ objfs_remote_hold(struct objfs_remote *r, const char *name, const char *holder,
 }
 
 int
+objfs_remote_hold_shared(struct objfs_remote *r, const char *name,
+		const char *holder, unsigned seconds, char *who, size_t whosize)
+{
+	struct timeval tv = { (time_t)seconds, 0 };
+	char tag[64], clients[512], cookies[512], addrs[512];
+	size_t tl = sizeof(tag), cl = sizeof(clients), kl = sizeof(cookies),
+	       al = sizeof(addrs);
+	int excl, rc;
+
+	rc = rados_lock_shared(r->io, name, HOLD_LOCK, holder, "objfs-shared",
+			"objfs shared mount", &tv, LIBRADOS_LOCK_FLAG_RENEW);
+	if (rc != -EBUSY && rc != -EEXIST)
+		return rc;
+	if (who && whosize) {
+		who[0] = '\0';
+		if (rados_list_lockers(r->io, name, HOLD_LOCK, &excl, tag, &tl,
+				clients, &cl, cookies, &kl, addrs, &al) > 0)
+			snprintf(who, whosize, "%s", cookies);
+	}
+	return -EBUSY;
+}
+
+int
 objfs_remote_holder(struct objfs_remote *r, const char *name,
 		char *client, size_t clen, char *cookie, size_t klen)
 {

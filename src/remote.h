@@ -66,6 +66,11 @@ int objfs_remote_remove(struct objfs_remote *r, const char *name);
 int objfs_remote_hold(struct objfs_remote *r, const char *name,
 		const char *holder, unsigned seconds, char *who,
 		size_t whosize);
+/* The same hold taken shared (tag "objfs-shared"): any number of shared
+ * holders, and -EBUSY (@who as above) while an exclusive one has it. */
+int objfs_remote_hold_shared(struct objfs_remote *r, const char *name,
+		const char *holder, unsigned seconds, char *who,
+		size_t whosize);
 int objfs_remote_release(struct objfs_remote *r, const char *name,
 		const char *holder);
 /* Who holds @name: the client (client.N) and the holder's description;

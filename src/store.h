@@ -50,6 +50,8 @@ struct objfs_store_config {
 	const char *remote_id;	/* the cephx user; NULL: admin */
 	unsigned remote_timeout;	/* s; 0: 30 */
 	unsigned remote_hold;	/* s; 0: 30 */
+	int remote_shared;	/* -o shared: one of many mounts */
+	unsigned remote_lease;	/* s; 0: remote_hold */
 };
 
 struct objfs_cred {
@@ -134,6 +136,16 @@ int objfs_store_status_text(struct objfs_store *s, char *text, size_t size,
 /* The request latency histograms (metrics.h), OBJFS_OP_NCLASS of them,
  * for the adapter to add to; they last as long as the store. */
 struct objfs_latency *objfs_store_latency(struct objfs_store *s);
+
+/* Shared mode (-o shared): how the store tells the kernel that another
+ * mount changed a name (@name of @parent, @ino 0) or an inode (@ino, @name
+ * NULL); called from the store's threads with no lock held. */
+void objfs_store_set_notify(struct objfs_store *s,
+		void (*fn)(void *arg, uint64_t parent, const char *name,
+			size_t len, uint64_t ino),
+		void *arg);
+/* 1 when this mount shares its namespace with others (-o shared). */
+int objfs_store_is_shared(const struct objfs_store *s);
 
 int objfs_store_lookup(struct objfs_store *s, uint64_t parent,
 		const char *name, struct objfs_attr *out);

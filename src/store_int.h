@@ -11,6 +11,11 @@
  *
  * Locks, outermost first (a thread holding one may take only those
  * below it):
+ *	apply_lock	shared mode only (shared.c): held shared by an
+ *			operation that may change the shared tree, from its
+ *			first read to its commit; exclusive while another
+ *			mount's commit is applied.  The tier's catch_mu
+ *			(tier_int.h) is taken without it, and takes it.
  *	ns_lock		namespace changes (create, link, unlink, rename):
  *			held across their index reads and transaction, so
  *			that what they read cannot change before they write.
@@ -115,6 +120,13 @@ struct objfs_inode {
 					 * write ended */
 	int caps;			/* protected by lock: 0 not known, 1 no
 					 * security.capability xattr, 2 one */
+	uint32_t nwriters;		/* protected by lock: opens for writing
+					 * (shared mode: the lease is held
+					 * while there is one) */
+	int detached;			/* protected by lock: shared mode,
+					 * another mount changed it while it
+					 * was open here; reloaded at the
+					 * last close */
 };
 
 /* An inode's lock, its holder recorded (base/sync.h), so that the
@@ -248,7 +260,55 @@ struct objfs_store {
 	/* The spiller and restore threads (spiller.c, opaque): NULL until
 	 * started. */
 	struct objfs_spiller *spiller;
+
+	/* Shared mode (shared.c): one of many mounts of a namespace. */
+	int shared;
+	pthread_rwlock_t apply_lock;
+	pthread_mutex_t notify_mu;	/* a leaf: what follows */
+	struct objfs_notify {
+		struct objfs_notify *next;
+		uint64_t parent, ino;
+		size_t len;
+		char name[];
+	} *notify_head, **notify_tail;
+	void (*notify_fn)(void *arg, uint64_t parent, const char *name,
+			size_t len, uint64_t ino);
+	void *notify_arg;
 };
+
+/* ---- shared.c: shared mode -------------------------------------------- */
+
+/* An operation that may change the shared tree: @expr tried again while
+ * the pool's log moved on under it (-ERESTART: it applies what it missed
+ * first), or while a lease it met belonged to a node that is gone. */
+void objfs_share_begin(struct objfs_store *s);
+void objfs_share_end(struct objfs_store *s);
+int objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries);
+#define OBJFS_SHARED(s, rc, expr) do {					\
+	unsigned tries_ = 0;						\
+	do {								\
+		objfs_share_begin(s);					\
+		(rc) = (expr);						\
+		objfs_share_end(s);					\
+	} while (objfs_share_retry((s), &(rc), tries_++));		\
+} while (0)
+/* Another mount's commit (a payload of the pool's log), applied to the
+ * index and to the inodes in memory (the tier's catch-up; no lock held). */
+int objfs_store_apply_remote(struct objfs_store *s, const void *pl,
+		size_t n);
+/* Send the kernel the cache drops the applied commits queued (no lock
+ * held: the kernel may wait for requests that wait for locks). */
+void objfs_store_notify_send(struct objfs_store *s);
+/* Take this node's write lease of @ino (its own commit): -EBUSY while
+ * another live node holds it. */
+int objfs_share_lease(struct objfs_store *s, uint64_t ino);
+/* Publish @ino whole; @release: and give its lease back. */
+int objfs_share_publish(struct objfs_store *s, uint64_t ino, int release);
+/* Publish every file open for writing here (sync of everything). */
+int objfs_share_publish_all(struct objfs_store *s);
+/* @ip's last open closed (ip->lock held): load what another mount
+ * published meanwhile. */
+void objfs_share_reload(struct objfs_store *s, struct objfs_inode *ip);
 
 /* data.c: all called with ip->lock held. */
 int objfs_data_load(struct objfs_store *s, struct objfs_inode *ip);

@@ -45,6 +45,7 @@
 #include "base/csum.h"
 #include "base/log.h"
 #include "base/sync.h"
+#include "../meta/meta_keys.h"
 #include "store_int.h"
 #include "tier_int.h"
 
@@ -225,7 +226,13 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 		snprintf(msg, msgsize, "%s", err);
 		goto err;
 	}
-	rc = take_hold(t, msg, msgsize);
+	if (cfg->remote_shared) {
+		t->shared = 1;
+		t->lease_s = cfg->remote_lease ? cfg->remote_lease : t->hold_s;
+		rc = tier_share_open(t, msg, msgsize);
+	} else {
+		rc = take_hold(t, msg, msgsize);
+	}
 	if (rc < 0)
 		goto err;
 	*out = t;
@@ -255,6 +262,14 @@ tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 
 	t->s = s;
 	t->m = s->meta;
+	if (t->shared && t->have_head) {
+		/* One of many: the tree goes on in the head's epoch. */
+		t->epoch = t->head_epoch;
+		rc = tier_share_start(t, msg, msgsize);
+		if (rc < 0)
+			return rc;
+		goto threads;
+	}
 	if (!t->have_head && !t->tree)
 		t->tree = tier_random64();
 	old_epoch = t->head_epoch;
@@ -295,6 +310,23 @@ tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 	}
 	if (had)
 		tier_remove_epoch(t, old_epoch, old_parts, old_base);
+	if (t->shared) {
+		/* The first of many: the log goes on after the snapshot. */
+		struct objfs_meta_txn *tx;
+
+		rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
+		if (rc == 0)
+			rc = objfs_commit_or_abort(tx, objfs_meta_super_put(tx,
+				OBJFS_SUPER_REMOTE_POS, seq), NULL);
+		if (rc == 0)
+			rc = tier_share_start(t, msg, msgsize);
+		if (rc < 0) {
+			if (!msg[0])
+				snprintf(msg, msgsize, "cannot write to the "
+					"index: %s", strerror(-rc));
+			return rc;
+		}
+	}
 	objfs_log(OBJFS_LOG_INFO, "remote: %s: epoch %" PRIu64 " begun, snapshot "
 		"of commit %" PRIu64 " (%" PRIu64 " bytes in %" PRIu64
 		" part(s)) in %.1f s", t->spec, u.epoch, seq, u.bytes, u.parts,
@@ -307,8 +339,11 @@ tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 			atomic_store(&t->space_avail, avail);
 		}
 	}
+threads:
 	t->gc_next_ns = objfs_mono_ns() +
 		(uint64_t)OBJFS_GC_INTERVAL_S * 1000000000u;
+	/* Shared mode ships in each commit: the shipper has nothing to do
+	 * but wait for the stop. */
 	rc = pthread_create(&t->ship_th, NULL, ship_main, t);
 	if (rc == 0) {
 		rc = pthread_create(&t->renew_th, NULL, renew_main, t);
@@ -528,7 +563,8 @@ static void *
 renew_main(void *arg)
 {
 	struct objfs_tier *t = arg;
-	unsigned every_ms = t->hold_s * 1000 / 3;
+	unsigned every_ms = (t->shared && t->lease_s < t->hold_s ? t->lease_s :
+			t->hold_s) * 1000 / 3;
 
 	if (every_ms < 500)
 		every_ms = 500;
@@ -544,6 +580,11 @@ renew_main(void *arg)
 		lease = t->lease_ns;
 		pthread_mutex_unlock(&t->lock);
 		t0 = objfs_mono_ns();
+		if (t->shared) {
+			rc = tier_share_renew(t);
+			objfs_tier_note(t, rc, "renewing the hold");
+			goto renewed;
+		}
 		rc = objfs_remote_hold(t->r, TIER_HOLD, t->holder, t->hold_s,
 				who, sizeof(who));
 		objfs_tier_note(t, rc == -EBUSY ? 0 : rc, "renewing the hold");
@@ -561,13 +602,15 @@ renew_main(void *arg)
 		if (rc == -EBUSY)
 			lose(t, who[0] ? "the hold was taken by another mount" :
 				"the hold was taken by another mount");
+renewed:
 		if (objfs_remote_df(t->r, &total, &avail) == 0) {
 			atomic_store(&t->space_total, total);
 			atomic_store(&t->space_avail, avail);
 		}
 		pthread_mutex_lock(&t->lock);
 		if (rc == 0 && !t->lost)
-			t->lease_ns = t0 + (uint64_t)t->hold_s * 1000000000u;
+			t->lease_ns = t0 + (uint64_t)(t->shared ? t->lease_s :
+				t->hold_s) * 1000000000u;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -583,6 +626,9 @@ tier_sync(struct objfs_tier *t, uint64_t seq)
 	uint64_t tries;
 	int rc = 0;
 
+	/* Shared mode: a commit is in the pool's log when it returns. */
+	if (t->shared)
+		return 0;
 	pthread_mutex_lock(&t->lock);
 	if (t->want < seq)
 		t->want = seq;
@@ -622,6 +668,9 @@ tier_stop(struct objfs_tier *t)
 	uint64_t last = objfs_meta_last_seq(t->m);
 	int rc = t->threads ? tier_sync(t, last) : 0;
 
+	if (t->shared)
+		tier_share_stop(t);
+
 	pthread_mutex_lock(&t->lock);
 	t->stop = 1;
 	pthread_cond_broadcast(&t->cv);
@@ -648,7 +697,10 @@ tier_close(struct objfs_tier *t)
 	if (t->threads)
 		(void)tier_stop(t);
 	tier_prefetch_clear(t);
-	(void)objfs_remote_release(t->r, TIER_HOLD, t->holder);
+	if (t->shared)
+		tier_share_close(t);
+	else
+		(void)objfs_remote_release(t->r, TIER_HOLD, t->holder);
 	objfs_remote_close(t->r);
 	pthread_mutex_destroy(&t->pf_mu);
 	tier_gc_fini(t);
@@ -720,7 +772,19 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 		atomic_load(&t->pf_started), atomic_load(&t->pf_hits),
 		atomic_load(&t->gc_runs), atomic_load(&t->gc_removed),
 		atomic_load(&t->gc_removed_bytes), gc_last);
-	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
+	if (n < 0)
+		return 0;
+	if ((size_t)n >= size)
+		return size - 1;
+	if (t->shared)
+		n += (int)tier_share_status(t, buf + n, size - (size_t)n);
+	return (size_t)n;
+}
+
+static int
+tier_shared(struct objfs_tier *t)
+{
+	return t->shared;
 }
 
 const struct objfs_tier_ops objfs_tier_rados = {
@@ -733,4 +797,9 @@ const struct objfs_tier_ops objfs_tier_rados = {
 	.close = tier_close,
 	.gc = tier_gc,
 	.status = tier_status,
+	.shared = tier_shared,
+	.catch_up = tier_share_catch_up,
+	.lease = tier_share_lease,
+	.unblock = tier_share_unblock,
+	.publishing = tier_share_publishing,
 };

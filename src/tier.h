@@ -63,6 +63,24 @@ struct objfs_tier_ops {
 			size_t size);
 	/* Lines for the status file ("remote_...: value\n"). */
 	size_t (*status)(struct objfs_tier *t, char *buf, size_t size);
+
+	/* Shared mode (-o shared: many mounts of one namespace; doc/design.md,
+	 * "Many nodes on one namespace").  1 when this mount is one. */
+	int (*shared)(struct objfs_tier *t);
+	/* Apply every record of the pool's log that this mount has not
+	 * (objfs_store_apply_remote each), with no store lock held. */
+	int (*catch_up)(struct objfs_tier *t);
+	/* In @tx: take (@take 1) or give back (0) this node's write lease
+	 * of @ino.  Taking: -EBUSY while another node holds it (noted for
+	 * unblock()). */
+	int (*lease)(struct objfs_tier *t, struct objfs_meta_txn *tx,
+			uint64_t ino, int take);
+	/* After -EBUSY from a commit or a lease of this thread: 0 when the
+	 * node that held the lease is gone and the lease was broken (try
+	 * again), else -EBUSY. */
+	int (*unblock)(struct objfs_tier *t);
+	/* This thread's next commit publishes @ino whole (0: none). */
+	void (*publishing)(struct objfs_tier *t, uint64_t ino);
 };
 
 /* objfsctl check --remote: the way to the pool that check.c reads

@@ -252,6 +252,23 @@ list_one(void *arg, const char *name)
 	return 0;
 }
 
+struct other_leases {
+	uint64_t node, n, first;
+};
+
+static int
+other_lease(void *arg, const char *key, uint64_t node)
+{
+	struct other_leases *o = arg;
+
+	(void)key;
+	if (strlen(key) == 17 && node != o->node) {
+		if (!o->n++)
+			o->first = node;
+	}
+	return 0;
+}
+
 int
 tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 {
@@ -264,6 +281,30 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 	unsigned old;
 	int rc;
 
+	if (t->shared) {
+		/* A file another node writes has chunks only its index names
+		 * until it publishes it: no sweep meanwhile. */
+		struct other_leases o = { t->node, 0, 0 };
+
+		rc = objfs_meta_begin(t->m, 0, &tx);
+		if (rc == 0) {
+			rc = objfs_meta_super_list(tx, "w", other_lease, &o);
+			objfs_meta_abort(tx);
+		}
+		if (rc == 0 && o.n) {
+			snprintf(report, size, "deferred: %" PRIu64 " file(s) "
+				"open for writing on other nodes (node %016"
+				PRIx64 "...): their chunks are named only "
+				"there until they close", o.n, o.first);
+			return -EBUSY;
+		}
+		if (rc < 0)
+			return rc;
+		/* Mark what every node has published so far. */
+		rc = tier_share_catch_up(t);
+		if (rc < 0)
+			return rc;
+	}
 	pthread_mutex_lock(&t->gc_mu);
 	if (t->gc_running) {
 		pthread_mutex_unlock(&t->gc_mu);

@@ -101,6 +101,7 @@ struct objfs_tier {
 	 * guards the table, a leaf taken under an inode's lock, never
 	 * held across a wait for the cluster. */
 	pthread_mutex_t pf_mu;
+	/* (pf_* below) */
 	struct tier_prefetch {
 		uint64_t hi, lo;
 		uint32_t len;
@@ -109,7 +110,44 @@ struct objfs_tier {
 	} pf[TIER_PREFETCH_MAX];
 	unsigned pf_n;
 	_Atomic uint64_t pf_hits, pf_started;
+
+	/* Shared mode (-o shared, tier_share.c): many mounts of one
+	 * namespace, each commit a record of the head's epoch's log. */
+	int shared;
+	uint64_t node;			/* this mount's number (random) */
+	unsigned lease_s;		/* a write lease outlives its node's
+					 * last renewal by this */
+	_Atomic uint64_t pos;		/* the log applied up to here */
+	/* catch_mu: one catch-up at a time; taken with no store lock held,
+	 * it takes the store's apply lock (store_int.h) under it. */
+	pthread_mutex_t catch_mu;
+	pthread_t follow_th;
+	int follow_started;
+	_Atomic uint64_t sh_appended, sh_applied, sh_conflicts,
+		sh_refused, sh_broken;
+	_Atomic uint64_t sh_lag_ns;	/* the last record's age when applied */
 };
+
+/* ---- tier_share.c: shared mode ---- */
+
+#define TIER_NODE_FMT	"objfs.node.%016" PRIx64
+#define TIER_LEASE_FMT	"w%016" PRIx64	/* a super key: the writer's node */
+/* How often a node looks for records it has not applied (it is also told
+ * at once by a notify). */
+#define TIER_FOLLOW_MS	100u
+
+int tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize);
+int tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize);
+void tier_share_stop(struct objfs_tier *t);
+void tier_share_close(struct objfs_tier *t);
+int tier_share_renew(struct objfs_tier *t);
+size_t tier_share_status(struct objfs_tier *t, char *buf, size_t size);
+/* The ops of tier.h for shared mode. */
+int tier_share_catch_up(struct objfs_tier *t);
+int tier_share_lease(struct objfs_tier *t, struct objfs_meta_txn *tx,
+		uint64_t ino, int take);
+int tier_share_unblock(struct objfs_tier *t);
+void tier_share_publishing(struct objfs_tier *t, uint64_t ino);
 
 /* ---- tier_tree.c: the tree's layout in the pool ---- */
 

@@ -24,6 +24,7 @@
 #include "base/clock.h"
 #include "base/csum.h"
 #include "base/log.h"
+#include "../meta/meta_keys.h"
 #include "store_int.h"
 #include "tier_int.h"
 
@@ -296,6 +297,17 @@ build(struct objfs_tier *t, const char *dir, const struct head *h, char *msg,
 		rc = objfs_meta_checkpoint_now(m);
 	if (rc == 0)
 		rc = tier_set_supers(m, h->tree, h->epoch, h->owner);
+	if (rc == 0) {
+		/* The position in the log (shared mode follows it from
+		 * here). */
+		struct objfs_meta_txn *tx;
+
+		rc = objfs_meta_begin(m, OBJFS_META_ESSENTIAL, &tx);
+		if (rc == 0)
+			rc = objfs_commit_or_abort(tx, objfs_meta_super_put(tx,
+				OBJFS_SUPER_REMOTE_POS, t->logs_end - 1),
+				NULL);
+	}
 	if (rc == 0)
 		rc = objfs_meta_close(m);
 	else
@@ -389,6 +401,19 @@ tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,
 			"remote= an empty data directory", tree, t->spec,
 			h.tree);
 		return -EXDEV;
+	}
+	if (t->shared && epoch == h.epoch) {
+		uint64_t pos;
+
+		/* One of many mounts: the log is applied from the index's
+		 * position on (start). */
+		if (local_super(m, OBJFS_SUPER_REMOTE_POS, &pos) == 0)
+			return 0;
+		objfs_log(OBJFS_LOG_INFO, "remote: %s: this data directory's "
+			"index has no position in the pool's log: building it "
+			"anew from the pool", t->spec);
+		*stale = 1;
+		return 0;
 	}
 	if (epoch != h.epoch || owner != h.owner) {
 		objfs_log(OBJFS_LOG_INFO, "remote: %s was mounted elsewhere since "

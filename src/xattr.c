@@ -184,13 +184,21 @@ objfs_store_setxattr(struct objfs_store *s, uint64_t ino, const char *name,
 	/* POSIX ACLs are not supported: storing them as plain bytes would
 	 * let them disagree with the mode bits the kernel enforces.  Saying
 	 * so makes cp -a and rsync -A fall back to the mode bits. */
+	int rc;
+
 	if (strncmp(name, "system.posix_acl_", 17) == 0)
 		return -EOPNOTSUPP;
-	return xattr_change(s, ino, name, val, len, flags, 0);
+	if (objfs_is_status_ino(ino))	/* requests: gc, not the tree */
+		return xattr_change(s, ino, name, val, len, flags, 0);
+	OBJFS_SHARED(s, rc, xattr_change(s, ino, name, val, len, flags, 0));
+	return rc;
 }
 
 int
 objfs_store_removexattr(struct objfs_store *s, uint64_t ino, const char *name)
 {
-	return xattr_change(s, ino, name, NULL, 0, 0, 1);
+	int rc;
+
+	OBJFS_SHARED(s, rc, xattr_change(s, ino, name, NULL, 0, 0, 1));
+	return rc;
 }

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shared.c - the store's side of shared mode (-o shared; the tier's is
+ * src/tier_share.c; doc/design.md, "Many nodes on one namespace"):
+ * operations tried again after the pool's log moved on, other mounts'
+ * commits applied to the index and to the inodes in memory, write leases
+ * taken at open and given back at the last close, and a file published
+ * whole at fsync and close.
+ *
+ * Locks: apply_lock (store_int.h) is outermost.  An operation that may
+ * commit a change to the shared tree holds it shared from before it reads
+ * anything until its commit (OBJFS_SHARED); applying a record holds it
+ * exclusive, so no operation reads a state that a record changes under
+ * it.  notify_mu is a leaf: the kernel's caches to drop, sent by the
+ * log's follower with no lock held.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/be.h"
+#include "base/log.h"
+#include "../meta/meta_keys.h"
+#include "store_int.h"
+
+void
+objfs_share_begin(struct objfs_store *s)
+{
+	if (s->shared)
+		pthread_rwlock_rdlock(&s->apply_lock);
+}
+
+void
+objfs_share_end(struct objfs_store *s)
+{
+	if (s->shared)
+		pthread_rwlock_unlock(&s->apply_lock);
+}
+
+/* Tries before an operation that keeps losing the race for the log's
+ * next record gives up (each loss means another mount's change went in:
+ * the log moves, so this is not a livelock but a bound). */
+#define SHARE_TRIES	256
+
+int
+objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries)
+{
+	int r;
+
+	if (!s->shared)
+		return 0;
+	if (*rc == -ERESTART) {
+		if (tries >= SHARE_TRIES) {
+			*rc = -EAGAIN;
+			return 0;
+		}
+		r = s->tier_ops->catch_up(s->tier);
+		if (r < 0) {
+			*rc = r;
+			return 0;
+		}
+		return 1;
+	}
+	if (*rc == -EBUSY) {
+		/* A lease of another node: gone nodes' leases are broken. */
+		r = s->tier_ops->unblock(s->tier);
+		if (r == 0 && tries < SHARE_TRIES)
+			return 1;
+		if (r != -EBUSY)
+			*rc = r == 0 ? -EAGAIN : r;
+	}
+	return 0;
+}
+
+/* ---- the kernel's caches ---------------------------------------------- */
+
+void
+objfs_store_set_notify(struct objfs_store *s,
+		void (*fn)(void *arg, uint64_t parent, const char *name,
+			size_t len, uint64_t ino),
+		void *arg)
+{
+	pthread_mutex_lock(&s->notify_mu);
+	s->notify_fn = fn;
+	s->notify_arg = arg;
+	pthread_mutex_unlock(&s->notify_mu);
+}
+
+static void
+notify_add(struct objfs_store *s, uint64_t parent, const char *name,
+		size_t len, uint64_t ino)
+{
+	struct objfs_notify *n;
+
+	if (len > OBJFS_NAME_MAX)
+		return;
+	n = malloc(sizeof(*n) + len + 1);
+	if (!n)
+		return;		/* the caches' timeouts bound it */
+	n->parent = parent;
+	n->ino = ino;
+	n->len = len;
+	memcpy(n->name, name, len);
+	n->name[len] = '\0';
+	pthread_mutex_lock(&s->notify_mu);
+	n->next = NULL;
+	*s->notify_tail = n;
+	s->notify_tail = &n->next;
+	pthread_mutex_unlock(&s->notify_mu);
+}
+
+void
+objfs_store_notify_send(struct objfs_store *s)
+{
+	struct objfs_notify *n, *next;
+	void (*fn)(void *, uint64_t, const char *, size_t, uint64_t);
+	void *arg;
+
+	pthread_mutex_lock(&s->notify_mu);
+	n = s->notify_head;
+	s->notify_head = NULL;
+	s->notify_tail = &s->notify_head;
+	fn = s->notify_fn;
+	arg = s->notify_arg;
+	pthread_mutex_unlock(&s->notify_mu);
+	for (; n; n = next) {
+		next = n->next;
+		if (fn)
+			fn(arg, n->parent, n->len ? n->name : NULL, n->len,
+				n->ino);
+		free(n);
+	}
+}
+
+/* ---- another mount's commit ------------------------------------------- */
+
+#define TOUCH_MAX	4096
+
+struct touched {
+	struct objfs_store *s;
+	uint64_t ino[TOUCH_MAX];
+	size_t n;
+	int all;		/* more than TOUCH_MAX: every inode in memory */
+};
+
+static void
+touch(struct touched *t, uint64_t ino)
+{
+	for (size_t i = t->n; i-- > 0 && i + 8 >= t->n; )
+		if (t->ino[i] == ino)
+			return;		/* the common repeat: a file's chunks */
+	if (t->n < TOUCH_MAX)
+		t->ino[t->n++] = ino;
+	else
+		t->all = 1;
+}
+
+static int
+scan(void *arg, int op, int db, const unsigned char *k, size_t klen,
+		const unsigned char *v, size_t vlen)
+{
+	struct touched *t = arg;
+
+	(void)op;
+	(void)v;
+	(void)vlen;
+	switch (db) {
+	case OBJFS_MDB_INODE:
+	case OBJFS_MDB_SYMLINK:
+	case OBJFS_MDB_CHUNK:
+	case OBJFS_MDB_XATTR:
+		if (klen >= 8)
+			touch(t, get_be64(k));
+		break;
+	case OBJFS_MDB_DIRENT:
+		/* A name that came or went: the kernel's entry (or its
+		 * memory that there is none) is dropped. */
+		if (klen > 8)
+			notify_add(t->s, get_be64(k), (const char *)k + 8,
+				klen - 8, 0);
+		if (klen >= 8)
+			touch(t, get_be64(k));
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Bring @ip (locked) in line with the index after a record changed it. */
+static void
+refresh(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_meta_txn *tx;
+	struct objfs_attr a;
+	int rc = objfs_meta_begin(s->meta, 0, &tx);
+
+	if (rc < 0)
+		return;
+	rc = objfs_meta_inode_get(tx, ip->ino, &a);
+	objfs_meta_abort(tx);
+	if (rc == -ENOENT) {
+		/* Deleted by another mount: what this one has open of it
+		 * reads on from memory and the pool, as an unlinked file. */
+		ip->gone = 1;
+		ip->attr.nlink = 0;
+		ip->attr_dirty = 0;
+		return;
+	}
+	if (rc < 0)
+		return;
+	if (!S_ISREG(a.mode)) {
+		ip->attr = a;
+		return;
+	}
+	if (ip->nopen || ip->chunks.ndirty) {
+		/* Open here: its readers keep the version they opened (its
+		 * chunk map names that version's chunks); the new one is
+		 * loaded at the last close. */
+		ip->detached = 1;
+		return;
+	}
+	objfs_data_unload(s, ip);
+	ip->attr = a;
+	ip->attr_dirty = 0;
+	ip->cache_stale = 1;		/* the kernel's pages are old */
+	if (objfs_data_load(s, ip) < 0)
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": cannot load the "
+			"version another mount published", ip->ino);
+}
+
+void
+objfs_share_reload(struct objfs_store *s, struct objfs_inode *ip)
+{
+	objfs_inode_assert_locked(ip);
+	if (!ip->detached || ip->nopen)
+		return;
+	ip->detached = 0;
+	if (ip->gone)
+		return;
+	refresh(s, ip);
+}
+
+static void
+refresh_ino(struct objfs_store *s, uint64_t ino)
+{
+	struct objfs_inode *ip;
+
+	if (objfs_store_iget_cached(s, ino, &ip) < 0)
+		return;
+	objfs_inode_lock(ip);
+	refresh(s, ip);
+	objfs_inode_unlock(ip);
+	objfs_store_iput(s, ip);
+	notify_add(s, 0, NULL, 0, ino);
+}
+
+int
+objfs_store_apply_remote(struct objfs_store *s, const void *pl, size_t n)
+{
+	struct touched *t = calloc(1, sizeof(*t));
+	struct objfs_meta_txn *tx;
+	uint64_t v;
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	t->s = s;
+	pthread_rwlock_wrlock(&s->apply_lock);
+	pthread_mutex_lock(&s->ns_lock);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &tx);
+	if (rc == 0)
+		rc = objfs_meta_apply(tx, pl, n);
+	rc = objfs_commit_or_abort(tx, rc, NULL);
+	if (rc == 0) {
+		(void)objfs_meta_payload_walk(pl, n, scan, t);
+		if (objfs_meta_begin(s->meta, 0, &tx) == 0) {
+			if (objfs_meta_super_get(tx, OBJFS_SUPER_NEXT_INO,
+					&v) == 0 && v > s->next_ino)
+				s->next_ino = v;
+			if (objfs_meta_super_get(tx, OBJFS_SUPER_NEXT_COOKIE,
+					&v) == 0 && v > s->next_cookie)
+				s->next_cookie = v;
+			if (objfs_meta_inode_count(tx, &v) == 0)
+				atomic_store(&s->ninodes, v);
+			objfs_meta_abort(tx);
+		}
+		if (t->all) {
+			struct objfs_inode **all;
+			size_t k;
+
+			if (objfs_inode_snapshot(s, &all, &k) == 0) {
+				for (size_t i = 0; i < k; i++) {
+					objfs_inode_lock(all[i]);
+					refresh(s, all[i]);
+					objfs_inode_unlock(all[i]);
+					notify_add(s, 0, NULL, 0, all[i]->ino);
+				}
+				objfs_inode_put_all(s, all, k);
+			}
+		} else {
+			for (size_t i = 0; i < t->n; i++)
+				refresh_ino(s, t->ino[i]);
+		}
+	}
+	pthread_mutex_unlock(&s->ns_lock);
+	pthread_rwlock_unlock(&s->apply_lock);
+	free(t);
+	return rc;
+}
+
+/* ---- leases and publishing -------------------------------------------- */
+
+static int
+lease_commit(struct objfs_store *s, uint64_t ino, int take)
+{
+	struct objfs_meta_txn *tx;
+	int rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &tx);
+
+	if (rc < 0)
+		return rc;
+	rc = s->tier_ops->lease(s->tier, tx, ino, take);
+	return objfs_commit_or_abort(tx, rc, NULL);
+}
+
+int
+objfs_share_lease(struct objfs_store *s, uint64_t ino)
+{
+	int rc;
+
+	OBJFS_SHARED(s, rc, lease_commit(s, ino, 1));
+	return rc;
+}
+
+/* The file's whole state as this index has it, in one commit that other
+ * mounts apply at once; with @release, the lease goes in the same one. */
+static int
+publish_commit(struct objfs_store *s, uint64_t ino, int release)
+{
+	struct objfs_meta_txn *tx;
+	void *ents = NULL;
+	size_t n = 0;
+	int rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &tx);
+
+	if (rc < 0)
+		return rc;
+	if (release)
+		rc = s->tier_ops->lease(s->tier, tx, ino, 0);
+	if (rc == 0)
+		rc = objfs_meta_inode_entries(tx, ino, &ents, &n);
+	if (rc == 0 && n)
+		rc = objfs_meta_apply(tx, ents, n);
+	free(ents);
+	s->tier_ops->publishing(s->tier, ino);
+	rc = objfs_commit_or_abort(tx, rc, NULL);
+	s->tier_ops->publishing(s->tier, 0);
+	return rc;
+}
+
+int
+objfs_share_publish(struct objfs_store *s, uint64_t ino, int release)
+{
+	int rc;
+
+	OBJFS_SHARED(s, rc, publish_commit(s, ino, release));
+	if (rc == -EBUSY) {
+		/* Another node has the file now: this node's lease was
+		 * broken while it could not renew its lock. */
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": this node lost its "
+			"write lease (its lock lapsed and another node took the "
+			"file): what it wrote since the last publish is not "
+			"published", ino);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+int
+objfs_share_publish_all(struct objfs_store *s)
+{
+	struct objfs_inode **all;
+	size_t k;
+	int rc = 0;
+
+	if (!s->shared || objfs_inode_snapshot(s, &all, &k) < 0)
+		return 0;
+	for (size_t i = 0; i < k; i++) {
+		int w, r;
+
+		objfs_inode_lock(all[i]);
+		w = all[i]->nwriters > 0 && all[i]->attr.nlink;
+		objfs_inode_unlock(all[i]);
+		if (w && (r = objfs_share_publish(s, all[i]->ino, 0)) < 0 &&
+		    !rc)
+			rc = r;
+	}
+	objfs_inode_put_all(s, all, k);
+	return rc;
+}
+
+int
+objfs_store_is_shared(const struct objfs_store *s)
+{
+	return s->shared;
+}

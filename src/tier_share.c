@@ -1,0 +1,893 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tier_share.c - shared mode (-o shared): many mounts, on as many
+ * machines, of one pool's namespace (doc/design.md, "Many nodes on one
+ * namespace").
+ *
+ * The tree is the head's snapshot and one log, as for a single mount; in
+ * shared mode every mount appends to that log.  A commit that changes
+ * the shared tree is put, in the index's commit hook (objfs_meta_set_hook)
+ * and before the commit is journaled, as log record "remote_pos + 1" with
+ * an exclusive create: whoever creates a number first has it, and a mount
+ * that finds it taken rolls its commit back, applies what it missed and
+ * tries its operation again (-ERESTART, store_int.h's OBJFS_SHARED).  So
+ * every commit in the log was made against the tree as the log stood just
+ * before it, and every mount that applies the log in order holds the same
+ * tree.  Other mounts find new records within TIER_FOLLOW_MS (a thread
+ * looks that often) and apply them (objfs_store_apply_remote).
+ *
+ * A file open for writing on one mount is leased to it: the super record
+ * "w<ino>" names the node, and every commit that touches another node's
+ * leased inode is refused (-EBUSY) by the hook, checked against the tree
+ * as the log has it.  The writer's own changes to the file's records stay
+ * in its index (the hook leaves them out of what it puts) until it
+ * publishes the file: at fsync and close, one commit holds the file's
+ * whole state (objfs_meta_inode_entries), so other mounts see the old
+ * version or the new one, never a part.  A node holds a RADOS lock,
+ * "objfs.node.<number>", renewed every third of its duration
+ * (remote_lease): when a lease's node no longer holds it, the node is
+ * gone and its lease is broken by the next mount that needs the file (a
+ * commit that puts the file's state as published and drops the lease).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/csum.h"
+#include "base/log.h"
+#include "../meta/meta_keys.h"
+#include "store_int.h"
+#include "tier_int.h"
+
+/* This thread's commit applies log record @tl_applying (not put again),
+ * or publishes @tl_publish whole; the lease that refused its last try. */
+static _Thread_local uint64_t tl_applying, tl_publish;
+static _Thread_local uint64_t tl_blocked_ino, tl_blocked_node;
+
+static void
+lease_key(char k[24], uint64_t ino)
+{
+	snprintf(k, 24, TIER_LEASE_FMT, ino);
+}
+
+static int
+lease_get(struct objfs_meta_txn *tx, uint64_t ino, uint64_t *node)
+{
+	char k[24];
+	int rc;
+
+	lease_key(k, ino);
+	rc = objfs_meta_super_get(tx, k, node);
+	if (rc == -ENOENT) {
+		*node = 0;
+		rc = 0;
+	}
+	return rc;
+}
+
+static void
+node_name(char name[64], uint64_t node)
+{
+	snprintf(name, 64, TIER_NODE_FMT, node);
+}
+
+/* ---- the hook: what a commit puts in the pool's log ------------------- */
+
+/* Super records of this data directory, not of the tree. */
+static int
+local_super(const unsigned char *k, size_t klen)
+{
+	static const char *const own[] = { "id", "clean", "journal_seq",
+		SUPER_TREE, SUPER_EPOCH, SUPER_OWNER, OBJFS_SUPER_REMOTE_POS };
+
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (klen == strlen(own[i]) && memcmp(k, own[i], klen) == 0)
+			return 1;
+	return 0;
+}
+
+/* The inode a lease key names, or 0. */
+static uint64_t
+lease_ino(const unsigned char *k, size_t klen)
+{
+	char hex[17];
+	char *end;
+	uint64_t ino;
+
+	if (klen != 17 || k[0] != 'w')
+		return 0;
+	memcpy(hex, k + 1, 16);
+	hex[16] = '\0';
+	ino = strtoull(hex, &end, 16);
+	return *end ? 0 : ino;
+}
+
+#define FILT_LEASES	16
+
+struct filt {
+	struct objfs_tier *t;
+	struct objfs_meta_txn *tx;
+	unsigned char *p;
+	size_t len, cap;
+	uint64_t leases[FILT_LEASES];	/* lease keys the commit changes */
+	unsigned nleases;
+	int many;			/* more than FILT_LEASES */
+};
+
+static int
+scan_leases(void *arg, int op, int db, const unsigned char *k, size_t klen,
+		const unsigned char *v, size_t vlen)
+{
+	struct filt *f = arg;
+	uint64_t ino;
+
+	(void)op;
+	(void)v;
+	(void)vlen;
+	if (db != OBJFS_MDB_SUPER || !(ino = lease_ino(k, klen)))
+		return 0;
+	if (f->nleases < FILT_LEASES)
+		f->leases[f->nleases++] = ino;
+	else
+		f->many = 1;
+	return 0;
+}
+
+static int
+lease_changed(const struct filt *f, uint64_t ino)
+{
+	if (f->many)
+		return 1;
+	for (unsigned i = 0; i < f->nleases; i++)
+		if (f->leases[i] == ino)
+			return 1;
+	return 0;
+}
+
+static int
+keep(struct filt *f, int op, int db, const unsigned char *k, size_t klen,
+		const unsigned char *v, size_t vlen)
+{
+	size_t need = f->len + 8 + klen + vlen;
+	unsigned char *p;
+
+	if (need > f->cap) {
+		size_t cap = f->cap ? f->cap : 4096;
+
+		while (cap < need)
+			cap *= 2;
+		p = realloc(f->p, cap);
+		if (!p)
+			return -ENOMEM;
+		f->p = p;
+		f->cap = cap;
+	}
+	p = f->p + f->len;
+	p[0] = (unsigned char)op;
+	p[1] = (unsigned char)db;
+	p[2] = (unsigned char)(klen >> 8);
+	p[3] = (unsigned char)klen;
+	p[4] = (unsigned char)(vlen >> 24);
+	p[5] = (unsigned char)(vlen >> 16);
+	p[6] = (unsigned char)(vlen >> 8);
+	p[7] = (unsigned char)vlen;
+	memcpy(p + 8, k, klen);
+	if (vlen)
+		memcpy(p + 8 + klen, v, vlen);
+	f->len = need;
+	return 0;
+}
+
+static int
+filter_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
+		const unsigned char *v, size_t vlen)
+{
+	struct filt *f = arg;
+	uint64_t ino, node;
+	int rc;
+
+	switch (db) {
+	case OBJFS_MDB_SUPER:
+		if (local_super(k, klen))
+			return 0;
+		break;
+	case OBJFS_MDB_DIRENT:
+	case OBJFS_MDB_DIRCOOKIE:
+		break;
+	case OBJFS_MDB_INODE:
+	case OBJFS_MDB_SYMLINK:
+	case OBJFS_MDB_CHUNK:
+	case OBJFS_MDB_XATTR:
+		if (klen < 8)
+			return -EIO;
+		ino = get_be64(k);
+		rc = lease_get(f->tx, ino, &node);
+		if (rc < 0)
+			return rc;
+		if (node && node != f->t->node) {
+			/* Another node writes it. */
+			tl_blocked_ino = ino;
+			tl_blocked_node = node;
+			return -EBUSY;
+		}
+		/* Ours: what we do to it is published whole, at fsync or
+		 * close; the commit that takes the lease (a create) goes as
+		 * it is. */
+		if (node && ino != tl_publish && !lease_changed(f, ino))
+			return 0;
+		break;
+	default:
+		/* Orphans, tombstones: this mount's own. */
+		return 0;
+	}
+	return keep(f, op, db, k, klen, v, vlen);
+}
+
+/* Log record @g holding one commit, @pl. */
+static unsigned char *
+make_record(uint64_t g, const void *pl, size_t n, size_t *len)
+{
+	uint32_t magic = TIER_LOG_MAGIC, count = 1;
+	unsigned char *p = malloc(TIER_LOG_HDR + 16 + n);
+
+	if (!p)
+		return NULL;
+	memcpy(p, &magic, 4);
+	memcpy(p + 4, &count, 4);
+	put_be64(p + 8, g);
+	put_be64(p + 16, g);
+	put_be64(p + TIER_LOG_HDR, g);
+	put_be64(p + TIER_LOG_HDR + 8, n);
+	memcpy(p + TIER_LOG_HDR + 16, pl, n);
+	*len = TIER_LOG_HDR + 16 + n;
+	put_be64(p + 24, objfs_csum64_seed(p + TIER_LOG_HDR,
+			*len - TIER_LOG_HDR, 0));
+	return p;
+}
+
+/* Record @g is there: is it this one (a try whose answer was lost)? */
+static int
+same_record(struct objfs_tier *t, uint64_t g, const void *rec, size_t len)
+{
+	char name[64];
+	void *have;
+	size_t hlen;
+	int rc;
+
+	tier_log_name(name, t->epoch, g);
+	rc = objfs_remote_get_all(t->r, name, &have, &hlen);
+	if (rc < 0)
+		return rc;
+	rc = hlen == len && memcmp(have, rec, len) == 0;
+	free(have);
+	return rc;
+}
+
+static int
+share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
+		uint64_t *pos)
+{
+	struct objfs_tier *t = arg;
+	struct filt f = { t, tx, NULL, 0, 0, { 0 }, 0, 0 };
+	unsigned char *rec;
+	uint64_t cur = 0, t0;
+	size_t len;
+	int rc;
+
+	if (tl_applying) {
+		*pos = tl_applying;
+		return 0;
+	}
+	rc = objfs_meta_payload_walk(pl, n, scan_leases, &f);
+	if (rc == 0)
+		rc = objfs_meta_payload_walk(pl, n, filter_one, &f);
+	if (rc < 0 || f.len == 0) {
+		free(f.p);
+		return rc;	/* refused, or this mount's alone */
+	}
+	rc = objfs_meta_super_get(tx, OBJFS_SUPER_REMOTE_POS, &cur);
+	if (rc < 0) {
+		free(f.p);
+		return rc == -ENOENT ? -EIO : rc;
+	}
+	rec = make_record(cur + 1, f.p, f.len, &len);
+	free(f.p);
+	if (!rec)
+		return -ENOMEM;
+	t0 = objfs_mono_ns();
+	rc = objfs_remote_log_put(t->r, t->epoch, cur + 1, rec, len);
+	if (rc == -EEXIST) {
+		rc = same_record(t, cur + 1, rec, len);
+		if (rc == 0) {
+			/* Another mount's: apply it, then try again. */
+			atomic_fetch_add(&t->sh_conflicts, 1);
+			rc = -ERESTART;
+		} else if (rc == 1) {
+			rc = 0;
+		}
+	}
+	free(rec);
+	objfs_tier_note(t, rc == -ERESTART ? 0 : rc, "writing the pool's log");
+	if (rc < 0)
+		return rc;
+	objfs_tier_count(&t->logs, len, t0);
+	atomic_fetch_add(&t->sh_appended, 1);
+	atomic_store(&t->pos, cur + 1);
+	*pos = cur + 1;
+	return 0;
+}
+
+/* ---- following the log ------------------------------------------------ */
+
+static int
+index_pos(struct objfs_tier *t, uint64_t *pos)
+{
+	struct objfs_meta_txn *tx;
+	int rc = objfs_meta_begin(t->m, 0, &tx);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_super_get(tx, OBJFS_SUPER_REMOTE_POS, pos);
+	objfs_meta_abort(tx);
+	return rc;
+}
+
+struct apply_ctx {
+	struct objfs_tier *t;
+	int64_t mtime;
+};
+
+static int
+apply_commit(void *arg, uint64_t seq, const void *pl, size_t n)
+{
+	struct apply_ctx *a = arg;
+	int rc;
+
+	tl_applying = seq;
+	rc = objfs_store_apply_remote(a->t->s, pl, n);
+	tl_applying = 0;
+	if (rc == 0) {
+		atomic_store(&a->t->pos, seq);
+		atomic_fetch_add(&a->t->sh_applied, 1);
+	}
+	return rc;
+}
+
+int
+tier_share_catch_up(struct objfs_tier *t)
+{
+	static const size_t first_cap = 64 << 10;
+	unsigned char *buf = malloc(first_cap);
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	pthread_mutex_lock(&t->catch_mu);
+	for (;;) {
+		struct apply_ctx a = { t, 0 };
+		uint64_t pos, last;
+		void *big = NULL;
+		unsigned char *p = buf;
+		size_t len = 0;
+
+		rc = index_pos(t, &pos);
+		if (rc < 0)
+			break;
+		rc = objfs_remote_log_get(t->r, t->epoch, pos + 1, buf, first_cap,
+				&len);
+		if (rc == -EFBIG) {
+			char name[64];
+
+			tier_log_name(name, t->epoch, pos + 1);
+			rc = objfs_remote_get_all(t->r, name, &big, &len);
+			p = big;
+		}
+		if (rc == -ENOENT) {
+			rc = 0;
+			break;
+		}
+		objfs_tier_note(t, rc, "reading the pool's log");
+		if (rc < 0)
+			break;
+		rc = tier_log_walk(p, len, pos + 1, &last, apply_commit, &a);
+		free(big);
+		if (rc == -EPROTO)
+			objfs_log(OBJFS_LOG_ERR, "remote: %s: log record %" PRIu64
+				" is damaged: this mount stops following the "
+				"pool's log", t->spec, pos + 1);
+		if (rc < 0)
+			break;
+	}
+	pthread_mutex_unlock(&t->catch_mu);
+	free(buf);
+	return rc;
+}
+
+static void *
+follow_main(void *arg)
+{
+	struct objfs_tier *t = arg;
+	int quiet = 0;
+
+	pthread_mutex_lock(&t->lock);
+	while (!t->stop) {
+		int rc;
+
+		objfs_cond_wait_ms(&t->cv, &t->lock, TIER_FOLLOW_MS);
+		if (t->stop)
+			break;
+		pthread_mutex_unlock(&t->lock);
+		rc = tier_share_catch_up(t);
+		/* What changed, to the kernel's caches, with no lock held. */
+		objfs_store_notify_send(t->s);
+		if (rc < 0 && rc != -ETIMEDOUT && !quiet) {
+			objfs_log(OBJFS_LOG_ERR, "remote: %s: applying the pool's "
+				"log: %s", t->spec, strerror(-rc));
+			quiet = 1;
+		} else if (rc == 0) {
+			quiet = 0;
+		}
+		pthread_mutex_lock(&t->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* ---- leases ----------------------------------------------------------- */
+
+int
+tier_share_lease(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t ino,
+		int take)
+{
+	char k[24];
+	uint64_t node;
+	int rc = lease_get(tx, ino, &node);
+
+	if (rc < 0)
+		return rc;
+	lease_key(k, ino);
+	if (!take)
+		return node == t->node ? objfs_meta_super_del(tx, k) : 0;
+	if (node == t->node)
+		return 0;
+	if (node) {
+		tl_blocked_ino = ino;
+		tl_blocked_node = node;
+		return -EBUSY;
+	}
+	return objfs_meta_super_put(tx, k, t->node);
+}
+
+void
+tier_share_publishing(struct objfs_tier *t, uint64_t ino)
+{
+	(void)t;
+	tl_publish = ino;
+}
+
+/* 1 when node @node holds its lock (it lives), 0 when not, or -errno. */
+static int
+node_alive(struct objfs_tier *t, uint64_t node)
+{
+	char name[64], client[128], cookie[256];
+	int rc;
+
+	node_name(name, node);
+	rc = objfs_remote_holder(t->r, name, client, sizeof(client), cookie,
+			sizeof(cookie));
+	objfs_tier_note(t, rc == -ENOENT ? 0 : rc, "reading a node's lock");
+	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
+}
+
+/* Drop the lease of @ino that gone node @node held: one commit puts the
+ * file as this tree has it (its last published state: whatever the dead
+ * node's index held beyond it is replaced where it comes back) and
+ * deletes the lease. */
+static int
+break_lease(struct objfs_tier *t, uint64_t ino, uint64_t node)
+{
+	for (int tries = 0; tries < 64; tries++) {
+		struct objfs_meta_txn *tx;
+		uint64_t now;
+		void *ents = NULL;
+		size_t n = 0;
+		char k[24];
+		int rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
+
+		if (rc < 0)
+			return rc;
+		rc = lease_get(tx, ino, &now);
+		if (rc == 0 && now != node) {
+			objfs_meta_abort(tx);
+			return 0;	/* someone did already */
+		}
+		lease_key(k, ino);
+		if (rc == 0)
+			rc = objfs_meta_super_del(tx, k);
+		if (rc == 0)
+			rc = objfs_meta_inode_entries(tx, ino, &ents, &n);
+		if (rc == 0)
+			rc = objfs_meta_apply(tx, ents, n);
+		free(ents);
+		tl_publish = ino;
+		rc = objfs_commit_or_abort(tx, rc, NULL);
+		tl_publish = 0;
+		if (rc == -ERESTART) {
+			rc = tier_share_catch_up(t);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (rc == 0) {
+			atomic_fetch_add(&t->sh_broken, 1);
+			objfs_log(OBJFS_LOG_WARNING, "remote: %s: inode %" PRIu64
+				" was leased for writing to node %016" PRIx64
+				", which is gone (its lock lapsed): its lease "
+				"is broken, its last published version stands",
+				t->spec, ino, node);
+		}
+		return rc;
+	}
+	return -EAGAIN;
+}
+
+int
+tier_share_unblock(struct objfs_tier *t)
+{
+	uint64_t ino = tl_blocked_ino, node = tl_blocked_node;
+	int rc;
+
+	tl_blocked_ino = tl_blocked_node = 0;
+	if (!ino)
+		return -EBUSY;
+	rc = node_alive(t, node);
+	if (rc < 0)
+		return rc;
+	if (rc) {
+		atomic_fetch_add(&t->sh_refused, 1);
+		return -EBUSY;
+	}
+	return break_lease(t, ino, node);
+}
+
+/* ---- open, start, stop ------------------------------------------------ */
+
+int
+tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize)
+{
+	char name[64], who[256] = "";
+	int rc;
+
+	t->node = tier_random64();
+	pthread_mutex_init(&t->catch_mu, NULL);
+	rc = objfs_remote_hold_shared(t->r, TIER_HOLD, t->holder, t->hold_s,
+			who, sizeof(who));
+	if (rc == -EBUSY) {
+		snprintf(msg, msgsize, "%s is mounted by an objfs that does not "
+			"share it (%s): unmount it there and mount every node "
+			"with -o shared, or wait until its hold expires "
+			"(remote_hold, %u s after it stops renewing it)",
+			t->spec, who[0] ? who : "holder unknown", t->hold_s);
+		return rc;
+	}
+	if (rc < 0) {
+		snprintf(msg, msgsize, "%s: cannot take the namespace's shared "
+			"hold: %s", t->spec, rc == -ENOSPC || rc == -EDQUOT ?
+			"the pool is full" : strerror(-rc));
+		return rc;
+	}
+	node_name(name, t->node);
+	rc = objfs_remote_hold(t->r, name, t->holder, t->lease_s, NULL, 0);
+	if (rc < 0) {
+		(void)objfs_remote_release(t->r, TIER_HOLD, t->holder);
+		snprintf(msg, msgsize, "%s: cannot take this node's lock: %s",
+			t->spec, strerror(-rc));
+		return rc;
+	}
+	t->lease_ns = objfs_mono_ns() + (uint64_t)t->lease_s * 1000000000u;
+	return 0;
+}
+
+int
+tier_share_renew(struct objfs_tier *t)
+{
+	char name[64];
+	int rc = objfs_remote_hold_shared(t->r, TIER_HOLD, t->holder, t->hold_s,
+			NULL, 0);
+
+	node_name(name, t->node);
+	if (rc == 0)
+		rc = objfs_remote_hold(t->r, name, t->holder, t->lease_s, NULL,
+				0);
+	return rc;
+}
+
+struct lease_scan {
+	uint64_t owner;
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int
+lease_found(void *arg, const char *key, uint64_t node)
+{
+	struct lease_scan *ls = arg;
+	uint64_t ino = lease_ino((const unsigned char *)key, strlen(key));
+
+	if (!ino || node != ls->owner)
+		return 0;
+	if (ls->n == ls->cap) {
+		size_t cap = ls->cap ? ls->cap * 2 : 16;
+		uint64_t *v = realloc(ls->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ls->v = v;
+		ls->cap = cap;
+	}
+	ls->v[ls->n++] = ino;
+	return 0;
+}
+
+/* Publish and give back every lease that node @owner holds in the tree
+ * (this mount's, at unmount; a killed daemon's of this data directory,
+ * at mount), in one commit: each file's whole state as this index has
+ * it, the leases deleted. */
+static int
+release_leases(struct objfs_tier *t, uint64_t owner, size_t *count)
+{
+	for (int tries = 0; tries < 64; tries++) {
+		struct lease_scan ls = { owner, NULL, 0, 0 };
+		struct objfs_meta_txn *tx;
+		int rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
+
+		if (rc < 0)
+			return rc;
+		rc = objfs_meta_super_list(tx, "w", lease_found, &ls);
+		for (size_t i = 0; rc == 0 && i < ls.n; i++) {
+			char k[24];
+			void *ents = NULL;
+			size_t n = 0;
+
+			lease_key(k, ls.v[i]);
+			rc = objfs_meta_super_del(tx, k);
+			if (rc == 0)
+				rc = objfs_meta_inode_entries(tx, ls.v[i], &ents,
+						&n);
+			if (rc == 0 && n)
+				rc = objfs_meta_apply(tx, ents, n);
+			free(ents);
+		}
+		free(ls.v);
+		*count = ls.n;
+		if (rc == 0 && ls.n == 0) {
+			objfs_meta_abort(tx);
+			return 0;
+		}
+		rc = objfs_commit_or_abort(tx, rc, NULL);
+		if (rc != -ERESTART)
+			return rc;
+		rc = tier_share_catch_up(t);
+		if (rc < 0)
+			return rc;
+	}
+	return -EAGAIN;
+}
+
+/* The leases node @prev (this data directory's killed daemon) still holds
+ * become this mount's, in one commit. */
+static int
+take_over(struct objfs_tier *t, uint64_t prev, size_t *count)
+{
+	for (int tries = 0; tries < 64; tries++) {
+		struct lease_scan ls = { prev, NULL, 0, 0 };
+		struct objfs_meta_txn *tx;
+		int rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
+
+		if (rc < 0)
+			return rc;
+		rc = objfs_meta_super_list(tx, "w", lease_found, &ls);
+		for (size_t i = 0; rc == 0 && i < ls.n; i++) {
+			char k[24];
+
+			lease_key(k, ls.v[i]);
+			rc = objfs_meta_super_put(tx, k, t->node);
+		}
+		free(ls.v);
+		*count = ls.n;
+		if (rc == 0 && ls.n == 0) {
+			objfs_meta_abort(tx);
+			return 0;
+		}
+		rc = objfs_commit_or_abort(tx, rc, NULL);
+		if (rc != -ERESTART)
+			return rc;
+		rc = tier_share_catch_up(t);
+		if (rc < 0)
+			return rc;
+	}
+	return -EAGAIN;
+}
+
+/* Inodes with bytes the killed daemon wrote (adopted from the arena) to a
+ * file whose lease it lost: another node published the file since, and
+ * that version stands; the bytes go, said in the log. */
+static void
+drop_unleased(struct objfs_tier *t)
+{
+	struct objfs_inode **all;
+	size_t k;
+
+	if (objfs_inode_snapshot(t->s, &all, &k) < 0)
+		return;
+	for (size_t i = 0; i < k; i++) {
+		struct objfs_inode *ip = all[i];
+		struct objfs_meta_txn *tx;
+		uint64_t node = 0;
+
+		objfs_inode_lock(ip);
+		if (S_ISREG(ip->attr.mode) && (ip->chunks.ndirty ||
+		    ip->attr_dirty) && objfs_meta_begin(t->m, 0, &tx) == 0) {
+			(void)lease_get(tx, ip->ino, &node);
+			if (node != t->node) {
+				struct objfs_attr a;
+				int rc = objfs_meta_inode_get(tx, ip->ino, &a);
+
+				objfs_log(OBJFS_LOG_WARNING, "remote: %s: inode %"
+					PRIu64 ": what the last daemon wrote "
+					"to it and never published is dropped: "
+					"another node took the file since",
+					t->spec, ip->ino);
+				objfs_data_unload(t->s, ip);
+				ip->attr_dirty = 0;
+				ip->detached = 0;
+				if (rc == 0) {
+					ip->attr = a;
+					(void)objfs_data_load(t->s, ip);
+				} else {
+					ip->gone = 1;
+					ip->attr.nlink = 0;
+				}
+			}
+			objfs_meta_abort(tx);
+		}
+		objfs_inode_unlock(ip);
+	}
+	objfs_inode_put_all(t->s, all, k);
+}
+
+int
+tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
+{
+	uint64_t pos = 0, prev = 0;
+	size_t n = 0;
+	int rc;
+
+	rc = index_pos(t, &pos);
+	if (rc < 0) {
+		snprintf(msg, msgsize, "%s: the index has no position in the "
+			"pool's log: %s", t->spec, strerror(-rc));
+		return rc;
+	}
+	atomic_store(&t->pos, pos);
+	{
+		struct objfs_meta_txn *tx;
+
+		if (objfs_meta_begin(t->m, 0, &tx) == 0) {
+			(void)objfs_meta_super_get(tx, SUPER_OWNER, &prev);
+			objfs_meta_abort(tx);
+		}
+	}
+	objfs_meta_set_hook(t->m, share_hook, t);
+	rc = tier_share_catch_up(t);
+	if (rc < 0) {
+		snprintf(msg, msgsize, "%s: cannot apply the pool's log: %s",
+			t->spec, strerror(-rc));
+		return rc;
+	}
+	/* This data directory's last daemon was killed: what it was
+	 * writing under leases still its own (every write that returned,
+	 * adopted with the arena) is published; what it had written to
+	 * files another node has taken since is dropped. */
+	if (prev && prev != t->node) {
+		rc = take_over(t, prev, &n);
+		if (rc == 0)
+			drop_unleased(t);
+		if (rc == 0 && (rc = objfs_store_sync_all(t->s)) < 0)
+			objfs_log(OBJFS_LOG_WARNING, "remote: %s: writing out what "
+				"the last daemon left: %s", t->spec,
+				strerror(-rc));
+		if (rc == 0)
+			rc = release_leases(t, t->node, &n);
+		if (rc < 0) {
+			snprintf(msg, msgsize, "%s: cannot publish the files the "
+				"last daemon of this data directory was "
+				"writing: %s", t->spec, strerror(-rc));
+			return rc;
+		}
+		if (n)
+			objfs_log(OBJFS_LOG_INFO, "remote: %s: %zu file(s) the "
+				"last daemon of this data directory was writing "
+				"published as it left them", t->spec, n);
+	}
+	rc = tier_set_supers(t->m, t->tree, t->epoch, t->node);
+	if (rc < 0) {
+		snprintf(msg, msgsize, "cannot write to the index: %s",
+			strerror(-rc));
+		return rc;
+	}
+	rc = pthread_create(&t->follow_th, NULL, follow_main, t);
+	if (rc) {
+		snprintf(msg, msgsize, "cannot start the log's follower");
+		return -rc;
+	}
+	t->follow_started = 1;
+	objfs_log(OBJFS_LOG_INFO, "remote: %s: shared, node %016" PRIx64
+		", the log applied up to record %" PRIu64, t->spec, t->node,
+		(uint64_t)atomic_load(&t->pos));
+	return 0;
+}
+
+void
+tier_share_stop(struct objfs_tier *t)
+{
+	size_t n = 0;
+	int rc;
+
+	if (t->follow_started) {
+		pthread_mutex_lock(&t->lock);
+		t->stop = 1;
+		pthread_cond_broadcast(&t->cv);
+		pthread_mutex_unlock(&t->lock);
+		pthread_join(t->follow_th, NULL);
+		t->follow_started = 0;
+	}
+	rc = release_leases(t, t->node, &n);
+	if (rc < 0)
+		objfs_log(OBJFS_LOG_ERR, "remote: %s: cannot publish the files "
+			"this mount was writing: %s; other nodes may take them "
+			"once this node's lock lapses (remote_lease)", t->spec,
+			strerror(-rc));
+	objfs_meta_set_hook(t->m, NULL, NULL);
+}
+
+void
+tier_share_close(struct objfs_tier *t)
+{
+	char name[64];
+
+	node_name(name, t->node);
+	(void)objfs_remote_release(t->r, name, t->holder);
+	(void)objfs_remote_release(t->r, TIER_HOLD, t->holder);
+	pthread_mutex_destroy(&t->catch_mu);
+}
+
+size_t
+tier_share_status(struct objfs_tier *t, char *buf, size_t size)
+{
+	int n = snprintf(buf, size,
+		"remote_shared: 1\n"
+		"remote_node: %016" PRIx64 "\n"
+		"remote_log_position: %" PRIu64 "\n"
+		"remote_log_appended: %" PRIu64 "\n"
+		"remote_log_applied: %" PRIu64 "\n"
+		"remote_log_conflicts: %" PRIu64 "\n"
+		"remote_lease_refusals: %" PRIu64 "\n"
+		"remote_leases_broken: %" PRIu64 "\n",
+		t->node, (uint64_t)atomic_load(&t->pos),
+		(uint64_t)atomic_load(&t->sh_appended),
+		(uint64_t)atomic_load(&t->sh_applied),
+		(uint64_t)atomic_load(&t->sh_conflicts),
+		(uint64_t)atomic_load(&t->sh_refused),
+		(uint64_t)atomic_load(&t->sh_broken));
+
+	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
+}
