@@ -177,6 +177,11 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	if (objfs_is_status_ino(ino))
 		return (flags & O_ACCMODE) == O_RDONLY ? 0 : -EACCES;
 	rc = objfs_inode_get(s, ino, &ip);
+	/* Shared mode: an inode another mount deleted after the kernel
+	 * looked its name up (a rename over it): ESTALE makes the kernel
+	 * look the name up again, and open the file it names now. */
+	if (rc == -ENOENT && s->shared)
+		rc = -ESTALE;
 	if (rc < 0)
 		return rc;
 	/* Shared mode: one node writes a file at a time. */
@@ -196,7 +201,7 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	 * unlink after this sees the open. */
 	objfs_inode_lock(ip);
 	if (ip->gone)
-		rc = -ENOENT;
+		rc = s->shared && !ip->nopen ? -ESTALE : -ENOENT;
 	else
 		*cache = objfs_inode_open_locked(ip, flags, bypass);
 	opened = rc == 0;

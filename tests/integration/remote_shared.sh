@@ -1,0 +1,269 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Two objfs mounts, each with its own data directory and arena, of one
+# pool namespace with -o shared (doc/design.md, "Many nodes on one
+# namespace"), on a real single-node Ceph cluster (tests/ceph/cluster.sh):
+#   - a name made on A is on B within the follower's bound, and the other
+#     way; concurrent creates on both in one directory all land (the log's
+#     races are lost and tried again, never lost);
+#   - close-to-open: bytes A wrote are on B once A's close or fsync
+#     returned, whole; a reader on B keeps the version it opened while A
+#     publishes a new one in place, and while A renames a new file over
+#     it; a reader on B polling a name that A renames over always finds
+#     the old file or the new one, never neither, never a mixture;
+#   - one writer per file: B's open for writing is refused with EBUSY
+#     while A writes it, succeeds after A's close, and after A is killed
+#     once A's lease (remote_lease) has lapsed; A's remount then drops
+#     what it wrote and never published, and publishes what it wrote to a
+#     file nobody took;
+#   - the same bytes written on both nodes are one object in the pool;
+#     a collection on B (grace 0) removes no chunk either node's files
+#     name;
+#   - a shared mount is refused while an exclusive one holds the
+#     namespace, and the other way round.
+. "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
+t_init
+CL=$(cd "$(dirname "$0")/../ceph" && pwd)/cluster.sh
+C=$T/ceph
+if ! "$OBJFS_BIN" --help 2>&1 | grep -q "remote=rados" ||
+   ! command -v ceph-osd >/dev/null || ! command -v rados >/dev/null; then
+	skip "objfs shared on a Ceph pool" "built without librados, or Ceph is not installed (scripts/setup installs both)"
+	t_done
+	exit 0
+fi
+trap 'bash "$CL" stop "$C"; t_cleanup' EXIT
+ok "a single-node cluster" bash "$CL" start "$C" objfs
+CONF=$C/ceph.conf
+NS=s$$
+R="remote=rados:objfs/$NS,remote_conf=$CONF,remote_timeout=8,remote_hold=4"
+OPTS="arena=128M,$R,shared,remote_lease=4"
+A=$T/a B=$T/b
+mkdir -p "$A" "$B"
+rados_ls() { rados -c "$CONF" -p objfs -N "$NS" ls 2>/dev/null | sort; }
+figure() { sed -n "s/^$2: //p" "$1/.objfs-status"; }
+
+"$OBJFS_BIN" -f -o "data=$T/bad,arena=64M,shared" "$T/mnt" >"$T/o1" 2>&1
+ok "shared without remote= is refused" grep -q "need remote=rados:POOL" "$T/o1"
+"$OBJFS_BIN" -f -o "data=$T/bad,arena=64M,$R,remote_lease=4" "$T/mnt" >"$T/o2" 2>&1
+ok "remote_lease without shared is refused" grep -q "remote_lease= is for shared" "$T/o2"
+
+ok "mount A, the first of the namespace" start_objfs "$A" "$T/dA" "$OPTS"
+PA=$OBJFS_PID
+ok "mount B, a second node on it" start_objfs "$B" "$T/dB" "$OPTS"
+PB=$OBJFS_PID
+"$OBJFS_BIN" -f -o "data=$T/dX,arena=64M,$R" "$T/mnt" >"$T/o3" 2>&1
+ok "an exclusive mount is refused while shared ones hold it" \
+	grep -q "mounted by another objfs" "$T/o3"
+ok "both say they are shared" sh -c "[ '$(figure "$A" remote_shared)' = 1 ] && [ '$(figure "$B" remote_shared)' = 1 ]"
+
+# ---- names ----
+seen_within() {	# PATH SECONDS: the path exists within the time
+	python3 - "$1" "$2" <<'PY'
+import os, sys, time
+t0 = time.monotonic()
+while not os.path.lexists(sys.argv[1]):
+    if time.monotonic() - t0 > float(sys.argv[2]):
+        sys.exit(1)
+    time.sleep(0.01)
+PY
+}
+mkdir "$A/d1"
+ok "a directory made on A is on B within 2 s" seen_within "$B/d1" 2
+echo b-says >"$B/d1/from-b"
+ok "a file made on B is on A within 2 s" seen_within "$A/d1/from-b" 2
+ok "with B's bytes (B's close published them)" grep -qx b-says "$A/d1/from-b"
+ln -s from-b "$B/d1/link"
+ok "a symlink made on B reads on A" sh -c "sleep 0.5; [ \"\$(readlink '$A/d1/link')\" = from-b ]"
+setfattr -n user.tag -v shared-x "$A/d1" &&
+ok "an xattr set on A is on B" sh -c "sleep 0.5; getfattr --only-values -n user.tag '$B/d1' 2>/dev/null | grep -qx shared-x"
+both_create() {
+	( for i in $(seq 1 60); do : >"$A/d1/a$i" || exit 1; done ) & local p1=$!
+	( for i in $(seq 1 60); do : >"$B/d1/b$i" || exit 1; done ) & local p2=$!
+	wait $p1 && wait $p2 || return 1
+	sleep 0.5
+	[ "$(ls "$A/d1" | grep -c '^[ab][0-9]')" = 120 ] &&
+	[ "$(ls "$B/d1" | grep -c '^[ab][0-9]')" = 120 ]
+}
+ok "120 creates on both nodes at once in one directory: all on both" both_create
+echo "# log races lost and tried again: A $(figure "$A" remote_log_conflicts), B $(figure "$B" remote_log_conflicts)"
+rm "$B"/d1/a1?
+ok "removes on B are gone on A" sh -c "sleep 0.5; [ \"\$(ls '$A/d1' | grep -c '^a1')\" = 1 ]"
+
+# ---- bytes: close-to-open, versions ----
+head -c 6M /dev/urandom >"$T/v1"
+head -c 5M /dev/urandom >"$T/v2"
+cp "$T/v1" "$A/f"
+ok "A's close returned: B reads the same bytes" sh -c "sleep 0.3; cmp -s '$T/v1' '$B/f'"
+keeps_version() {	# B opens, A rewrites in place (or renames over), B reads on
+	python3 - "$A" "$B" "$T/v1" "$T/v2" "$1" <<'PY'
+import os, sys, time
+a, b, v1, v2, how = sys.argv[1:]
+old, new = open(v1, 'rb').read(), open(v2, 'rb').read()
+fb = os.open(b + '/f', os.O_RDONLY)
+head = os.pread(fb, 1 << 20, 0)
+if how == 'inplace':
+    with open(a + '/f', 'wb') as f:
+        f.write(new)
+else:
+    with open(a + '/f.tmp', 'wb') as f:
+        f.write(new)
+    os.rename(a + '/f.tmp', a + '/f')
+time.sleep(0.5)
+rest = os.pread(fb, 16 << 20, 1 << 20)
+os.close(fb)
+if head + rest != old:
+    sys.exit("the reader on B saw a mixture")
+if open(b + '/f', 'rb').read() != new:
+    sys.exit("a new open on B does not see A's new version")
+PY
+}
+ok "a reader on B keeps its version while A rewrites the file in place" keeps_version inplace
+cp "$T/v1" "$A/f"
+sleep 0.3
+ok "... and while A renames a new file over it" keeps_version rename
+never_neither() {	# B polls the name while A renames new versions over it
+	python3 - "$A" "$B" <<'PY'
+import os, sys, threading, time
+a, b = sys.argv[1:]
+vers = [bytes([65 + i]) * 300000 for i in range(6)]
+with open(a + '/ck', 'wb') as f:
+    f.write(vers[0])
+time.sleep(0.5)
+stop = False
+bad = []
+def writer():
+    global stop
+    for v in vers[1:]:
+        with open(a + '/ck.tmp', 'wb') as f:
+            f.write(v)
+        os.rename(a + '/ck.tmp', a + '/ck')
+        time.sleep(0.15)
+    time.sleep(0.5)
+    stop = True
+th = threading.Thread(target=writer)
+th.start()
+n = 0
+while not stop:
+    try:
+        d = open(b + '/ck', 'rb').read()
+    except FileNotFoundError:
+        bad.append('neither')
+        continue
+    n += 1
+    if d not in vers:
+        bad.append('mixture of %d bytes' % len(d))
+th.join()
+last = open(b + '/ck', 'rb').read()
+if bad or last != vers[-1]:
+    sys.exit('%s; last is version %s (%d reads)' % (bad[:3], last[:1], n))
+print('# %d reads of ck on B, each one whole version' % n)
+PY
+}
+ok "renames over a name on A: B finds the old file or the new, never neither or a mixture" never_neither
+
+# ---- one writer per file ----
+python3 -c "
+import os, time, sys
+fd = os.open('$A/w', os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b'a' * 1000)
+open('$T/w-open', 'w').close()
+while not os.path.exists('$T/w-close'):
+    time.sleep(0.05)
+os.close(fd)
+open('$T/w-closed', 'w').close()
+" &
+WP=$!
+seen_within "$T/w-open" 10
+is_errno() {	# WANT PYTHON-EXPRESSION
+	local got
+	got=$(errno_of "$2")
+	[ "$got" = "$1" ] || { echo "got $got"; return 1; }
+}
+ok "B's open for writing of a file A writes: EBUSY" is_errno EBUSY "os.close(os.open('$B/w', os.O_WRONLY))"
+ok "B's truncate of it: EBUSY" is_errno EBUSY "os.truncate('$B/w', 0)"
+ok "B reads its last published version meanwhile (empty)" sh -c "[ \"\$(stat -c %s '$B/w')\" = 0 ]"
+touch "$T/w-close"
+seen_within "$T/w-closed" 10
+wait $WP
+ok "after A's close: B's open for writing succeeds" is_errno OK "os.close(os.open('$B/w', os.O_WRONLY))"
+ok "and B sees A's 1000 bytes" sh -c "[ \"\$(stat -c %s '$B/w')\" = 1000 ]"
+ok "the refusals are counted" [ "$(figure "$B" remote_lease_refusals)" -ge 2 ]
+
+# A killed while writing two files: B takes one after the lease lapses.
+python3 -c "
+import os, time
+for n, c in (('k1', b'y'), ('k2', b'k')):
+    fd = os.open('$A/' + n, os.O_CREAT | os.O_WRONLY, 0o644)
+    os.write(fd, c * 7000)
+open('$T/k-open', 'w').close()
+time.sleep(120)
+" &
+KP=$!
+seen_within "$T/k-open" 10
+kill -9 "$PA"
+kill "$KP" 2>/dev/null; wait "$KP" 2>/dev/null
+fusermount3 -u "$A" 2>/dev/null || umount -l "$A"
+lease_lapses() {
+	python3 - "$B/k1" <<'PY'
+import errno, os, sys, time
+t0 = time.monotonic()
+while True:
+    try:
+        fd = os.open(sys.argv[1], os.O_WRONLY)
+        break
+    except OSError as e:
+        if e.errno != errno.EBUSY or time.monotonic() - t0 > 30:
+            sys.exit('open: %s after %.1f s' % (e, time.monotonic() - t0))
+        time.sleep(0.2)
+took = time.monotonic() - t0
+os.write(fd, b'z' * 10)
+os.close(fd)
+print('# B took k1 %.1f s after A was killed (remote_lease=4)' % took)
+if took < 1:
+    sys.exit('before the lease could lapse')
+PY
+}
+ok "A killed: B's open of A's file succeeds once A's lease lapsed" lease_lapses
+ok "the broken lease is counted" [ "$(figure "$B" remote_leases_broken)" = 1 ]
+ok "and logged" grep -q 'which is gone' "$T/objfs.b.log"
+ok "A mounts again on its data directory" start_objfs "$A" "$T/dA" "$OPTS"
+PA=$OBJFS_PID
+ok "A drops what it wrote to the file B took: B's bytes stand on both" sh -c "
+	[ \"\$(cat '$A/k1')\" = zzzzzzzzzz ] && [ \"\$(cat '$B/k1')\" = zzzzzzzzzz ] &&
+	grep -q 'never published is dropped' '$T/objfs.a.log'"
+ok "A publishes what it wrote to the file nobody took (7000 bytes on B)" sh -c "
+	sleep 0.5; [ \"\$(stat -c %s '$B/k2')\" = 7000 ] && [ \"\$(tr -d k <'$B/k2' | wc -c)\" = 0 ]"
+
+# ---- dedup and garbage collection across both ----
+head -c 4M /dev/urandom >"$T/same"
+cp "$T/same" "$A/s1"
+before=$(rados_ls | grep -c '^c\.')
+cp "$T/same" "$B/s2"
+after=$(rados_ls | grep -c '^c\.')
+ok "the same 4 MiB written on B adds no chunk to the pool ($before, $after)" [ "$before" = "$after" ]
+head -c 3M /dev/urandom >"$A/open-w"
+rm -f "$B/d1/from-b"
+sleep 0.3
+ok "a collection on B (grace 0) runs" setfattr -n user.objfs.gc -v 0 "$B/.objfs-status"
+reads_all() {
+	for m in "$A" "$B"; do
+		cmp -s "$T/same" "$m/s1" && cmp -s "$T/same" "$m/s2" &&
+		cmp -s "$T/v2" "$m/f" && [ "$(stat -c %s "$m/open-w")" = $((3 << 20)) ] &&
+		cat "$m/open-w" "$m/ck" "$m/k2" >/dev/null || return 1
+	done
+	# From empty data directories: every chunk comes from the pool.
+	start_objfs "$T/c" "$T/dC" "$OPTS" || return 1
+	cmp -s "$T/same" "$T/c/s1" && cmp -s "$T/v2" "$T/c/f" &&
+	cat "$T/c/open-w" "$T/c/ck" >/dev/null
+	local r=$?
+	stop_objfs "$T/c" && return $r
+}
+mkdir -p "$T/c"
+ok "after it, every file reads on A, on B and on a third node from empty" reads_all
+
+ok "B unmounts" stop_objfs "$B" "$PB"
+ok "A unmounts" stop_objfs "$A" "$PA"
+ok "an exclusive mount takes the namespace once no shared one holds it" start_objfs "$A" "$T/dE" "arena=128M,$R"
+ok "with the shared mounts' tree" cmp -s "$T/v2" "$A/f"
+ok "and unmounts" stop_objfs "$A"
+t_done
