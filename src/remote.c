@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/csum.h"
 #include "base/log.h"
@@ -297,16 +298,91 @@ objfs_remote_list(struct objfs_remote *r,
 	return rc == -ENOENT ? 0 : rc;
 }
 
-int
-objfs_remote_age(struct objfs_remote *r, const char *name, uint64_t *size,
-		int64_t *mtime)
+void
+objfs_remote_set_touch(struct objfs_remote *r, int on)
 {
-	time_t t;
-	int rc = rados_stat(r->io, name, size, &t);
+	r->touch = on;
+}
 
-	if (rc == 0)
-		*mtime = (int64_t)t;
+void
+objfs_remote_touch_op(rados_write_op_t op, const unsigned char *x,
+		size_t xlen, char stamp[32])
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(stamp, 32, "%lld.%09ld", (long long)ts.tv_sec, ts.tv_nsec);
+	rados_write_op_assert_exists(op);
+	rados_write_op_cmpxattr(op, SUMS_XATTR, LIBRADOS_CMPXATTR_OP_EQ,
+			(const char *)x, xlen);
+	rados_write_op_setxattr(op, SEEN_XATTR, stamp, strlen(stamp));
+}
+
+/* Touch chunk @name found with sums @x: 0, -ENOENT (gone meanwhile),
+ * -ECANCELED (other sums), -errno. */
+static int
+chunk_touch(struct objfs_remote *r, const char *name, const unsigned char *x,
+		size_t xlen)
+{
+	rados_write_op_t op = rados_create_write_op();
+	char stamp[32];
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	objfs_remote_touch_op(op, x, xlen, stamp);
+	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rados_release_write_op(op);
 	return rc;
+}
+
+int
+objfs_remote_age_ver(struct objfs_remote *r, const char *name, uint64_t *size,
+		int64_t *mtime, uint64_t *ver)
+{
+	rados_read_op_t op = rados_create_read_op();
+	rados_completion_t c;
+	time_t t = 0;
+	int rc, rv = 0;
+
+	if (!op)
+		return -ENOMEM;
+	rc = rados_aio_create_completion2(NULL, NULL, &c);
+	if (rc < 0) {
+		rados_release_read_op(op);
+		return rc;
+	}
+	rados_read_op_stat(op, size, &t, &rv);
+	rc = rados_aio_read_op_operate(op, r->io, c, name, 0);
+	if (rc == 0) {
+		rados_aio_wait_for_complete(c);
+		rc = rados_aio_get_return_value(c);
+		/* The version of this operation's answer: the ioctx's "last
+		 * version" would be any thread's. */
+		*ver = rados_aio_get_version(c);
+	}
+	rados_aio_release(c);
+	rados_release_read_op(op);
+	if (rc == 0 && rv < 0)
+		rc = rv;
+	*mtime = (int64_t)t;
+	return rc;
+}
+
+int
+objfs_remote_remove_at(struct objfs_remote *r, const char *name, uint64_t ver)
+{
+	rados_write_op_t op = rados_create_write_op();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	rados_write_op_assert_version(op, ver);
+	rados_write_op_remove(op);
+	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rados_release_write_op(op);
+	/* A version other than @ver: -ERANGE (older) or -EOVERFLOW (newer). */
+	return rc == -ERANGE || rc == -EOVERFLOW ? -ECANCELED : rc;
 }
 
 int
@@ -419,6 +495,17 @@ again:
 	/* There already: the same bytes, or (a name is 128 bits of a hash
 	 * and the length) something damaged it. */
 	rc = objfs_remote_chunk_same(r, name, len, shift, tab);
+	if (rc == 1 && r->touch) {
+		/* Shared mode: found, so written to (see set_touch). */
+		x = malloc(n);
+		if (!x)
+			return -ENOMEM;
+		x[0] = (unsigned char)shift;
+		memcpy(x + 1, tab, n - 1);
+		rc = chunk_touch(r, name, x, n);
+		free(x);
+		rc = rc == 0 ? 1 : rc == -ECANCELED ? 0 : rc;
+	}
 	if (rc == -ENOENT && tries++ < 3)
 		goto again;	/* removed in between (collected) */
 	if (rc < 0)

@@ -84,9 +84,21 @@ int objfs_remote_break(struct objfs_remote *r, const char *name,
  * that is the result); in no useful order. */
 int objfs_remote_list(struct objfs_remote *r,
 		int (*cb)(void *arg, const char *name), void *arg);
-/* An object's size and when it was last written (seconds since 1970). */
-int objfs_remote_age(struct objfs_remote *r, const char *name, uint64_t *size,
-		int64_t *mtime);
+/* Shared mode: a put that finds its chunk in the pool writes to it (the
+ * sums compared and an xattr set, one operation), so that the chunk's
+ * version and time move; a collector of another mount that read its age
+ * before then removes it only at the version it read
+ * (objfs_remote_remove_at), and one after sees it young. */
+void objfs_remote_set_touch(struct objfs_remote *r, int on);
+/* An object's size, when it was last written (seconds since 1970) and
+ * its RADOS version; -ENOENT when there is none. */
+int objfs_remote_age_ver(struct objfs_remote *r, const char *name,
+		uint64_t *size, int64_t *mtime, uint64_t *ver);
+/* Remove @name only if it is still at version @ver: 0, or -ECANCELED when
+ * it changed since (or -ENOENT when gone: counted as removed by the
+ * caller if it likes). */
+int objfs_remote_remove_at(struct objfs_remote *r, const char *name,
+		uint64_t ver);
 /* The cluster's raw space and what is free of it. */
 int objfs_remote_df(struct objfs_remote *r, uint64_t *total, uint64_t *avail);
 /* An object's size and bytes, however long: *@buf malloc'd (the caller

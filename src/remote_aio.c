@@ -53,6 +53,9 @@ struct put_item {
 	uint64_t size;
 	time_t mtime;
 	int rv;
+	char stamp[32];			/* a touching look's (remote_int.h) */
+	unsigned tries;			/* writes again after the chunk went
+					 * between a find and its use */
 };
 
 enum { P_CHECK = 1, P_WRITE, P_DONE };
@@ -100,8 +103,14 @@ put_finish(struct objfs_remote_puts *p, struct put_item *x)
 	rados_aio_release(x->c);
 	x->c = NULL;
 	if (x->state == P_CHECK) {
-		rados_release_read_op(x->rop);
+		if (x->rop)
+			rados_release_read_op(x->rop);
+		else	/* a touching look: no size, the sums say */
+			rados_release_write_op(x->wop);
+		if (!x->rop)
+			x->size = x->len;
 		x->rop = NULL;
+		x->wop = NULL;
 		x->state = P_DONE;
 		if (rc == 0 && x->rv == 0 && x->size == x->len) {
 			x->result = 0;		/* the same bytes are there */
@@ -134,6 +143,23 @@ put_finish(struct objfs_remote_puts *p, struct put_item *x)
 	/* Made meanwhile, by another writer of the same bytes (or it holds
 	 * others: the name is 128 bits of a hash and a length). */
 	rc = objfs_remote_chunk_same(p->r, x->name, x->len, x->shift, x->x + 1);
+	if (rc == 1 && p->r->touch) {
+		rados_write_op_t op = rados_create_write_op();
+
+		if (!op) {
+			rc = -ENOMEM;
+		} else {
+			objfs_remote_touch_op(op, x->x, x->xlen, x->stamp);
+			rc = rados_write_op_operate(op, p->r->io, x->name, NULL,
+					0);
+			rados_release_write_op(op);
+			rc = rc == 0 ? 1 : rc == -ECANCELED ? 0 : rc;
+		}
+	}
+	if (rc == -ENOENT && x->tries++ < 3) {
+		x->state = P_WRITE;	/* collected in between: again */
+		return;
+	}
 	if (rc == 1) {
 		x->result = 0;
 		p->misses = 0;		/* the pool has these: look again */
@@ -154,7 +180,18 @@ put_issue(struct objfs_remote_puts *p, struct put_item *x, int state)
 
 	if (rc < 0)
 		return rc;
-	if (state == P_CHECK) {
+	if (state == P_CHECK && p->r->touch) {
+		/* Shared mode: a look that finds the chunk writes to it. */
+		x->wop = rados_create_write_op();
+		if (!x->wop) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		objfs_remote_touch_op(x->wop, x->x, x->xlen, x->stamp);
+		x->rv = 0;
+		rc = rados_aio_write_op_operate(x->wop, p->r->io, x->c,
+				x->name, NULL, 0);
+	} else if (state == P_CHECK) {
 		x->rop = rados_create_read_op();
 		if (!x->rop) {
 			rc = -ENOMEM;

@@ -12,13 +12,21 @@
 #include <stdint.h>
 
 #define SUMS_XATTR	"objfs.sums"
+#define SEEN_XATTR	"objfs.seen"	/* shared mode: when a put last found
+					 * the chunk (objfs_remote_set_touch) */
 
 struct objfs_remote {
 	rados_t cluster;
 	rados_ioctx_t io;
 	/* The head's calls read the ioctx's last version: one at a time. */
 	pthread_mutex_t head_lock;
+	int touch;			/* objfs_remote_set_touch */
 };
+
+/* A find of chunk @name (its sums @x, @xlen bytes) made a write: the
+ * sums compared and SEEN_XATTR set in one operation on @op. */
+void objfs_remote_touch_op(rados_write_op_t op, const unsigned char *x,
+		size_t xlen, char stamp[32]);
 
 /* Does the object @name hold a chunk of @len bytes with sums @tab?  1 yes,
  * 0 no (other bytes, or not one of ours), -errno. */

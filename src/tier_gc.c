@@ -286,7 +286,11 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 		 * until it publishes it: no sweep meanwhile. */
 		struct other_leases o = { t->node, 0, 0 };
 
-		rc = objfs_meta_begin(t->m, 0, &tx);
+		/* What every node has published and leased so far: the
+		 * leases are checked, and the chunks marked, from there. */
+		rc = tier_share_catch_up(t);
+		if (rc == 0)
+			rc = objfs_meta_begin(t->m, 0, &tx);
 		if (rc == 0) {
 			rc = objfs_meta_super_list(tx, "w", other_lease, &o);
 			objfs_meta_abort(tx);
@@ -296,12 +300,10 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 				"open for writing on other nodes (node %016"
 				PRIx64 "...): their chunks are named only "
 				"there until they close", o.n, o.first);
+			objfs_log(OBJFS_LOG_INFO, "remote: %s: garbage "
+				"collection %s", t->spec, report);
 			return -EBUSY;
 		}
-		if (rc < 0)
-			return rc;
-		/* Mark what every node has published so far. */
-		rc = tier_share_catch_up(t);
 		if (rc < 0)
 			return rc;
 	}
@@ -341,9 +343,9 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 	for (size_t k = 0; rc == 0 && k < w.n; k++) {
 		const char *name = w.cand[k];
 		struct gc_name n;
-		uint64_t osize;
+		uint64_t osize, ver = 0;
 		int64_t mtime;
-		int r = objfs_remote_age(t->r, name, &osize, &mtime);
+		int r = objfs_remote_age_ver(t->r, name, &osize, &mtime, &ver);
 
 		if (r == -ENOENT)
 			continue;
@@ -366,9 +368,14 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 		pthread_mutex_lock(&t->gc_mu);
 		if (recent_has(t, &n)) {
 			noted++;
-		} else if ((r = objfs_remote_remove(t->r, name)) == 0) {
+		} else if ((r = objfs_remote_remove_at(t->r, name, ver)) == 0) {
 			removed++;
 			bytes += n.len;
+		} else if (r == -ECANCELED || r == -ENOENT) {
+			/* Found by a put of another mount since its age was
+			 * read (shared mode: it wrote to it), or gone. */
+			noted++;
+			r = 0;
 		}
 		pthread_mutex_unlock(&t->gc_mu);
 		if (r < 0) {

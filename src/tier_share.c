@@ -593,6 +593,9 @@ tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize)
 		return rc;
 	}
 	t->lease_ns = objfs_mono_ns() + (uint64_t)t->lease_s * 1000000000u;
+	/* A chunk this mount finds in the pool may be garbage to another
+	 * mount's collector: finding it writes to it (remote.h). */
+	objfs_remote_set_touch(t->r, 1);
 	return 0;
 }
 
@@ -870,10 +873,32 @@ tier_share_close(struct objfs_tier *t)
 	pthread_mutex_destroy(&t->catch_mu);
 }
 
+struct lease_count {
+	uint64_t node, mine, others;
+};
+
+static int
+lease_counted(void *arg, const char *key, uint64_t node)
+{
+	struct lease_count *c = arg;
+
+	if (lease_ino((const unsigned char *)key, strlen(key)))
+		(*(node == c->node ? &c->mine : &c->others))++;
+	return 0;
+}
+
 size_t
 tier_share_status(struct objfs_tier *t, char *buf, size_t size)
 {
-	int n = snprintf(buf, size,
+	struct lease_count lc = { t->node, 0, 0 };
+	struct objfs_meta_txn *tx;
+	int n;
+
+	if (t->m && objfs_meta_begin(t->m, 0, &tx) == 0) {
+		(void)objfs_meta_super_list(tx, "w", lease_counted, &lc);
+		objfs_meta_abort(tx);
+	}
+	n = snprintf(buf, size,
 		"remote_shared: 1\n"
 		"remote_node: %016" PRIx64 "\n"
 		"remote_log_position: %" PRIu64 "\n"
@@ -881,13 +906,15 @@ tier_share_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_log_applied: %" PRIu64 "\n"
 		"remote_log_conflicts: %" PRIu64 "\n"
 		"remote_lease_refusals: %" PRIu64 "\n"
-		"remote_leases_broken: %" PRIu64 "\n",
+		"remote_leases_broken: %" PRIu64 "\n"
+		"remote_leases_here: %" PRIu64 "\n"
+		"remote_leases_elsewhere: %" PRIu64 "\n",
 		t->node, (uint64_t)atomic_load(&t->pos),
 		(uint64_t)atomic_load(&t->sh_appended),
 		(uint64_t)atomic_load(&t->sh_applied),
 		(uint64_t)atomic_load(&t->sh_conflicts),
 		(uint64_t)atomic_load(&t->sh_refused),
-		(uint64_t)atomic_load(&t->sh_broken));
+		(uint64_t)atomic_load(&t->sh_broken), lc.mine, lc.others);
 
 	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
 }

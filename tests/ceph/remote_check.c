@@ -186,6 +186,76 @@ puts_checks(struct objfs_remote *r)
 		at_once);
 }
 
+/* A collector of one mount reads a chunk's age and version; a put of
+ * another mount finds the chunk meanwhile: with touch (shared mode) the
+ * find writes to it, and the collector's remove at the version it read
+ * fails; without, a find only reads, and the remove goes through. */
+static void
+touch_checks(struct objfs_remote *r, struct objfs_remote *r2)
+{
+	enum { LEN = 64u << 10 };
+	static unsigned char b[LEN], tab[4 * OBJFS_SUMS_MAX];
+	char name[OBJFS_REMOTE_CHUNK_NAME];
+	struct objfs_remote_puts *p;
+	uint64_t size, v1 = 0, v2 = 0, v3 = 0;
+	int64_t mtime;
+	int found;
+
+	srand(23);
+	for (unsigned j = 0; j < LEN; j++)
+		b[j] = (unsigned char)rand();
+	objfs_chunk_csum(b, LEN, 12, tab);
+	objfs_remote_chunk_name(b, LEN, name);
+	check("touch: a chunk put", objfs_remote_chunk_put(r, name, b, LEN, 12,
+			tab) == 1);
+	check("touch: its age and version read", objfs_remote_age_ver(r, name,
+			&size, &mtime, &v1) == 0 && size == LEN && v1 > 0);
+	objfs_remote_set_touch(r2, 1);
+	p = NULL;
+	found = objfs_remote_puts_new(r2, 4, &p) == 0 &&
+		objfs_remote_puts_add(p, name, b, LEN, 12, tab, 1) == 0 &&
+		objfs_remote_puts_wait(p) == 0 &&
+		objfs_remote_puts_result(p, 0) == 0;
+	if (p)
+		objfs_remote_puts_free(p);
+	check("touch: another client's look finds it (0)", found);
+	check("touch: and moved its version",
+		objfs_remote_age_ver(r, name, &size, &mtime, &v2) == 0 &&
+		v2 > v1);
+	check("touch: a remove at the version read before: ECANCELED, kept",
+		objfs_remote_remove_at(r, name, v1) == -ECANCELED &&
+		objfs_remote_age_ver(r, name, &size, &mtime, &v3) == 0);
+	check("touch: a put that meets it (EEXIST, same bytes) also moves it",
+		objfs_remote_chunk_put(r2, name, b, LEN, 12, tab) == 0 &&
+		objfs_remote_age_ver(r, name, &size, &mtime, &v3) == 0 &&
+		v3 > v2);
+	objfs_remote_set_touch(r2, 0);
+	p = NULL;
+	found = objfs_remote_puts_new(r2, 4, &p) == 0 &&
+		objfs_remote_puts_add(p, name, b, LEN, 12, tab, 1) == 0 &&
+		objfs_remote_puts_wait(p) == 0 &&
+		objfs_remote_puts_result(p, 0) == 0;
+	if (p)
+		objfs_remote_puts_free(p);
+	check("touch: without it a look only reads: the version stays",
+		found && objfs_remote_age_ver(r, name, &size, &mtime, &v1) == 0 &&
+		v1 == v3);
+	check("touch: a remove at the version read: done",
+		objfs_remote_remove_at(r, name, v1) == 0 &&
+		objfs_remote_age_ver(r, name, &size, &mtime, &v1) == -ENOENT);
+	objfs_remote_set_touch(r2, 1);
+	p = NULL;
+	found = objfs_remote_puts_new(r2, 4, &p) == 0 &&
+		objfs_remote_puts_add(p, name, b, LEN, 12, tab, 1) == 0 &&
+		objfs_remote_puts_wait(p) == 0 &&
+		objfs_remote_puts_result(p, 0) == 1;
+	if (p)
+		objfs_remote_puts_free(p);
+	check("touch: a touching look of a chunk that is gone writes it (1)",
+		found && objfs_remote_age_ver(r, name, &size, &mtime, &v1) == 0 &&
+		size == LEN);
+}
+
 /* The log's records are taken once (fencing); the head changes only
  * from the version its writer read. */
 static void
@@ -328,6 +398,7 @@ main(int argc, char **argv)
 	check("a second client of the namespace", rc == 0);
 	if (rc == 0) {
 		log_checks(r, r2);
+		touch_checks(r, r2);
 
 		/* The hold: one holder at a time, renewed by its holder,
 		 * free again after it expires or is released. */

@@ -18,7 +18,7 @@
 #     file nobody took;
 #   - the same bytes written on both nodes are one object in the pool;
 #     a collection on B (grace 0) removes no chunk either node's files
-#     name;
+#     name, and is deferred while A has a file open for writing;
 #   - a shared mount is refused while an exclusive one holds the
 #     namespace, and the other way round.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
@@ -241,7 +241,29 @@ before=$(rados_ls | grep -c '^c\.')
 cp "$T/same" "$B/s2"
 after=$(rados_ls | grep -c '^c\.')
 ok "the same 4 MiB written on B adds no chunk to the pool ($before, $after)" [ "$before" = "$after" ]
-head -c 3M /dev/urandom >"$A/open-w"
+python3 -c "
+import os, time
+fd = os.open('$A/open-w', os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, os.urandom(3 << 20)); os.fsync(fd)
+open('$T/g-open', 'w').close()
+while not os.path.exists('$T/g-close'):
+    time.sleep(0.05)
+os.close(fd)
+" &
+GP=$!
+seen_within "$T/g-open" 20
+gc_deferred() {
+	if setfattr -n user.objfs.gc -v 0 "$B/.objfs-status" 2>"$T/gc.err"; then
+		echo "the collection ran"
+		return 1
+	fi
+	grep -q "busy" "$T/gc.err" && grep -q "deferred" "$T/objfs.b.log" &&
+	[ "$(figure "$B" remote_leases_elsewhere)" = 1 ] &&
+	[ "$(figure "$A" remote_leases_here)" = 1 ]
+}
+ok "a collection on B is deferred while A writes a file, and says why" gc_deferred
+touch "$T/g-close"
+wait $GP
 rm -f "$B/d1/from-b"
 sleep 0.3
 ok "a collection on B (grace 0) runs" setfattr -n user.objfs.gc -v 0 "$B/.objfs-status"
