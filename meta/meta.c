@@ -186,16 +186,10 @@ jgrow(struct objfs_meta *m, size_t need)
 	return 0;
 }
 
-int
-meta_jlog(struct objfs_meta *m, int op, int db, const void *k, size_t klen,
-		const void *v, size_t vlen)
+size_t
+objfs_meta_entry_put(unsigned char *p, int op, int db, const void *k,
+		size_t klen, const void *v, size_t vlen)
 {
-	size_t need = m->jlen + 8 + klen + vlen;
-	unsigned char *p;
-
-	if (jgrow(m, need) < 0)
-		return -ENOMEM;
-	p = m->jbuf + m->jlen;
 	p[0] = (unsigned char)op;
 	p[1] = (unsigned char)db;
 	p[2] = (unsigned char)(klen >> 8);
@@ -207,6 +201,20 @@ meta_jlog(struct objfs_meta *m, int op, int db, const void *k, size_t klen,
 	memcpy(p + 8, k, klen);
 	if (vlen)
 		memcpy(p + 8 + klen, v, vlen);
+	return 8 + klen + vlen;
+}
+
+int
+meta_jlog(struct objfs_meta *m, int op, int db, const void *k, size_t klen,
+		const void *v, size_t vlen)
+{
+	size_t need = m->jlen + 8 + klen + vlen;
+	unsigned char *p;
+
+	if (jgrow(m, need) < 0)
+		return -ENOMEM;
+	p = m->jbuf + m->jlen;
+	objfs_meta_entry_put(p, op, db, k, klen, v, vlen);
 	m->jlen = need;
 	return 0;
 }
@@ -837,12 +845,10 @@ commit_write(struct objfs_meta_txn *t, uint64_t *seq_out)
 		(void)rollback(m);
 		return -ENOMEM;
 	}
-	if (m->jlen == JHDR) {		/* changed nothing */
-		*seq_out = m->seq;
-		return rollback(m);	/* a failed put may have, though */
-	}
 	/* The hook (the remote tier's shared mode) first: it may refuse the
-	 * commit, and may name the pool's log position it took. */
+	 * commit, and may name the pool's log position it took (even for a
+	 * commit that changes nothing here: another mount's whose entries
+	 * are all of its own data directory still moves the position). */
 	if (m->hook) {
 		uint64_t pos = 0;
 
@@ -854,6 +860,10 @@ commit_write(struct objfs_meta_txn *t, uint64_t *seq_out)
 			(void)rollback(m);
 			return rc;
 		}
+	}
+	if (m->jlen == JHDR) {		/* changed nothing */
+		*seq_out = m->seq;
+		return rollback(m);	/* a failed put may have, though */
 	}
 	/* The remote tier's copy first: if it cannot be made, the commit
 	 * fails whole. */

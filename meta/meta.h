@@ -351,6 +351,10 @@ int objfs_meta_inode_entries(struct objfs_meta_txn *t, uint64_t ino,
 enum { OBJFS_MDB_SUPER, OBJFS_MDB_INODE, OBJFS_MDB_DIRENT,
 	OBJFS_MDB_DIRCOOKIE, OBJFS_MDB_XATTR, OBJFS_MDB_SYMLINK,
 	OBJFS_MDB_CHUNK, OBJFS_MDB_ORPHAN, OBJFS_MDB_DELETED };
+/* Write one entry (OBJFS_JOURNAL_* @op, @db, key, value) at @p, which
+ * has room for 8 + @klen + @vlen bytes: that many. */
+size_t objfs_meta_entry_put(unsigned char *p, int op, int db, const void *k,
+		size_t klen, const void *v, size_t vlen);
 int objfs_meta_payload_walk(const void *p, size_t len,
 		int (*cb)(void *arg, int op, int db, const unsigned char *k,
 			size_t klen, const unsigned char *v, size_t vlen),

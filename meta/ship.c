@@ -175,18 +175,8 @@ dump_entry_op(struct dump *d, int op, int db, const MDB_val *k,
 		d->p = p;
 		d->cap = cap;
 	}
-	p = d->p + d->len;
-	p[0] = (unsigned char)op;
-	p[1] = (unsigned char)db;
-	p[2] = (unsigned char)(k->mv_size >> 8);
-	p[3] = (unsigned char)k->mv_size;
-	p[4] = (unsigned char)(v->mv_size >> 24);
-	p[5] = (unsigned char)(v->mv_size >> 16);
-	p[6] = (unsigned char)(v->mv_size >> 8);
-	p[7] = (unsigned char)v->mv_size;
-	memcpy(p + 8, k->mv_data, k->mv_size);
-	memcpy(p + 8 + k->mv_size, v->mv_data, v->mv_size);
-	d->len += need;
+	d->len += objfs_meta_entry_put(d->p + d->len, op, db, k->mv_data,
+			k->mv_size, v->mv_data, v->mv_size);
 	return 0;
 }
 

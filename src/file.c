@@ -171,7 +171,7 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass, enum objfs_cache *cache)
 {
 	struct objfs_inode *ip;
-	int rc, opened, reg;
+	int rc, opened, reg, leased = 0;
 
 	*cache = OBJFS_CACHE_BYPASS;
 	if (objfs_is_status_ino(ino))
@@ -192,6 +192,7 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 			objfs_inode_put(s, ip);
 			return rc;
 		}
+		leased = 1;
 	}
 	/* An open that raced with the unlink of its last name (the kernel
 	 * looked the name up before): if the unlink saw no open and took
@@ -230,10 +231,19 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	if (rc < 0 && opened) {
 		objfs_inode_lock(ip);
 		objfs_inode_close_locked(ip, flags, bypass);
-		opened = ip->nwriters;
 		objfs_inode_unlock(ip);
-		if (s->shared && !opened && (flags & O_ACCMODE) != O_RDONLY)
-			(void)objfs_share_publish(s, ino, 1);
+	}
+	/* The lease of an open that failed, or that only truncated (read
+	 * only, O_TRUNC): published and given back unless a writer here
+	 * holds it. */
+	if (leased && (rc < 0 || (flags & O_ACCMODE) == O_RDONLY)) {
+		int w, r;
+
+		objfs_inode_lock(ip);
+		w = ip->nwriters;
+		objfs_inode_unlock(ip);
+		if (!w && (r = objfs_share_publish(s, ip, 1)) < 0 && rc == 0)
+			rc = r;
 	}
 	objfs_inode_put(s, ip);
 	return rc;
@@ -273,7 +283,7 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 		objfs_share_reload(s, ip);
 	objfs_inode_unlock(ip);
 	if (writer && rc == 0)
-		rc = objfs_share_publish(s, ino, 1);
+		rc = objfs_share_publish(s, ip, 1);
 	objfs_inode_put(s, ip);
 	return rc;
 }
@@ -669,7 +679,7 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 		/* A file this node writes is published; every other change
 		 * went to the pool's log when its call returned. */
 		if (w)
-			rc = objfs_share_publish(s, ino, 0);
+			rc = objfs_share_publish(s, ip, 0);
 	} else if (rc == 0) {
 		rc = objfs_store_sync_index(s);
 	}

@@ -297,10 +297,14 @@ release(struct objfs_store *s, struct objfs_inode *ip)
 		rc = objfs_data_destroy(s, ip);
 		if (rc < 0) {
 			/* Stays an orphan in the index; the next mount
-			 * removes it. */
+			 * removes it.  (Shared mode: -ERESTART, another
+			 * mount's commit came first; catching up here could
+			 * wait for a request that waits for this inode.) */
 			objfs_log(OBJFS_LOG_WARNING,
-				"inode %" PRIu64 ": removing unlinked object: %s",
-				ip->ino, strerror(-rc));
+				"inode %" PRIu64 ": removing unlinked object: %s; "
+				"this data directory's next mount removes it",
+				ip->ino, rc == -ERESTART ? "the pool's log "
+				"moved on meanwhile" : strerror(-rc));
 			objfs_data_unload(s, ip);
 		}
 		atomic_fetch_sub(&s->ninodes, 1);

@@ -207,9 +207,12 @@ objfs_remote_remove(struct objfs_remote *r, const char *name)
 
 #define HOLD_LOCK	"objfs"
 
-int
-objfs_remote_hold(struct objfs_remote *r, const char *name, const char *holder,
-		unsigned seconds, char *who, size_t whosize)
+/* Take or renew lock @name for @seconds, exclusive or shared; -EBUSY
+ * when another holds it in the other way (or exclusively), its cookie
+ * (the holder's own description of itself) in @who. */
+static int
+hold(struct objfs_remote *r, const char *name, const char *holder,
+		unsigned seconds, int shared, char *who, size_t whosize)
 {
 	struct timeval tv = { (time_t)seconds, 0 };
 	char tag[64], clients[512], cookies[512], addrs[512];
@@ -218,13 +221,17 @@ objfs_remote_hold(struct objfs_remote *r, const char *name, const char *holder,
 	int excl, rc;
 
 	/* Renewing needs the flag; taking it first does not mind it. */
-	rc = rados_lock_exclusive(r->io, name, HOLD_LOCK, holder,
-			"objfs mount", &tv, LIBRADOS_LOCK_FLAG_RENEW);
+	if (shared)
+		rc = rados_lock_shared(r->io, name, HOLD_LOCK, holder,
+				"objfs-shared", "objfs shared mount", &tv,
+				LIBRADOS_LOCK_FLAG_RENEW);
+	else
+		rc = rados_lock_exclusive(r->io, name, HOLD_LOCK, holder,
+				"objfs mount", &tv, LIBRADOS_LOCK_FLAG_RENEW);
 	if (rc != -EBUSY && rc != -EEXIST)
 		return rc;
 	if (who && whosize) {
 		who[0] = '\0';
-		/* The cookie is the holder's own description of itself. */
 		if (rados_list_lockers(r->io, name, HOLD_LOCK, &excl, tag, &tl,
 				clients, &cl, cookies, &kl, addrs, &al) > 0)
 			snprintf(who, whosize, "%s", cookies);
@@ -233,26 +240,17 @@ objfs_remote_hold(struct objfs_remote *r, const char *name, const char *holder,
 }
 
 int
+objfs_remote_hold(struct objfs_remote *r, const char *name, const char *holder,
+		unsigned seconds, char *who, size_t whosize)
+{
+	return hold(r, name, holder, seconds, 0, who, whosize);
+}
+
+int
 objfs_remote_hold_shared(struct objfs_remote *r, const char *name,
 		const char *holder, unsigned seconds, char *who, size_t whosize)
 {
-	struct timeval tv = { (time_t)seconds, 0 };
-	char tag[64], clients[512], cookies[512], addrs[512];
-	size_t tl = sizeof(tag), cl = sizeof(clients), kl = sizeof(cookies),
-	       al = sizeof(addrs);
-	int excl, rc;
-
-	rc = rados_lock_shared(r->io, name, HOLD_LOCK, holder, "objfs-shared",
-			"objfs shared mount", &tv, LIBRADOS_LOCK_FLAG_RENEW);
-	if (rc != -EBUSY && rc != -EEXIST)
-		return rc;
-	if (who && whosize) {
-		who[0] = '\0';
-		if (rados_list_lockers(r->io, name, HOLD_LOCK, &excl, tag, &tl,
-				clients, &cl, cookies, &kl, addrs, &al) > 0)
-			snprintf(who, whosize, "%s", cookies);
-	}
-	return -EBUSY;
+	return hold(r, name, holder, seconds, 1, who, whosize);
 }
 
 int

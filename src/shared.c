@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 #include "base/be.h"
+#include "base/csum.h"
 #include "base/log.h"
 #include "../meta/meta_keys.h"
 #include "store_int.h"
@@ -338,43 +339,62 @@ objfs_share_lease(struct objfs_store *s, uint64_t ino)
 }
 
 /* The file's whole state as this index has it, in one commit that other
- * mounts apply at once; with @release, the lease goes in the same one. */
+ * mounts apply at once (none when it is what this node published last);
+ * with @release, the lease goes in the same one. */
 static int
-publish_commit(struct objfs_store *s, uint64_t ino, int release)
+publish_commit(struct objfs_store *s, struct objfs_inode *ip, int release)
 {
 	struct objfs_meta_txn *tx;
 	void *ents = NULL;
+	uint64_t sum = 0, last;
 	size_t n = 0;
 	int rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &tx);
 
 	if (rc < 0)
 		return rc;
-	if (release)
-		rc = s->tier_ops->lease(s->tier, tx, ino, 0);
-	if (rc == 0)
-		rc = objfs_meta_inode_entries(tx, ino, &ents, &n);
-	if (rc == 0 && n)
-		rc = objfs_meta_apply(tx, ents, n);
+	rc = objfs_meta_inode_entries(tx, ip->ino, &ents, &n);
+	if (rc == 0) {
+		sum = objfs_csum64(ents, n);
+		objfs_inode_lock(ip);
+		last = ip->pub_sum;
+		objfs_inode_unlock(ip);
+		if (sum == last && !release) {
+			free(ents);
+			objfs_meta_abort(tx);
+			return 0;	/* the pool has it as it is */
+		}
+		if (sum != last && n)
+			rc = objfs_meta_apply(tx, ents, n);
+	}
 	free(ents);
-	s->tier_ops->publishing(s->tier, ino);
+	if (rc == 0 && release)
+		rc = s->tier_ops->lease(s->tier, tx, ip->ino, 0);
+	s->tier_ops->publishing(s->tier, ip->ino);
 	rc = objfs_commit_or_abort(tx, rc, NULL);
 	s->tier_ops->publishing(s->tier, 0);
+	if (rc == 0) {
+		objfs_inode_lock(ip);
+		/* Once the lease is given back, others may change it. */
+		ip->pub_sum = release ? 0 : sum;
+		objfs_inode_unlock(ip);
+	}
 	return rc;
 }
 
 int
-objfs_share_publish(struct objfs_store *s, uint64_t ino, int release)
+objfs_share_publish(struct objfs_store *s, struct objfs_inode *ip,
+		int release)
 {
 	int rc;
 
-	OBJFS_SHARED(s, rc, publish_commit(s, ino, release));
+	OBJFS_SHARED(s, rc, publish_commit(s, ip, release));
 	if (rc == -EBUSY) {
 		/* Another node has the file now: this node's lease was
 		 * broken while it could not renew its lock. */
 		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": this node lost its "
 			"write lease (its lock lapsed and another node took the "
 			"file): what it wrote since the last publish is not "
-			"published", ino);
+			"published", ip->ino);
 		rc = -EIO;
 	}
 	return rc;
@@ -395,7 +415,7 @@ objfs_share_publish_all(struct objfs_store *s)
 		objfs_inode_lock(all[i]);
 		w = all[i]->nwriters > 0 && all[i]->attr.nlink;
 		objfs_inode_unlock(all[i]);
-		if (w && (r = objfs_share_publish(s, all[i]->ino, 0)) < 0 &&
+		if (w && (r = objfs_share_publish(s, all[i], 0)) < 0 &&
 		    !rc)
 			rc = r;
 	}

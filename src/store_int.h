@@ -123,6 +123,9 @@ struct objfs_inode {
 	uint32_t nwriters;		/* protected by lock: opens for writing
 					 * (shared mode: the lease is held
 					 * while there is one) */
+	uint64_t pub_sum;		/* protected by lock: shared mode, the
+					 * sum of what this node last published
+					 * of it under its lease (0: nothing) */
 	int detached;			/* protected by lock: shared mode,
 					 * another mount changed it while it
 					 * was open here; reloaded at the
@@ -302,8 +305,10 @@ void objfs_store_notify_send(struct objfs_store *s);
 /* Take this node's write lease of @ino (its own commit): -EBUSY while
  * another live node holds it. */
 int objfs_share_lease(struct objfs_store *s, uint64_t ino);
-/* Publish @ino whole; @release: and give its lease back. */
-int objfs_share_publish(struct objfs_store *s, uint64_t ino, int release);
+/* Publish @ip whole (no lock held), unless it is as this node last
+ * published it; @release: and give its lease back. */
+int objfs_share_publish(struct objfs_store *s, struct objfs_inode *ip,
+		int release);
 /* Publish every file open for writing here (sync of everything). */
 int objfs_share_publish_all(struct objfs_store *s);
 /* @ip's last open closed (ip->lock held): load what another mount

@@ -120,6 +120,8 @@ struct filt {
 	uint64_t leases[FILT_LEASES];	/* lease keys the commit changes */
 	unsigned nleases;
 	int many;			/* more than FILT_LEASES */
+	uint64_t last_ino, last_node;	/* the last lease read: a file's
+					 * records come together */
 };
 
 static int
@@ -170,19 +172,8 @@ keep(struct filt *f, int op, int db, const unsigned char *k, size_t klen,
 		f->p = p;
 		f->cap = cap;
 	}
-	p = f->p + f->len;
-	p[0] = (unsigned char)op;
-	p[1] = (unsigned char)db;
-	p[2] = (unsigned char)(klen >> 8);
-	p[3] = (unsigned char)klen;
-	p[4] = (unsigned char)(vlen >> 24);
-	p[5] = (unsigned char)(vlen >> 16);
-	p[6] = (unsigned char)(vlen >> 8);
-	p[7] = (unsigned char)vlen;
-	memcpy(p + 8, k, klen);
-	if (vlen)
-		memcpy(p + 8 + klen, v, vlen);
-	f->len = need;
+	f->len += objfs_meta_entry_put(f->p + f->len, op, db, k, klen, v,
+			vlen);
 	return 0;
 }
 
@@ -209,9 +200,13 @@ filter_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 		if (klen < 8)
 			return -EIO;
 		ino = get_be64(k);
-		rc = lease_get(f->tx, ino, &node);
-		if (rc < 0)
-			return rc;
+		if (ino != f->last_ino) {
+			rc = lease_get(f->tx, ino, &f->last_node);
+			if (rc < 0)
+				return rc;
+			f->last_ino = ino;
+		}
+		node = f->last_node;
 		if (node && node != f->t->node) {
 			/* Another node writes it. */
 			tl_blocked_ino = ino;
@@ -276,7 +271,7 @@ share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		uint64_t *pos)
 {
 	struct objfs_tier *t = arg;
-	struct filt f = { t, tx, NULL, 0, 0, { 0 }, 0, 0 };
+	struct filt f = { t, tx, NULL, 0, 0, { 0 }, 0, 0, 0, 0 };
 	unsigned char *rec;
 	uint64_t cur = 0, t0;
 	size_t len;
@@ -340,23 +335,18 @@ index_pos(struct objfs_tier *t, uint64_t *pos)
 	return rc;
 }
 
-struct apply_ctx {
-	struct objfs_tier *t;
-	int64_t mtime;
-};
-
 static int
 apply_commit(void *arg, uint64_t seq, const void *pl, size_t n)
 {
-	struct apply_ctx *a = arg;
+	struct objfs_tier *t = arg;
 	int rc;
 
 	tl_applying = seq;
-	rc = objfs_store_apply_remote(a->t->s, pl, n);
+	rc = objfs_store_apply_remote(t->s, pl, n);
 	tl_applying = 0;
 	if (rc == 0) {
-		atomic_store(&a->t->pos, seq);
-		atomic_fetch_add(&a->t->sh_applied, 1);
+		atomic_store(&t->pos, seq);
+		atomic_fetch_add(&t->sh_applied, 1);
 	}
 	return rc;
 }
@@ -372,7 +362,6 @@ tier_share_catch_up(struct objfs_tier *t)
 		return -ENOMEM;
 	pthread_mutex_lock(&t->catch_mu);
 	for (;;) {
-		struct apply_ctx a = { t, 0 };
 		uint64_t pos, last;
 		void *big = NULL;
 		unsigned char *p = buf;
@@ -397,7 +386,7 @@ tier_share_catch_up(struct objfs_tier *t)
 		objfs_tier_note(t, rc, "reading the pool's log");
 		if (rc < 0)
 			break;
-		rc = tier_log_walk(p, len, pos + 1, &last, apply_commit, &a);
+		rc = tier_log_walk(p, len, pos + 1, &last, apply_commit, t);
 		free(big);
 		if (rc == -EPROTO)
 			objfs_log(OBJFS_LOG_ERR, "remote: %s: log record %" PRIu64
@@ -487,57 +476,88 @@ node_alive(struct objfs_tier *t, uint64_t node)
 	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
 }
 
-/* Drop the lease of @ino that gone node @node held: one commit puts the
- * file as this tree has it (its last published state: whatever the dead
- * node's index held beyond it is replaced where it comes back) and
- * deletes the lease. */
+struct lease_scan {
+	uint64_t owner, only;		/* @owner's leases (of @only, not 0) */
+	uint64_t *v;
+	size_t n, cap;
+};
+
 static int
-break_lease(struct objfs_tier *t, uint64_t ino, uint64_t node)
+lease_found(void *arg, const char *key, uint64_t node)
+{
+	struct lease_scan *ls = arg;
+	uint64_t ino = lease_ino((const unsigned char *)key, strlen(key));
+
+	if (!ino || node != ls->owner || (ls->only && ino != ls->only))
+		return 0;
+	if (ls->n == ls->cap) {
+		size_t cap = ls->cap ? ls->cap * 2 : 16;
+		uint64_t *v = realloc(ls->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ls->v = v;
+		ls->cap = cap;
+	}
+	ls->v[ls->n++] = ino;
+	return 0;
+}
+
+/*
+ * The leases node @owner holds in the tree (of @only, when not 0), in one
+ * commit, tried again after the log moved: @publish gives them back, each
+ * file put whole as this index has it (this mount's at unmount; a gone
+ * node's, whose last published version this index holds, and which
+ * replaces whatever that node's index held beyond it when it comes back),
+ * else they become this mount's (a killed daemon's of this data
+ * directory).  *@count: how many.
+ */
+static int
+rewrite_leases(struct objfs_tier *t, uint64_t owner, uint64_t only,
+		int publish, size_t *count)
 {
 	for (int tries = 0; tries < 64; tries++) {
+		struct lease_scan ls = { owner, only, NULL, 0, 0 };
 		struct objfs_meta_txn *tx;
-		uint64_t now;
-		void *ents = NULL;
-		size_t n = 0;
-		char k[24];
 		int rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
 
 		if (rc < 0)
 			return rc;
-		rc = lease_get(tx, ino, &now);
-		if (rc == 0 && now != node) {
-			objfs_meta_abort(tx);
-			return 0;	/* someone did already */
-		}
-		lease_key(k, ino);
-		if (rc == 0)
+		rc = objfs_meta_super_list(tx, "w", lease_found, &ls);
+		for (size_t i = 0; rc == 0 && i < ls.n; i++) {
+			char k[24];
+			void *ents = NULL;
+			size_t n = 0;
+
+			lease_key(k, ls.v[i]);
+			if (!publish) {
+				rc = objfs_meta_super_put(tx, k, t->node);
+				continue;
+			}
 			rc = objfs_meta_super_del(tx, k);
-		if (rc == 0)
-			rc = objfs_meta_inode_entries(tx, ino, &ents, &n);
-		if (rc == 0)
-			rc = objfs_meta_apply(tx, ents, n);
-		free(ents);
-		tl_publish = ino;
+			if (rc == 0)
+				rc = objfs_meta_inode_entries(tx, ls.v[i], &ents,
+						&n);
+			if (rc == 0 && n)
+				rc = objfs_meta_apply(tx, ents, n);
+			free(ents);
+		}
+		free(ls.v);
+		*count = ls.n;
+		if (rc == 0 && ls.n == 0) {
+			objfs_meta_abort(tx);
+			return 0;
+		}
 		rc = objfs_commit_or_abort(tx, rc, NULL);
-		tl_publish = 0;
-		if (rc == -ERESTART) {
-			rc = tier_share_catch_up(t);
-			if (rc < 0)
-				return rc;
-			continue;
-		}
-		if (rc == 0) {
-			atomic_fetch_add(&t->sh_broken, 1);
-			objfs_log(OBJFS_LOG_WARNING, "remote: %s: inode %" PRIu64
-				" was leased for writing to node %016" PRIx64
-				", which is gone (its lock lapsed): its lease "
-				"is broken, its last published version stands",
-				t->spec, ino, node);
-		}
-		return rc;
+		if (rc != -ERESTART)
+			return rc;
+		rc = tier_share_catch_up(t);
+		if (rc < 0)
+			return rc;
 	}
 	return -EAGAIN;
 }
+
 
 int
 tier_share_unblock(struct objfs_tier *t)
@@ -555,7 +575,20 @@ tier_share_unblock(struct objfs_tier *t)
 		atomic_fetch_add(&t->sh_refused, 1);
 		return -EBUSY;
 	}
-	return break_lease(t, ino, node);
+	{
+		size_t n = 0;
+
+		rc = rewrite_leases(t, node, ino, 1, &n);
+		if (rc == 0 && n) {
+			atomic_fetch_add(&t->sh_broken, 1);
+			objfs_log(OBJFS_LOG_WARNING, "remote: %s: inode %" PRIu64
+				" was leased for writing to node %016" PRIx64
+				", which is gone (its lock lapsed): its lease "
+				"is broken, its last published version stands",
+				t->spec, ino, node);
+		}
+		return rc;
+	}
 }
 
 /* ---- open, start, stop ------------------------------------------------ */
@@ -613,112 +646,6 @@ tier_share_renew(struct objfs_tier *t)
 	return rc;
 }
 
-struct lease_scan {
-	uint64_t owner;
-	uint64_t *v;
-	size_t n, cap;
-};
-
-static int
-lease_found(void *arg, const char *key, uint64_t node)
-{
-	struct lease_scan *ls = arg;
-	uint64_t ino = lease_ino((const unsigned char *)key, strlen(key));
-
-	if (!ino || node != ls->owner)
-		return 0;
-	if (ls->n == ls->cap) {
-		size_t cap = ls->cap ? ls->cap * 2 : 16;
-		uint64_t *v = realloc(ls->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		ls->v = v;
-		ls->cap = cap;
-	}
-	ls->v[ls->n++] = ino;
-	return 0;
-}
-
-/* Publish and give back every lease that node @owner holds in the tree
- * (this mount's, at unmount; a killed daemon's of this data directory,
- * at mount), in one commit: each file's whole state as this index has
- * it, the leases deleted. */
-static int
-release_leases(struct objfs_tier *t, uint64_t owner, size_t *count)
-{
-	for (int tries = 0; tries < 64; tries++) {
-		struct lease_scan ls = { owner, NULL, 0, 0 };
-		struct objfs_meta_txn *tx;
-		int rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
-
-		if (rc < 0)
-			return rc;
-		rc = objfs_meta_super_list(tx, "w", lease_found, &ls);
-		for (size_t i = 0; rc == 0 && i < ls.n; i++) {
-			char k[24];
-			void *ents = NULL;
-			size_t n = 0;
-
-			lease_key(k, ls.v[i]);
-			rc = objfs_meta_super_del(tx, k);
-			if (rc == 0)
-				rc = objfs_meta_inode_entries(tx, ls.v[i], &ents,
-						&n);
-			if (rc == 0 && n)
-				rc = objfs_meta_apply(tx, ents, n);
-			free(ents);
-		}
-		free(ls.v);
-		*count = ls.n;
-		if (rc == 0 && ls.n == 0) {
-			objfs_meta_abort(tx);
-			return 0;
-		}
-		rc = objfs_commit_or_abort(tx, rc, NULL);
-		if (rc != -ERESTART)
-			return rc;
-		rc = tier_share_catch_up(t);
-		if (rc < 0)
-			return rc;
-	}
-	return -EAGAIN;
-}
-
-/* The leases node @prev (this data directory's killed daemon) still holds
- * become this mount's, in one commit. */
-static int
-take_over(struct objfs_tier *t, uint64_t prev, size_t *count)
-{
-	for (int tries = 0; tries < 64; tries++) {
-		struct lease_scan ls = { prev, NULL, 0, 0 };
-		struct objfs_meta_txn *tx;
-		int rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
-
-		if (rc < 0)
-			return rc;
-		rc = objfs_meta_super_list(tx, "w", lease_found, &ls);
-		for (size_t i = 0; rc == 0 && i < ls.n; i++) {
-			char k[24];
-
-			lease_key(k, ls.v[i]);
-			rc = objfs_meta_super_put(tx, k, t->node);
-		}
-		free(ls.v);
-		*count = ls.n;
-		if (rc == 0 && ls.n == 0) {
-			objfs_meta_abort(tx);
-			return 0;
-		}
-		rc = objfs_commit_or_abort(tx, rc, NULL);
-		if (rc != -ERESTART)
-			return rc;
-		rc = tier_share_catch_up(t);
-		if (rc < 0)
-			return rc;
-	}
-	return -EAGAIN;
-}
 
 /* Inodes with bytes the killed daemon wrote (adopted from the arena) to a
  * file whose lease it lost: another node published the file since, and
@@ -801,7 +728,7 @@ tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
 	 * adopted with the arena) is published; what it had written to
 	 * files another node has taken since is dropped. */
 	if (prev && prev != t->node) {
-		rc = take_over(t, prev, &n);
+		rc = rewrite_leases(t, prev, 0, 0, &n);
 		if (rc == 0)
 			drop_unleased(t);
 		if (rc == 0 && (rc = objfs_store_sync_all(t->s)) < 0)
@@ -809,7 +736,7 @@ tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
 				"the last daemon left: %s", t->spec,
 				strerror(-rc));
 		if (rc == 0)
-			rc = release_leases(t, t->node, &n);
+			rc = rewrite_leases(t, t->node, 0, 1, &n);
 		if (rc < 0) {
 			snprintf(msg, msgsize, "%s: cannot publish the files the "
 				"last daemon of this data directory was "
@@ -853,7 +780,7 @@ tier_share_stop(struct objfs_tier *t)
 		pthread_join(t->follow_th, NULL);
 		t->follow_started = 0;
 	}
-	rc = release_leases(t, t->node, &n);
+	rc = rewrite_leases(t, t->node, 0, 1, &n);
 	if (rc < 0)
 		objfs_log(OBJFS_LOG_ERR, "remote: %s: cannot publish the files "
 			"this mount was writing: %s; other nodes may take them "

@@ -93,6 +93,27 @@ skip() {	# skip DESCRIPTION REASON: a check that cannot run here, counted
 	echo "ok $T_NUM - $1 # SKIP $2"
 }
 
+# t_ceph WHAT [NEEDED-FILE]: a single-node Ceph cluster under $T/ceph for
+# the rest of the test (CL, C and CONF set; stopped by pid at exit), or,
+# where objfs was built without librados (or NEEDED-FILE is missing) or
+# Ceph is not installed, WHAT counted as skipped and the test ends.
+t_ceph() {
+	local lib
+	lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	CL=$lib/ceph/cluster.sh
+	C=$T/ceph
+	CONF=$C/ceph.conf
+	if { [ -n "${2:-}" ] && [ ! -x "$2" ]; } ||
+	   { [ -z "${2:-}" ] && ! "$OBJFS_BIN" --help 2>&1 | grep -q "remote=rados"; } ||
+	   ! command -v ceph-osd >/dev/null || ! command -v rados >/dev/null; then
+		skip "$1" "built without librados, or Ceph is not installed (scripts/setup installs both)"
+		t_done
+		exit 0
+	fi
+	trap 'bash "$CL" stop "$C"; t_cleanup' EXIT
+	ok "a single-node cluster" bash "$CL" start "$C" objfs
+}
+
 fails() {	# fails DESCRIPTION COMMAND... : passes when COMMAND fails
 	local d=$1
 	shift

@@ -190,13 +190,29 @@ puts_checks(struct objfs_remote *r)
  * another mount finds the chunk meanwhile: with touch (shared mode) the
  * find writes to it, and the collector's remove at the version it read
  * fails; without, a find only reads, and the remove goes through. */
+/* A batch of one put of chunk @name, with a look: its result, or -1. */
+static int
+look_put(struct objfs_remote *r, const char *name, const unsigned char *b,
+		uint32_t len, const unsigned char *tab)
+{
+	struct objfs_remote_puts *p = NULL;
+	int rc = -1;
+
+	if (objfs_remote_puts_new(r, 4, &p) == 0 &&
+	    objfs_remote_puts_add(p, name, b, len, 12, tab, 1) == 0 &&
+	    objfs_remote_puts_wait(p) == 0)
+		rc = objfs_remote_puts_result(p, 0);
+	if (p)
+		objfs_remote_puts_free(p);
+	return rc;
+}
+
 static void
 touch_checks(struct objfs_remote *r, struct objfs_remote *r2)
 {
 	enum { LEN = 64u << 10 };
 	static unsigned char b[LEN], tab[4 * OBJFS_SUMS_MAX];
 	char name[OBJFS_REMOTE_CHUNK_NAME];
-	struct objfs_remote_puts *p;
 	uint64_t size, v1 = 0, v2 = 0, v3 = 0;
 	int64_t mtime;
 	int found;
@@ -211,13 +227,7 @@ touch_checks(struct objfs_remote *r, struct objfs_remote *r2)
 	check("touch: its age and version read", objfs_remote_age_ver(r, name,
 			&size, &mtime, &v1) == 0 && size == LEN && v1 > 0);
 	objfs_remote_set_touch(r2, 1);
-	p = NULL;
-	found = objfs_remote_puts_new(r2, 4, &p) == 0 &&
-		objfs_remote_puts_add(p, name, b, LEN, 12, tab, 1) == 0 &&
-		objfs_remote_puts_wait(p) == 0 &&
-		objfs_remote_puts_result(p, 0) == 0;
-	if (p)
-		objfs_remote_puts_free(p);
+	found = look_put(r2, name, b, LEN, tab) == 0;
 	check("touch: another client's look finds it (0)", found);
 	check("touch: and moved its version",
 		objfs_remote_age_ver(r, name, &size, &mtime, &v2) == 0 &&
@@ -230,13 +240,7 @@ touch_checks(struct objfs_remote *r, struct objfs_remote *r2)
 		objfs_remote_age_ver(r, name, &size, &mtime, &v3) == 0 &&
 		v3 > v2);
 	objfs_remote_set_touch(r2, 0);
-	p = NULL;
-	found = objfs_remote_puts_new(r2, 4, &p) == 0 &&
-		objfs_remote_puts_add(p, name, b, LEN, 12, tab, 1) == 0 &&
-		objfs_remote_puts_wait(p) == 0 &&
-		objfs_remote_puts_result(p, 0) == 0;
-	if (p)
-		objfs_remote_puts_free(p);
+	found = look_put(r2, name, b, LEN, tab) == 0;
 	check("touch: without it a look only reads: the version stays",
 		found && objfs_remote_age_ver(r, name, &size, &mtime, &v1) == 0 &&
 		v1 == v3);
@@ -244,13 +248,7 @@ touch_checks(struct objfs_remote *r, struct objfs_remote *r2)
 		objfs_remote_remove_at(r, name, v1) == 0 &&
 		objfs_remote_age_ver(r, name, &size, &mtime, &v1) == -ENOENT);
 	objfs_remote_set_touch(r2, 1);
-	p = NULL;
-	found = objfs_remote_puts_new(r2, 4, &p) == 0 &&
-		objfs_remote_puts_add(p, name, b, LEN, 12, tab, 1) == 0 &&
-		objfs_remote_puts_wait(p) == 0 &&
-		objfs_remote_puts_result(p, 0) == 1;
-	if (p)
-		objfs_remote_puts_free(p);
+	found = look_put(r2, name, b, LEN, tab) == 1;
 	check("touch: a touching look of a chunk that is gone writes it (1)",
 		found && objfs_remote_age_ver(r, name, &size, &mtime, &v1) == 0 &&
 		size == LEN);

@@ -7,16 +7,8 @@
 # hang (tests/ceph/remote_check.c).
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
-CL=$(cd "$(dirname "$0")/../ceph" && pwd)/cluster.sh
 CHECK=$(dirname "$OBJFS_BIN")/tests/ceph/remote_check
-C=$T/ceph
-if [ ! -x "$CHECK" ] || ! command -v ceph-osd >/dev/null; then
-	skip "the client of a Ceph pool" "built without librados, or Ceph is not installed (scripts/setup installs both)"
-	t_done
-	exit 0
-fi
-trap 'bash "$CL" stop "$C"; t_cleanup' EXIT
-ok "a single-node cluster" bash "$CL" start "$C" objfs
+t_ceph "the client of a Ceph pool" "$CHECK"
 t_sub "" "$CHECK" "$C/ceph.conf" objfs
 ok "the OSD stops" bash "$CL" osd-stop "$C"
 t_sub "" "$CHECK" "$C/ceph.conf" objfs down

@@ -23,17 +23,7 @@
 #     namespace, and the other way round.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
-CL=$(cd "$(dirname "$0")/../ceph" && pwd)/cluster.sh
-C=$T/ceph
-if ! "$OBJFS_BIN" --help 2>&1 | grep -q "remote=rados" ||
-   ! command -v ceph-osd >/dev/null || ! command -v rados >/dev/null; then
-	skip "objfs shared on a Ceph pool" "built without librados, or Ceph is not installed (scripts/setup installs both)"
-	t_done
-	exit 0
-fi
-trap 'bash "$CL" stop "$C"; t_cleanup' EXIT
-ok "a single-node cluster" bash "$CL" start "$C" objfs
-CONF=$C/ceph.conf
+t_ceph "objfs shared on a Ceph pool"
 NS=s$$
 R="remote=rados:objfs/$NS,remote_conf=$CONF,remote_timeout=8,remote_hold=4"
 OPTS="arena=128M,$R,shared,remote_lease=4"

@@ -16,17 +16,7 @@
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 HERE=$(cd "$(dirname "$0")" && pwd)
-CL=$HERE/../ceph/cluster.sh
-C=$T/ceph
-if ! "$OBJFS_BIN" --help 2>&1 | grep -q "remote=rados" ||
-   ! command -v ceph-osd >/dev/null; then
-	skip "the kill loop and the fuzzer on a Ceph pool" "built without librados, or Ceph is not installed (scripts/setup installs both)"
-	t_done
-	exit 0
-fi
-trap 'bash "$CL" stop "$C"; t_cleanup' EXIT
-ok "a single-node cluster" bash "$CL" start "$C" objfs
-CONF=$C/ceph.conf
+t_ceph "the kill loop and the fuzzer on a Ceph pool"
 t_sub "kill loop, remote=" env KILL_ROUNDS="${REMOTE_KILL_ROUNDS:-20}" \
 	KILL_OPTS="arena=32M,chunk=64K,remote=rados:objfs/kill$$,remote_conf=$CONF" \
 	bash "$HERE/kill_loop.sh"

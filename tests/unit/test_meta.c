@@ -1057,6 +1057,160 @@ test_outbox_and_dump(void **state)
 	free(d.p);
 }
 
+/* ---- shared mode: the commit hook, apply, a file's entries ----------- */
+
+struct hook_rec {
+	unsigned char *p;		/* the last payload the hook saw */
+	size_t len;
+	unsigned calls;
+	int refuse;			/* the hook's answer */
+	uint64_t pos;			/* the position it names */
+};
+
+static int
+hook_cb(void *arg, struct objfs_meta_txn *t, const void *pl, size_t n,
+		uint64_t *pos)
+{
+	struct hook_rec *h = arg;
+
+	(void)t;
+	h->calls++;
+	free(h->p);
+	h->p = malloc(n ? n : 1);
+	assert_non_null(h->p);
+	memcpy(h->p, pl, n);
+	h->len = n;
+	if (h->refuse)
+		return h->refuse;
+	*pos = h->pos;
+	return 0;
+}
+
+static int
+lease_seen(void *arg, const char *key, uint64_t val)
+{
+	unsigned *n = arg;
+
+	assert_int_equal(key[0], 'w');
+	assert_int_equal(val, 7);
+	(*n)++;
+	return 0;
+}
+
+static int
+count_recs(void *arg, uint64_t idx, const struct objfs_chunk_rec *r)
+{
+	uint64_t *n = arg;
+
+	assert_non_null(r);
+	assert_int_equal(r->slot, idx + 100);	/* put_chunk's */
+	(*n)++;
+	return 0;
+}
+
+static void
+test_shared_hook(void **state)
+{
+	struct fx *f = *state;
+	struct hook_rec h = { 0 };
+	struct objfs_attr a = { .ino = 9, .mode = S_IFREG | 0644, .nlink = 1,
+		.size = 3 << 20 };
+	struct objfs_meta *b;
+	struct objfs_meta_txn *t;
+	uint64_t v = 0, n = 0, before;
+	unsigned leases = 0;
+	char dir2[64], buf[16];
+	void *ents;
+	size_t len, got;
+
+	objfs_meta_abort(f->t);
+	f->t = NULL;
+	objfs_meta_set_hook(f->m, hook_cb, &h);
+	/* A refused commit leaves nothing. */
+	h.refuse = -ERESTART;
+	before = objfs_meta_last_seq(f->m);
+	assert_int_equal(objfs_meta_begin(f->m, 1, &t), 0);
+	assert_int_equal(objfs_meta_inode_put(t, &a), 0);
+	assert_int_equal(objfs_meta_commit(t), -ERESTART);
+	assert_int_equal(objfs_meta_last_seq(f->m), before);
+	assert_int_equal(objfs_meta_begin(f->m, 0, &t), 0);
+	assert_int_equal(objfs_meta_inode_get(t, 9, &a), -ENOENT);
+	objfs_meta_abort(t);
+	/* An accepted one: the hook saw its entries, and the position it
+	 * named is recorded with it. */
+	h.refuse = 0;
+	h.pos = 41;
+	assert_int_equal(objfs_meta_begin(f->m, 1, &t), 0);
+	assert_int_equal(objfs_meta_inode_put(t, &a), 0);
+	for (uint64_t i = 0; i < 3; i++)
+		put_chunk(t, 9, i);
+	assert_int_equal(objfs_meta_xattr_set(t, 9, "user.k", "v", 1, 0), 0);
+	assert_int_equal(objfs_meta_super_put(t, "w0000000000000009", 7), 0);
+	assert_int_equal(objfs_meta_super_put(t, "w000000000000000a", 7), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	assert_true(h.len > 0);
+	assert_int_equal(objfs_meta_begin(f->m, 0, &t), 0);
+	assert_int_equal(objfs_meta_super_get(t, "remote_pos", &v), 0);
+	assert_int_equal(v, 41);
+	assert_int_equal(objfs_meta_super_list(t, "w", lease_seen, &leases), 0);
+	assert_int_equal(leases, 2);
+	objfs_meta_abort(t);
+	/* A commit that changes nothing still reaches the hook, and records
+	 * its position (another mount's commit of its own keys only). */
+	h.pos = 42;
+	assert_int_equal(objfs_meta_begin(f->m, 1, &t), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	assert_int_equal(h.len, 0);
+	assert_int_equal(objfs_meta_begin(f->m, 0, &t), 0);
+	assert_int_equal(objfs_meta_super_get(t, "remote_pos", &v), 0);
+	assert_int_equal(v, 42);
+	objfs_meta_abort(t);
+	objfs_meta_set_hook(f->m, NULL, NULL);
+
+	/* The payload applied to another index makes the same records, and
+	 * a file's entries applied there replace what it had of the file. */
+	strcpy(dir2, "/tmp/objfs-meta-XXXXXX");
+	assert_non_null(mkdtemp(dir2));
+	assert_int_equal(objfs_meta_open(dir2, OBJFS_META_CREATE, &b, NULL), 0);
+	assert_int_equal(objfs_meta_begin(b, 1, &t), 0);
+	for (uint64_t i = 0; i < 6; i++)	/* stale: three too many */
+		put_chunk(t, 9, i);
+	assert_int_equal(objfs_meta_xattr_set(t, 9, "user.old", "x", 1, 0), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	assert_int_equal(objfs_meta_begin(f->m, 0, &t), 0);
+	assert_int_equal(objfs_meta_inode_entries(t, 9, &ents, &len), 0);
+	objfs_meta_abort(t);
+	assert_int_equal(objfs_meta_begin(b, 1, &t), 0);
+	assert_int_equal(objfs_meta_apply(t, ents, len), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	assert_int_equal(objfs_meta_begin(b, 0, &t), 0);
+	assert_int_equal(objfs_meta_inode_get(t, 9, &a), 0);
+	assert_int_equal(a.size, 3 << 20);
+	assert_int_equal(objfs_meta_chunk_list(t, 9, count_recs, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(objfs_meta_xattr_get(t, 9, "user.k", buf, sizeof(buf),
+			&got), 0);
+	assert_int_equal(objfs_meta_xattr_get(t, 9, "user.old", buf,
+			sizeof(buf), &got), -ENODATA);
+	/* The position is this data directory's own: never applied. */
+	assert_int_equal(objfs_meta_super_get(t, "remote_pos", &v), -ENOENT);
+	objfs_meta_abort(t);
+	/* A damaged entry: -EIO, and the transaction is aborted whole. */
+	((unsigned char *)ents)[len - 1] ^= 0x5a;
+	assert_int_equal(objfs_meta_begin(b, 1, &t), 0);
+	assert_int_equal(objfs_meta_apply(t, ents, len), -EIO);
+	objfs_meta_abort(t);
+	assert_int_equal(objfs_meta_begin(b, 0, &t), 0);
+	n = 0;
+	assert_int_equal(objfs_meta_chunk_list(t, 9, count_recs, &n), 0);
+	assert_int_equal(n, 3);
+	objfs_meta_abort(t);
+	free(ents);
+	free(h.p);
+	assert_int_equal(objfs_meta_close(b), 0);
+	rm_index(dir2);
+}
+
 static void
 test_open_errors(void **state)
 {
@@ -1198,6 +1352,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_pages_past_the_end,
 				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_hook, setup,
+				teardown),
 		cmocka_unit_test_setup_teardown(test_outbox_and_dump, setup,
 				teardown),
 		cmocka_unit_test(test_open_errors),
