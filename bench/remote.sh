@@ -21,29 +21,8 @@
 set -euo pipefail
 OUT=$1 BIN=$2 W=$3 SIZE=$4 REPS=$5
 top=$(cd "$(dirname "$0")/.." && pwd)
-C=$W/ceph
-CSV=$OUT/results.csv
+. "$top/bench/cluster_lib.sh"
 MD=$OUT/remote.md
-GB=$((SIZE << 30))
-rec() { echo "$1,$2,$3,$4,$5" >>"$CSV"; }
-now() { date +%s.%N; }
-drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-wait_mounted() { for _ in $(seq 1 300); do mountpoint -q "$1" && return 0; sleep 0.1; done; echo "bench: $1 did not mount" >&2; return 1; }
-median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-figure() { sed -n "s/^$2: //p" "$1/.objfs-status"; }
-PIDS=()
-MOUNTS=()
-stop_all() {
-	set +e
-	for m in "${MOUNTS[@]}"; do mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }; done
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	bash "$top/tests/ceph/cluster.sh" stop "$C"
-	for a in "$W"/rdata*/arena; do
-		a=$(head -n 1 "$a" 2>/dev/null) || continue
-		case $a in /dev/shm/objfs.*/arena) rm -rf "${a%/arena}" ;; esac
-	done
-}
-trap stop_all EXIT
 
 # A block file for the OSD big enough for rados bench's objects and the
 # file, removed after each part.
@@ -58,11 +37,6 @@ mount_remote() {	# mount_remote MNT DATA NS
 	PIDS+=($!); MOUNTS+=("$1")
 	wait_mounted "$1"
 }
-umount_wait() {	# umount_wait MNT: unmount and wait for the daemon
-	fusermount3 -u "$1"
-	for _ in $(seq 600); do pgrep -f "objfs -f -o .*$1\$" >/dev/null || return 0; sleep 0.1; done
-}
-rate() { python3 -c "print(f'{$1 / $2 / 1e6:.0f}')"; }	# MB/s
 # CPU time, to say where a rate's limit is on this machine (the OSD and
 # the client share its cores): ticks() of a running process (all its
 # threads), cpu_run FILE CMD... runs CMD and writes its CPU seconds to
@@ -208,12 +182,10 @@ PY
 	$RB purge objfs --yes-i-really-really-mean-it >/dev/null 2>&1 || true
 done
 
-m() { printf '%s\n' "$@" | median; }
 UP=$(m "${up[@]}") RBW=$(m "${rb_w[@]}") RBR=$(m "${rb_r[@]}") FR=$(m "${first[@]}")
 CW=$(m "${c_w[@]}") CR=$(m "${c_r[@]}")
 SR=$(m "${second[@]}") LR=$(m "${local_rd[@]}") TR=$(m "${tmpfs_rd[@]}")
 CKS=$(m "${ck_s[@]}") CKB=$(m "${ck_b[@]}")
-ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 p() { awk -F, -v s="$1" -v t="$2" '$1 == s && $2 == t {print $5}' "$CSV" | median; }
 {
 	echo "## Remote: a Ceph pool (-o remote=), $SIZE GiB, median of $REPS"

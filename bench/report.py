@@ -362,9 +362,10 @@ try:
     subprocess.run(["gnuplot"], input=gp.encode(), check=True)
 except (OSError, subprocess.CalledProcessError) as e:
     say("(plot not drawn: %s)" % e)
-remote = os.path.join(out, "remote.md")
-if os.path.exists(remote):
-    lines += [""] + open(remote).read().rstrip("\n").split("\n")
+for part in ("remote.md", "shared.md"):
+    part = os.path.join(out, part)
+    if os.path.exists(part):
+        lines += [""] + open(part).read().rstrip("\n").split("\n")
 with open(os.path.join(out, "report.md"), "w") as f:
     f.write("\n".join(lines) + "\n")
 print("\n".join(lines))

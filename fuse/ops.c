@@ -36,8 +36,14 @@
 #include "ops.h"
 #include "ops_int.h"
 
-#define OBJFS_ATTR_TIMEOUT	10.0
-#define OBJFS_ENTRY_TIMEOUT	10.0
+/* How long the kernel may keep names and attributes without asking: a
+ * while, for a tree that changes only through this mount; not at all for
+ * a shared one (-o shared), whose files other nodes change, so that a
+ * path walk looks each name up again and an open finds the size another
+ * node published (copy_file_range, for one, trusts the kernel's size). */
+#define OBJFS_ATTR_TIMEOUT(req) \
+	(objfs_store_is_shared(req_store(req)) ? 0.0 : 10.0)
+#define OBJFS_ENTRY_TIMEOUT(req)	OBJFS_ATTR_TIMEOUT(req)
 #define OBJFS_IO_SIZE		(1u << 20)	/* st_blksize */
 
 _Static_assert(OBJFS_ROOT_INO == FUSE_ROOT_ID, "root inode numbers differ");
@@ -113,8 +119,8 @@ reply_entry(fuse_req_t req, int rc, const struct objfs_attr *a)
 	}
 	memset(&e, 0, sizeof(e));
 	e.ino = a->ino;
-	e.attr_timeout = OBJFS_ATTR_TIMEOUT;
-	e.entry_timeout = OBJFS_ENTRY_TIMEOUT;
+	e.attr_timeout = OBJFS_ATTR_TIMEOUT(req);
+	e.entry_timeout = OBJFS_ENTRY_TIMEOUT(req);
 	attr_to_stat(a, &e.attr);
 	fuse_reply_entry(req, &e);
 }
@@ -207,7 +213,7 @@ objfs_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		struct fuse_entry_param e;
 
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = OBJFS_ENTRY_TIMEOUT;
+		e.entry_timeout = OBJFS_ENTRY_TIMEOUT(req);
 		fuse_reply_entry(req, &e);
 		return;
 	}
@@ -243,7 +249,7 @@ objfs_ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	attr_to_stat(&a, &st);
-	fuse_reply_attr(req, &st, OBJFS_ATTR_TIMEOUT);
+	fuse_reply_attr(req, &st, OBJFS_ATTR_TIMEOUT(req));
 }
 
 /*
@@ -320,7 +326,7 @@ objfs_ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		return;
 	}
 	attr_to_stat(&a, &st);
-	fuse_reply_attr(req, &st, OBJFS_ATTR_TIMEOUT);
+	fuse_reply_attr(req, &st, OBJFS_ATTR_TIMEOUT(req));
 }
 
 static void
@@ -436,6 +442,17 @@ publishes(fuse_req_t req, int flags)
 		(flags & O_ACCMODE) != O_RDONLY;
 }
 
+/* An open's handle: whether it bypasses the page cache, and whether its
+ * close publishes (FLUSH carries no open flags, only the handle). */
+#define FH_BYPASS	1u
+#define FH_PUBLISH	2u
+static uint64_t
+make_fh(fuse_req_t req, int flags, int bypass)
+{
+	return (bypass ? FH_BYPASS : 0) |
+		(publishes(req, flags) ? FH_PUBLISH : 0);
+}
+
 static void
 objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -451,7 +468,7 @@ objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* All changes pass through the kernel, so its cached pages stay
 	 * valid unless a direct writer went around them; the status file
 	 * changes on its own and is always read directly. */
-	fi->fh = bypass;
+	fi->fh = make_fh(req, fi->flags, bypass);
 	fi->direct_io = cache == OBJFS_CACHE_BYPASS;
 	fi->keep_cache = cache == OBJFS_CACHE_KEEP;
 	fi->noflush = !publishes(req, fi->flags);
@@ -475,10 +492,10 @@ objfs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	memset(&e, 0, sizeof(e));
 	e.ino = a.ino;
-	e.attr_timeout = OBJFS_ATTR_TIMEOUT;
-	e.entry_timeout = OBJFS_ENTRY_TIMEOUT;
+	e.attr_timeout = OBJFS_ATTR_TIMEOUT(req);
+	e.entry_timeout = OBJFS_ENTRY_TIMEOUT(req);
 	attr_to_stat(&a, &e.attr);
-	fi->fh = bypass;
+	fi->fh = make_fh(req, fi->flags, bypass);
 	fi->direct_io = bypass;
 	fi->keep_cache = !bypass;
 	fi->noflush = !publishes(req, fi->flags);
@@ -564,7 +581,7 @@ objfs_ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* Bytes are in the arena already; close() has nothing to wait for
 	 * (opens say so: noflush), unless the mount is shared: then the
 	 * close of a writer publishes the file (close-to-open). */
-	if (publishes(req, fi->flags)) {
+	if (fi->fh & FH_PUBLISH) {
 		fuse_reply_err(req, -objfs_store_fsync(req_store(req), ino, 0));
 		return;
 	}
@@ -575,7 +592,7 @@ static void
 objfs_ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fuse_reply_err(req, -objfs_store_release(req_store(req), ino,
-			fi->flags, (int)fi->fh));
+			fi->flags, (int)(fi->fh & FH_BYPASS)));
 }
 
 static void
@@ -631,8 +648,8 @@ dirbuf_add(void *arg, const char *name, const struct objfs_attr *a,
 		attr_to_stat(a, &e.attr);
 		if (!dots) {
 			e.ino = a->ino;
-			e.attr_timeout = OBJFS_ATTR_TIMEOUT;
-			e.entry_timeout = OBJFS_ENTRY_TIMEOUT;
+			e.attr_timeout = OBJFS_ATTR_TIMEOUT(d->req);
+			e.entry_timeout = OBJFS_ENTRY_TIMEOUT(d->req);
 		}
 		n = fuse_add_direntry_plus(d->req, d->buf + d->len,
 				d->size - d->len, name, &e, (off_t)next_off);

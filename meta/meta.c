@@ -186,24 +186,6 @@ jgrow(struct objfs_meta *m, size_t need)
 	return 0;
 }
 
-size_t
-objfs_meta_entry_put(unsigned char *p, int op, int db, const void *k,
-		size_t klen, const void *v, size_t vlen)
-{
-	p[0] = (unsigned char)op;
-	p[1] = (unsigned char)db;
-	p[2] = (unsigned char)(klen >> 8);
-	p[3] = (unsigned char)klen;
-	p[4] = (unsigned char)(vlen >> 24);
-	p[5] = (unsigned char)(vlen >> 16);
-	p[6] = (unsigned char)(vlen >> 8);
-	p[7] = (unsigned char)vlen;
-	memcpy(p + 8, k, klen);
-	if (vlen)
-		memcpy(p + 8 + klen, v, vlen);
-	return 8 + klen + vlen;
-}
-
 int
 meta_jlog(struct objfs_meta *m, int op, int db, const void *k, size_t klen,
 		const void *v, size_t vlen)
@@ -822,15 +804,6 @@ pos_put(struct objfs_meta *m, uint64_t pos)
 		return rc;
 	return meta_jlog(m, OBJFS_JOURNAL_PUT, DB_SUPER, key, sizeof(key) - 1,
 			stored.mv_data, stored.mv_size) < 0 ? ENOMEM : 0;
-}
-
-void
-objfs_meta_set_hook(struct objfs_meta *m, objfs_meta_hook_fn fn, void *arg)
-{
-	meta_lock(m);
-	m->hook = fn;
-	m->hook_arg = arg;
-	meta_unlock(m);
 }
 
 static int

@@ -49,41 +49,6 @@ objfs_meta_super_get(struct objfs_meta_txn *t, const char *key, uint64_t *val)
 }
 
 int
-objfs_meta_super_list(struct objfs_meta_txn *t, const char *prefix,
-		int (*cb)(void *arg, const char *key, uint64_t val), void *arg)
-{
-	size_t plen = strlen(prefix);
-	MDB_cursor *cur;
-	MDB_val k = { plen, (void *)prefix }, v;
-	int rc = mdb_cursor_open(t->txn, t->m->dbi[DB_SUPER], &cur);
-
-	if (rc)
-		return map_err(rc, "cursor");
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 &&
-	     k.mv_size >= plen && memcmp(k.mv_data, prefix, plen) == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		char key[64];
-		uint64_t val;
-		int r;
-
-		if (k.mv_size >= sizeof(key) || v.mv_size != 8 + TRAILER ||
-		    !objfs_meta_rec_ok(DB_SUPER, k.mv_data, k.mv_size,
-				v.mv_data, v.mv_size))
-			continue;	/* not one of the caller's */
-		memcpy(key, k.mv_data, k.mv_size);
-		key[k.mv_size] = '\0';
-		memcpy(&val, v.mv_data, 8);
-		r = cb(arg, key, val);
-		if (r) {
-			mdb_cursor_close(cur);
-			return r;
-		}
-	}
-	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND || rc == 0 ? 0 : map_err(rc, "walk");
-}
-
-int
 objfs_meta_super_put(struct objfs_meta_txn *t, const char *key, uint64_t val)
 {
 	return meta_put(t, DB_SUPER, key, strlen(key), &val, sizeof(val), 0);

@@ -419,3 +419,67 @@ objfs_meta_checkpoint_now(struct objfs_meta *m)
 	meta_unlock(m);
 	return rc;
 }
+
+/* ---- shared mode: the commit hook, entries, leases (meta.h) ---------- */
+
+void
+objfs_meta_set_hook(struct objfs_meta *m, objfs_meta_hook_fn fn, void *arg)
+{
+	meta_lock(m);
+	m->hook = fn;
+	m->hook_arg = arg;
+	meta_unlock(m);
+}
+
+size_t
+objfs_meta_entry_put(unsigned char *p, int op, int db, const void *k,
+		size_t klen, const void *v, size_t vlen)
+{
+	p[0] = (unsigned char)op;
+	p[1] = (unsigned char)db;
+	p[2] = (unsigned char)(klen >> 8);
+	p[3] = (unsigned char)klen;
+	p[4] = (unsigned char)(vlen >> 24);
+	p[5] = (unsigned char)(vlen >> 16);
+	p[6] = (unsigned char)(vlen >> 8);
+	p[7] = (unsigned char)vlen;
+	memcpy(p + 8, k, klen);
+	if (vlen)
+		memcpy(p + 8 + klen, v, vlen);
+	return 8 + klen + vlen;
+}
+
+int
+objfs_meta_super_list(struct objfs_meta_txn *t, const char *prefix,
+		int (*cb)(void *arg, const char *key, uint64_t val), void *arg)
+{
+	size_t plen = strlen(prefix);
+	MDB_cursor *cur;
+	MDB_val k = { plen, (void *)prefix }, v;
+	int rc = mdb_cursor_open(t->txn, t->m->dbi[DB_SUPER], &cur);
+
+	if (rc)
+		return map_err(rc, "cursor");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 &&
+	     k.mv_size >= plen && memcmp(k.mv_data, prefix, plen) == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		char key[64];
+		uint64_t val;
+		int r;
+
+		if (k.mv_size >= sizeof(key) || v.mv_size != 8 + TRAILER ||
+		    !objfs_meta_rec_ok(DB_SUPER, k.mv_data, k.mv_size,
+				v.mv_data, v.mv_size))
+			continue;	/* not one of the caller's */
+		memcpy(key, k.mv_data, k.mv_size);
+		key[k.mv_size] = '\0';
+		memcpy(&val, v.mv_data, 8);
+		r = cb(arg, key, val);
+		if (r) {
+			mdb_cursor_close(cur);
+			return r;
+		}
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND || rc == 0 ? 0 : map_err(rc, "walk");
+}

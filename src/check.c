@@ -715,6 +715,14 @@ objfs_check_remote(const char *data_dir, FILE *out,
 		goto out;
 	if (objfs_meta_super_get(c.t, "remote_tree", &c.pool_tree) < 0)
 		c.pool_tree = 0;
+	{
+		uint64_t pos;
+
+		/* One of many mounts' caches (-o shared) follows the pool's
+		 * log: it knows only names, not who has what open. */
+		c.shared = c.pool_tree && objfs_meta_super_get(c.t,
+				"remote_pos", &pos) == 0;
+	}
 	if (c.pool_tree)
 		fprintf(out, "  the cache of a pool's tree (%016" PRIx64 ")%s%s\n",
 			c.pool_tree, pool ? ": " : "", pool ? pool->name : "");
@@ -761,7 +769,12 @@ objfs_check_remote(const char *data_dir, FILE *out,
 		} else {
 			want = x->names;
 		}
-		if (x->ino != OBJFS_ROOT_INO && !x->names && !x->orphan)
+		if (x->ino != OBJFS_ROOT_INO && !x->names && !x->orphan &&
+		    c.shared && x->a.nlink == 0)
+			note(&c, "inode %" PRIu64 " has no name: another node "
+				"had it open when it was unlinked, and removes "
+				"it when it lets it go", x->ino);
+		else if (x->ino != OBJFS_ROOT_INO && !x->names && !x->orphan)
 			problem(&c, "inode %" PRIu64 " has no name and is not "
 				"an orphan", x->ino);
 		else if (x->a.nlink != want && !(x->orphan && x->a.nlink == 0))

@@ -40,6 +40,7 @@ struct ck {
 	} *pcv;
 	size_t npc, pccap;
 	uint64_t pool_tree;	/* a pool's cache (remote_tree), else 0 */
+	int shared;		/* ... of a shared mount (remote_pos) */
 	const struct objfs_check_pool *pool;	/* its way to the pool */
 };
 

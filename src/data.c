@@ -974,6 +974,9 @@ objfs_data_destroy(struct objfs_store *s, struct objfs_inode *ip)
 		rc = 0;
 	if (rc == 0)
 		rc = objfs_meta_orphan_del(t, ip->ino);
+	/* Shared mode: this node's lease of it goes with it. */
+	if (rc == 0 && s->shared)
+		rc = s->tier_ops->lease(s->tier, t, ip->ino, 0);
 	rc = objfs_commit_or_abort(t, rc, &seq);
 	if (rc < 0) {
 		objfs_data_doomed_free(s, d);

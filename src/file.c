@@ -254,7 +254,7 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass)
 {
 	struct objfs_inode *ip;
-	int rc = 0, last, writer;
+	int rc = 0, last, writer, lease;
 
 	if (objfs_is_status_ino(ino))
 		return 0;
@@ -270,9 +270,10 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 	objfs_inode_close_locked(ip, flags, bypass);
 	last = ip->nopen == 0;
 	/* Shared mode: the last writer here publishes the file and gives
-	 * its lease back. */
-	writer = s->shared && (flags & O_ACCMODE) != O_RDONLY &&
-		!ip->nwriters && ip->attr.nlink && !ip->gone;
+	 * its lease back; a file unlinked meanwhile only gives it back (its
+	 * records go when it is let go). */
+	lease = s->shared && (flags & O_ACCMODE) != O_RDONLY && !ip->nwriters;
+	writer = lease && ip->attr.nlink && !ip->gone;
 	if (writer && S_ISREG(ip->attr.mode))
 		rc = objfs_data_flush(s, ip);
 	else if (ip->attr_dirty && ip->attr.nlink)
@@ -284,6 +285,8 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 	objfs_inode_unlock(ip);
 	if (writer && rc == 0)
 		rc = objfs_share_publish(s, ip, 1);
+	else if (lease && !writer)
+		rc = objfs_share_unlease(s, ino);
 	objfs_inode_put(s, ip);
 	return rc;
 }

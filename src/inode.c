@@ -389,6 +389,34 @@ objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
 	return 0;
 }
 
+int
+objfs_store_iget_loaded(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out)
+{
+	struct objfs_inode *ip;
+	int st;
+
+	objfs_store_lock(s);
+	ip = objfs_inode_find_locked(s, ino);
+	if (ip)
+		ip->refs++;
+	objfs_store_unlock(s);
+	if (!ip)
+		return -ENOENT;
+	st = atomic_load(&ip->state);
+	if (st == OBJFS_INODE_LOADING) {
+		objfs_inode_lock(ip);	/* the loader's, until it is done */
+		st = atomic_load(&ip->state);
+		objfs_inode_unlock(ip);
+	}
+	if (st < 0) {
+		objfs_inode_put(s, ip);
+		return -ENOENT;
+	}
+	*out = ip;
+	return 0;
+}
+
 void
 objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip)
 {

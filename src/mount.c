@@ -461,6 +461,15 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		*msg = "the index has no root directory";
 		goto err_table;
 	}
+	if (s->tier) {
+		static _Thread_local char why[400];
+
+		rc = s->tier_ops->attach(s->tier, s, why, sizeof(why));
+		if (rc < 0) {
+			*msg = why;
+			goto err_table;
+		}
+	}
 	rc = mount_reap_orphans(s);
 	if (rc == 0)
 		rc = mount_sweep_backing(s);

@@ -11,6 +11,8 @@
  *   objfsctl warm FILE...	read files whole ahead, with progress
  *   objfsctl gc MOUNTPOINT [GRACE]
  *				collect the pool's garbage (remote=)
+ *   objfsctl catch-up MOUNTPOINT	apply what other nodes put in the
+ *				pool's log (-o shared)
  *   objfsctl umount MOUNTPOINT	sync, unmount, wait for the daemon to
  *				exit, and say whether it wrote everything
  *   objfsctl check DATA	verify a data directory offline (check.c)
@@ -59,6 +61,7 @@ usage(FILE *f)
 "       objfsctl sync MOUNTPOINT\n"
 "       objfsctl warm FILE...\n"
 "       objfsctl gc MOUNTPOINT [GRACE_SECONDS]\n"
+"       objfsctl catch-up MOUNTPOINT\n"
 "       objfsctl umount MOUNTPOINT\n"
 "       objfsctl log MOUNTPOINT\n"
 "       objfsctl metrics MOUNTPOINT\n"
@@ -78,6 +81,8 @@ usage(FILE *f)
 "        shows progress, then the size, time and rate\n"
 "gc      (remote=) remove the pool's chunks that no file names and that\n"
 "        are older than GRACE_SECONDS (default 600); prints what it did\n"
+"catch-up (-o shared) apply what the other nodes put in the pool so far,\n"
+"        before it returns (they reach this node within 100 ms anyway)\n"
 "umount  sync, unmount, wait for the daemon to exit; exit 0 only when it\n"
 "        wrote everything\n"
 "log     where the daemon logs, and its last 50 lines when that is a file\n"
@@ -533,6 +538,14 @@ cmd_gc(const char *mnt, const char *grace)
 	if (setxattr(path, OBJFS_XATTR_GC, grace, strlen(grace), 0) < 0) {
 		int e = errno;
 
+		if (e == EBUSY && read_status(mnt, text, sizeof(text)) == 0 &&
+		    (p = strstr(text, "remote_gc_last: ")) != NULL) {
+			/* Deferred (shared mode): the status says why. */
+			p += strlen("remote_gc_last: ");
+			fprintf(stderr, "objfsctl gc: %s: not now: %.*s\n", mnt,
+				(int)strcspn(p, "\n"), p);
+			return 1;
+		}
 		fprintf(stderr, "objfsctl gc: %s: %s\n", mnt, e == ENOTSUP ?
 			"not mounted with remote= (nothing to collect)" :
 			strerror(e));
@@ -542,6 +555,23 @@ cmd_gc(const char *mnt, const char *grace)
 	    (p = strstr(text, "remote_gc_last: ")) != NULL) {
 		p += strlen("remote_gc_last: ");
 		printf("%.*s\n", (int)strcspn(p, "\n"), p);
+	}
+	return 0;
+}
+
+/* Apply what other nodes of a shared mount put in the pool so far. */
+static int
+cmd_catch_up(const char *mnt)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/.objfs-status", mnt);
+	if (setxattr(path, OBJFS_XATTR_CATCH_UP, "1", 1, 0) < 0) {
+		int e = errno;
+
+		fprintf(stderr, "objfsctl catch-up: %s: %s\n", mnt, e == ENOTSUP ?
+			"not a shared mount (-o shared)" : strerror(e));
+		return 1;
 	}
 	return 0;
 }
@@ -735,6 +765,8 @@ main(int argc, char **argv)
 		return cmd_sync(argv[2]);
 	if ((argc == 3 || argc == 4) && strcmp(argv[1], "gc") == 0)
 		return cmd_gc(argv[2], argc == 4 ? argv[3] : "600");
+	if (argc == 3 && strcmp(argv[1], "catch-up") == 0)
+		return cmd_catch_up(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "warm") == 0)
 		return cmd_warm(argc - 2, argv + 2);
 	if (argc == 3 && strcmp(argv[1], "umount") == 0)

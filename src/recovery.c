@@ -116,8 +116,8 @@ mount_sweep_backing(struct objfs_store *s)
 }
 
 /* Destroy objects that were unlinked but open when the daemon last died. */
-int
-mount_reap_orphans(struct objfs_store *s)
+static int
+reap_once(struct objfs_store *s, size_t *left)
 {
 	struct ino_vec o = { 0 };
 	struct objfs_meta_txn *t;
@@ -149,7 +149,25 @@ mount_reap_orphans(struct objfs_store *s)
 	if (rc == 0 && o.n)
 		objfs_log(OBJFS_LOG_INFO, "removed %zu unlinked object(s) left "
 			"by an earlier run", o.n);
+	*left = o.n;
 	free(o.v);
+	return rc;
+}
+
+int
+mount_reap_orphans(struct objfs_store *s)
+{
+	size_t left = 0;
+	int rc = reap_once(s, &left);
+
+	/* Shared mode: a removal that another mount's commit came before
+	 * (-ERESTART, logged) is tried again once this one caught up. */
+	for (int round = 0; rc == 0 && left && s->shared && round < 8;
+	     round++) {
+		rc = s->tier_ops->catch_up(s->tier);
+		if (rc == 0)
+			rc = reap_once(s, &left);
+	}
 	return rc;
 }
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "base/be.h"
 #include "base/csum.h"
@@ -47,6 +48,10 @@ objfs_share_end(struct objfs_store *s)
  * next record gives up (each loss means another mount's change went in:
  * the log moves, so this is not a livelock but a bound). */
 #define SHARE_TRIES	256
+/* A lease of a live node is looked at again this often, this long apart
+ * (about half a second), before the operation fails with EBUSY. */
+#define SHARE_BUSY_TRIES	12
+#define SHARE_BUSY_WAIT_MS	40
 
 int
 objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries)
@@ -72,6 +77,18 @@ objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries)
 		r = s->tier_ops->unblock(s->tier);
 		if (r == 0 && tries < SHARE_TRIES)
 			return 1;
+		if (r == -EBUSY && tries < SHARE_BUSY_TRIES) {
+			/* A live node's.  Its writer's close() may have
+			 * returned with the lease still held: the kernel sends
+			 * the RELEASE that gives it back after close() returns.
+			 * A moment for it, before EBUSY. */
+			struct timespec ts = { 0, SHARE_BUSY_WAIT_MS * 1000000L };
+
+			nanosleep(&ts, NULL);
+			r = s->tier_ops->catch_up(s->tier);
+			if (r == 0)
+				return 1;
+		}
 		if (r != -EBUSY)
 			*rc = r == 0 ? -EAGAIN : r;
 	}
@@ -252,7 +269,8 @@ refresh_ino(struct objfs_store *s, uint64_t ino)
 {
 	struct objfs_inode *ip;
 
-	if (objfs_store_iget_cached(s, ino, &ip) < 0)
+	/* One being loaded may have read the index before this record. */
+	if (objfs_store_iget_loaded(s, ino, &ip) < 0)
 		return;
 	objfs_inode_lock(ip);
 	refresh(s, ip);
@@ -338,6 +356,15 @@ objfs_share_lease(struct objfs_store *s, uint64_t ino)
 	return rc;
 }
 
+int
+objfs_share_unlease(struct objfs_store *s, uint64_t ino)
+{
+	int rc;
+
+	OBJFS_SHARED(s, rc, lease_commit(s, ino, 0));
+	return rc;
+}
+
 /* The file's whole state as this index has it, in one commit that other
  * mounts apply at once (none when it is what this node published last);
  * with @release, the lease goes in the same one. */
@@ -420,6 +447,18 @@ objfs_share_publish_all(struct objfs_store *s)
 			rc = r;
 	}
 	objfs_inode_put_all(s, all, k);
+	return rc;
+}
+
+int
+objfs_share_catch_up(struct objfs_store *s)
+{
+	int rc;
+
+	if (!s->shared)
+		return -ENOTSUP;
+	rc = s->tier_ops->catch_up(s->tier);
+	objfs_store_notify_send(s);
 	return rc;
 }
 

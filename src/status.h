@@ -14,6 +14,10 @@
 /* Set on the status file: collect the pool's garbage (the remote tier),
  * the value the grace period in seconds. */
 #define OBJFS_XATTR_GC		OBJFS_XATTR_PREFIX "gc"
+/* Set on the status file of a shared mount (-o shared): apply every record
+ * other mounts put in the pool's log so far, and drop the kernel's copies
+ * of what they changed, before the call returns (objfsctl catch-up). */
+#define OBJFS_XATTR_CATCH_UP	OBJFS_XATTR_PREFIX "catch_up"
 
 #include "store.h"
 

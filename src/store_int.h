@@ -299,12 +299,18 @@ int objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries);
  * index and to the inodes in memory (the tier's catch-up; no lock held). */
 int objfs_store_apply_remote(struct objfs_store *s, const void *pl,
 		size_t n);
+/* Apply what other mounts put in the pool's log so far and tell the
+ * kernel (objfsctl catch-up; no lock held): 0, -ENOTSUP when not shared. */
+int objfs_share_catch_up(struct objfs_store *s);
 /* Send the kernel the cache drops the applied commits queued (no lock
  * held: the kernel may wait for requests that wait for locks). */
 void objfs_store_notify_send(struct objfs_store *s);
 /* Take this node's write lease of @ino (its own commit): -EBUSY while
  * another live node holds it. */
 int objfs_share_lease(struct objfs_store *s, uint64_t ino);
+/* Give this node's lease of @ino back, publishing nothing (a file
+ * unlinked while open for writing). */
+int objfs_share_unlease(struct objfs_store *s, uint64_t ino);
 /* Publish @ip whole (no lock held), unless it is as this node last
  * published it; @release: and give its lease back. */
 int objfs_share_publish(struct objfs_store *s, struct objfs_inode *ip,
@@ -449,6 +455,10 @@ void objfs_inode_close_locked(struct objfs_inode *ip, int flags,
 int objfs_store_iget_cached(struct objfs_store *s, uint64_t ino,
 		struct objfs_inode **out);
 void objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip);
+/* The same, waiting for an inode being loaded (whose load may have read
+ * the index before a change that must now be brought to it). */
+int objfs_store_iget_loaded(struct objfs_store *s, uint64_t ino,
+		struct objfs_inode **out);
 /* The same, loading @ino from the index when it is not in memory. */
 int objfs_store_iget(struct objfs_store *s, uint64_t ino,
 		struct objfs_inode **out);

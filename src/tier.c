@@ -262,9 +262,8 @@ tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 
 	t->s = s;
 	t->m = s->meta;
-	if (t->shared && t->have_head) {
+	if (t->shared && t->attached) {
 		/* One of many: the tree goes on in the head's epoch. */
-		t->epoch = t->head_epoch;
 		rc = tier_share_start(t, msg, msgsize);
 		if (rc < 0)
 			return rc;
@@ -787,6 +786,13 @@ tier_shared(struct objfs_tier *t)
 	return t->shared;
 }
 
+static int
+tier_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
+		size_t msgsize)
+{
+	return t->shared ? tier_share_attach(t, s, msg, msgsize) : 0;
+}
+
 const struct objfs_tier_ops objfs_tier_rados = {
 	.copy = &objfs_copy_pool,
 	.open = tier_open,
@@ -798,6 +804,7 @@ const struct objfs_tier_ops objfs_tier_rados = {
 	.gc = tier_gc,
 	.status = tier_status,
 	.shared = tier_shared,
+	.attach = tier_attach,
 	.catch_up = tier_share_catch_up,
 	.lease = tier_share_lease,
 	.unblock = tier_share_unblock,

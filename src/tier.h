@@ -67,6 +67,12 @@ struct objfs_tier_ops {
 	/* Shared mode (-o shared: many mounts of one namespace; doc/design.md,
 	 * "Many nodes on one namespace").  1 when this mount is one. */
 	int (*shared)(struct objfs_tier *t);
+	/* The store's index and inode table are up, nothing else yet (no
+	 * orphan removed, no arena block adopted): a shared mount follows
+	 * the pool's log from here on, and takes over what this data
+	 * directory's killed daemon held. */
+	int (*attach)(struct objfs_tier *t, struct objfs_store *s, char *msg,
+			size_t msgsize);
 	/* Apply every record of the pool's log that this mount has not
 	 * (objfs_store_apply_remote each), with no store lock held. */
 	int (*catch_up)(struct objfs_tier *t);

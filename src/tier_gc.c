@@ -302,6 +302,9 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 				"there until they close", o.n, o.first);
 			objfs_log(OBJFS_LOG_INFO, "remote: %s: garbage "
 				"collection %s", t->spec, report);
+			pthread_mutex_lock(&t->lock);
+			snprintf(t->gc_last, sizeof(t->gc_last), "%s", report);
+			pthread_mutex_unlock(&t->lock);
 			return -EBUSY;
 		}
 		if (rc < 0)

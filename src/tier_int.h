@@ -125,7 +125,9 @@ struct objfs_tier {
 	int follow_started;
 	_Atomic uint64_t sh_appended, sh_applied, sh_conflicts,
 		sh_refused, sh_broken;
-	_Atomic uint64_t sh_lag_ns;	/* the last record's age when applied */
+	int attached;			/* tier_share_attach done */
+	int took_over;			/* ... and took this data directory's
+					 * killed daemon's leases over */
 };
 
 /* ---- tier_share.c: shared mode ---- */
@@ -137,6 +139,8 @@ struct objfs_tier {
 #define TIER_FOLLOW_MS	100u
 
 int tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize);
+int tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
+		size_t msgsize);
 int tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize);
 void tier_share_stop(struct objfs_tier *t);
 void tier_share_close(struct objfs_tier *t);

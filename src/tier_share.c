@@ -122,7 +122,33 @@ struct filt {
 	int many;			/* more than FILT_LEASES */
 	uint64_t last_ino, last_node;	/* the last lease read: a file's
 					 * records come together */
+	uint64_t *held;			/* this node's leased inodes whose
+					 * entries were left out */
+	size_t nheld, capheld;
+	int names;			/* the commit changes a name */
 };
+
+/* @ino's entries were left out (this node writes it). */
+static int
+held_add(struct filt *f, uint64_t ino)
+{
+	uint64_t *v;
+
+	if (f->nheld && f->held[f->nheld - 1] == ino)
+		return 0;
+	for (size_t i = 0; i < f->nheld; i++)
+		if (f->held[i] == ino)
+			return 0;
+	if (f->nheld == f->capheld) {
+		f->capheld = f->capheld ? 2 * f->capheld : 8;
+		v = realloc(f->held, f->capheld * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		f->held = v;
+	}
+	f->held[f->nheld++] = ino;
+	return 0;
+}
 
 static int
 scan_leases(void *arg, int op, int db, const unsigned char *k, size_t klen,
@@ -154,27 +180,48 @@ lease_changed(const struct filt *f, uint64_t ino)
 	return 0;
 }
 
+/* Room in what is put for @n bytes more. */
+static int
+room(struct filt *f, size_t n)
+{
+	size_t cap = f->cap ? f->cap : 4096;
+	unsigned char *p;
+
+	if (f->len + n <= f->cap)
+		return 0;
+	while (cap < f->len + n)
+		cap *= 2;
+	p = realloc(f->p, cap);
+	if (!p)
+		return -ENOMEM;
+	f->p = p;
+	f->cap = cap;
+	return 0;
+}
+
 static int
 keep(struct filt *f, int op, int db, const unsigned char *k, size_t klen,
 		const unsigned char *v, size_t vlen)
 {
-	size_t need = f->len + 8 + klen + vlen;
-	unsigned char *p;
+	int rc = room(f, 8 + klen + vlen);
 
-	if (need > f->cap) {
-		size_t cap = f->cap ? f->cap : 4096;
+	if (rc == 0)
+		f->len += objfs_meta_entry_put(f->p + f->len, op, db, k, klen,
+				v, vlen);
+	return rc;
+}
 
-		while (cap < need)
-			cap *= 2;
-		p = realloc(f->p, cap);
-		if (!p)
-			return -ENOMEM;
-		f->p = p;
-		f->cap = cap;
+/* Whole entries @p (@n bytes) appended to what is put. */
+static int
+keep_raw(struct filt *f, const void *p, size_t n)
+{
+	int rc = room(f, n);
+
+	if (rc == 0) {
+		memcpy(f->p + f->len, p, n);
+		f->len += n;
 	}
-	f->len += objfs_meta_entry_put(f->p + f->len, op, db, k, klen, v,
-			vlen);
-	return 0;
+	return rc;
 }
 
 static int
@@ -191,6 +238,8 @@ filter_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 			return 0;
 		break;
 	case OBJFS_MDB_DIRENT:
+		f->names = 1;
+		break;
 	case OBJFS_MDB_DIRCOOKIE:
 		break;
 	case OBJFS_MDB_INODE:
@@ -217,7 +266,7 @@ filter_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 		 * close; the commit that takes the lease (a create) goes as
 		 * it is. */
 		if (node && ino != tl_publish && !lease_changed(f, ino))
-			return 0;
+			return held_add(f, ino);
 		break;
 	default:
 		/* Orphans, tombstones: this mount's own. */
@@ -271,7 +320,7 @@ share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		uint64_t *pos)
 {
 	struct objfs_tier *t = arg;
-	struct filt f = { t, tx, NULL, 0, 0, { 0 }, 0, 0, 0, 0 };
+	struct filt f = { t, tx, NULL, 0, 0, { 0 }, 0, 0, 0, 0, NULL, 0, 0, 0 };
 	unsigned char *rec;
 	uint64_t cur = 0, t0;
 	size_t len;
@@ -284,6 +333,19 @@ share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	rc = objfs_meta_payload_walk(pl, n, scan_leases, &f);
 	if (rc == 0)
 		rc = objfs_meta_payload_walk(pl, n, filter_one, &f);
+	/* A name of a file this node writes changes (a rename, a link, an
+	 * unlink): the file goes with it, whole as it is now, so that its
+	 * link count and times agree with its names everywhere. */
+	for (size_t i = 0; rc == 0 && f.names && i < f.nheld; i++) {
+		void *ents = NULL;
+		size_t en = 0;
+
+		rc = objfs_meta_inode_entries(tx, f.held[i], &ents, &en);
+		if (rc == 0 && en)
+			rc = keep_raw(&f, ents, en);
+		free(ents);
+	}
+	free(f.held);
 	if (rc < 0 || f.len == 0) {
 		free(f.p);
 		return rc;	/* refused, or this mount's alone */
@@ -695,12 +757,19 @@ drop_unleased(struct objfs_tier *t)
 }
 
 int
-tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
+tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
+		size_t msgsize)
 {
+	struct objfs_meta_txn *tx;
 	uint64_t pos = 0, prev = 0;
 	size_t n = 0;
 	int rc;
 
+	t->s = s;
+	t->m = s->meta;
+	if (!t->have_head)
+		return 0;	/* the first: start makes the tree */
+	t->epoch = t->head_epoch;
 	rc = index_pos(t, &pos);
 	if (rc < 0) {
 		snprintf(msg, msgsize, "%s: the index has no position in the "
@@ -708,13 +777,9 @@ tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
 		return rc;
 	}
 	atomic_store(&t->pos, pos);
-	{
-		struct objfs_meta_txn *tx;
-
-		if (objfs_meta_begin(t->m, 0, &tx) == 0) {
-			(void)objfs_meta_super_get(tx, SUPER_OWNER, &prev);
-			objfs_meta_abort(tx);
-		}
+	if (objfs_meta_begin(t->m, 0, &tx) == 0) {
+		(void)objfs_meta_super_get(tx, SUPER_OWNER, &prev);
+		objfs_meta_abort(tx);
 	}
 	objfs_meta_set_hook(t->m, share_hook, t);
 	rc = tier_share_catch_up(t);
@@ -723,15 +788,45 @@ tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
 			t->spec, strerror(-rc));
 		return rc;
 	}
-	/* This data directory's last daemon was killed: what it was
-	 * writing under leases still its own (every write that returned,
-	 * adopted with the arena) is published; what it had written to
-	 * files another node has taken since is dropped. */
+	/* This data directory's last daemon was killed: the leases it still
+	 * holds are this mount's before anything of its files is touched
+	 * (orphans removed, the arena adopted). */
 	if (prev && prev != t->node) {
 		rc = rewrite_leases(t, prev, 0, 0, &n);
-		if (rc == 0)
-			drop_unleased(t);
-		if (rc == 0 && (rc = objfs_store_sync_all(t->s)) < 0)
+		if (rc < 0) {
+			snprintf(msg, msgsize, "%s: cannot take over the leases "
+				"of the last daemon of this data directory: %s",
+				t->spec, strerror(-rc));
+			return rc;
+		}
+		t->took_over = 1;
+	}
+	t->attached = 1;
+	return 0;
+}
+
+int
+tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
+{
+	size_t n = 0;
+	int rc;
+
+	if (!t->attached) {
+		/* The first mount of the namespace: the tree was just made
+		 * from this index; its log starts here. */
+		t->have_head = 1;
+		rc = tier_share_attach(t, t->s, msg, msgsize);
+		if (rc < 0)
+			return rc;
+	}
+	/* What the killed daemon was writing under leases still its own
+	 * (every write that returned, adopted with the arena) is
+	 * published; what it had written to files another node has taken
+	 * since is dropped. */
+	if (t->took_over) {
+		drop_unleased(t);
+		rc = objfs_store_sync_all(t->s);
+		if (rc < 0)
 			objfs_log(OBJFS_LOG_WARNING, "remote: %s: writing out what "
 				"the last daemon left: %s", t->spec,
 				strerror(-rc));

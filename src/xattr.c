@@ -140,6 +140,9 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	if (objfs_is_status_ino(ino) && !remove &&
 	    strcmp(name, OBJFS_XATTR_GC) == 0)
 		return remote_gc(s, val, len);
+	if (objfs_is_status_ino(ino) && !remove &&
+	    strcmp(name, OBJFS_XATTR_CATCH_UP) == 0)
+		return objfs_share_catch_up(s);
 	/* The user.objfs.* names are figures objfs computes: read-only. */
 	if (is_objfs_xattr(name))
 		return -EPERM;

@@ -114,6 +114,26 @@ t_ceph() {
 	ok "a single-node cluster" bash "$CL" start "$C" objfs
 }
 
+# t_fuzz NAME SECONDS SEED FUZZ-OPTIONS...: the reference-model fuzzer
+# (tests/fuzz/fuzz.py) for SECONDS from SEED, one TAP line: its summary,
+# or the failure shrunk to a short sequence (saved in $T, printed).
+t_fuzz() {
+	local name=$1 secs=$2 seed=$3 out=$T/fuzz.${1// /_}.out lib
+	shift 3
+	lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	T_NUM=$((T_NUM + 1))
+	if python3 "$lib/fuzz/fuzz.py" --bin "$OBJFS_BIN" --seconds "$secs" \
+		--seed "$seed" --shrink 120 --save "$T/failing.${name// /_}.json" \
+		--tmp "$T" --keep-log "$@" >"$out" 2>&1; then
+		echo "ok $T_NUM - fuzzer, $name, $secs s from seed $seed"
+		grep '^clean' "$out" | sed 's/^/# /'
+	else
+		T_FAILED=$((T_FAILED + 1))
+		echo "not ok $T_NUM - fuzzer, $name, $secs s from seed $seed ($*)"
+		grep -v '^# seed' "$out" | tail -n 150 | sed 's/^/#   /'
+	fi
+}
+
 fails() {	# fails DESCRIPTION COMMAND... : passes when COMMAND fails
 	local d=$1
 	shift

@@ -35,6 +35,17 @@ sequence; --shrink then cuts the sequence down (delta debugging), replaying
 each candidate on a fresh mount, and writes the shortest failing one to
 --save, which --replay runs again.
 
+With --remote and --shared, two mounts (two data directories, two
+arenas: two nodes) share the run's namespace with -o shared, and each
+operation runs on one of them, drawn from the seed: one model for both.
+Before each operation both nodes catch up with the pool's log (objfsctl
+catch-up's setxattr), so every name is on both.  A file held open for
+writing on one node is leased to it: an operation on the other node that
+would change it (open for writing, truncate, rename, unlink, link, copy
+into it) must fail with EBUSY and change nothing; one that would read it
+sees its last published version, which the model does not keep, so it is
+not done; and its bytes are verified on its writer's node only.
+
 Exit status: 0 clean, 1 a failure found, 2 a bad invocation or setup.
 """
 import argparse
@@ -275,7 +286,10 @@ class Run:
         self.blocks = [rng.randbytes(self.chunk) for _ in range(5)]
         self.names = {}		# name -> object
         self.objs = {}		# object -> bytearray
-        self.held = []		# [fd, object, is_path]
+        self.held = []		# [fd, object, is_path, node]
+        self.nodes = []		# --shared: the two mounts
+        self.node = 0		# the node of the operation under way
+        self.busy = 0		# operations refused for another's lease
         self.next_obj = 0
         self.done = 0
         self.counts = {}
@@ -320,14 +334,56 @@ class Run:
         return names[op[key] % len(names)]
 
     def pick_held(self, op, rw=True):
-        h = [x for x in self.held if not (rw and x[2])]
+        h = [x for x in self.held if not (rw and x[2]) and
+             x[3] == self.node]
         if not h:
             return None
         return h[op["i"] % len(h)]
 
+    # ---- two nodes (--shared) -------------------------------------------
+    def leased_by(self, obj):
+        """The node that holds @obj open for writing, or None."""
+        for h in self.held:
+            if h[1] == obj and not h[2]:
+                return h[3]
+        return None
+
+    def elsewhere(self, *objs):
+        """Does another node than this operation's write one of @objs?"""
+        return any(o is not None and self.leased_by(o) not in
+                   (None, self.node) for o in objs)
+
+    def refused(self, what, fn, *args):
+        """@fn must fail with EBUSY (another node writes the file) and
+        change nothing; the model stays."""
+        try:
+            r = fn(*args)
+        except OSError as e:
+            if e.errno != errno.EBUSY:
+                raise
+            self.busy += 1
+            return
+        if isinstance(r, int) and fn is os.open:
+            os.close(r)
+        raise Failure("%s on node %d succeeded, yet node %d writes the "
+                      "file" % (what, self.node, 1 - self.node))
+
+    def catch_up(self, nodes=None):
+        for fs in self.nodes if nodes is None else nodes:
+            try:
+                os.setxattr(os.path.join(fs.mnt, ".objfs-status"),
+                            "user.objfs.catch_up", b"1")
+            except OSError as e:
+                raise Failure("catch-up on %s: %s" % (
+                    fs.mnt, errno.errorcode.get(e.errno, e)))
+
     # ---- operations -----------------------------------------------------
     def apply(self, op):
         k = op["op"]
+        if self.nodes:
+            self.catch_up()
+            self.node = op.get("n", 0) % 2
+            self.fs = self.nodes[self.node]
         getattr(self, "op_" + k)(op)
         self.counts[k] = self.counts.get(k, 0) + 1
 
@@ -335,6 +391,9 @@ class Run:
         name = self.pick_name(op, present=False)
         data = data_for(op["data"], op["len"], self.blocks, self.chunk,
                         0.7 if self.a.disk else 0.2)
+        if self.elsewhere(self.names.get(name)):
+            return self.refused("open for writing", os.open, self.p(name),
+                                os.O_RDWR | os.O_CREAT, 0o644)
         fd = os.open(self.p(name), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if name not in self.names:
@@ -368,6 +427,9 @@ class Run:
         name = self.pick_name(op)
         if name is None:
             return
+        if self.elsewhere(self.names[name]):
+            return self.refused("truncate", os.truncate, self.p(name),
+                                op["size"])
         os.truncate(self.p(name), op["size"])
         self.m_size(self.names[name], op["size"])
 
@@ -382,6 +444,9 @@ class Run:
         name = self.pick_name(op)
         if name is None:
             return
+        if self.elsewhere(self.names[name]):
+            return self.refused("open for writing", os.open, self.p(name),
+                                os.O_RDWR)
         fd = os.open(self.p(name), os.O_RDWR)
         try:
             fallocate(fd, mode, op["off"], op["len"])
@@ -439,6 +504,11 @@ class Run:
         dst = self.pick_name(op, "j", present=False)
         if dst == src or self.names.get(dst) == self.names[src]:
             return
+        if self.elsewhere(self.names[src]):
+            return		# it would read the last published version
+        if self.elsewhere(self.names.get(dst)):
+            return self.refused("open for writing", os.open, self.p(dst),
+                                os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         sfd = os.open(self.p(src), os.O_RDONLY)
         try:
             dfd = os.open(self.p(dst), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
@@ -467,6 +537,11 @@ class Run:
         so, do = self.names[src], self.names[dst]
         if so == do and abs(op["off"] - op["off2"]) < op["len"]:
             return		# overlapping ranges of one file: EINVAL
+        if self.elsewhere(so):
+            return		# it would read the last published version
+        if self.elsewhere(do):
+            return self.refused("open for writing", os.open, self.p(dst),
+                                os.O_WRONLY)
         sfd = os.open(self.p(src), os.O_RDONLY)
         try:
             dfd = os.open(self.p(dst), os.O_WRONLY)
@@ -483,6 +558,10 @@ class Run:
         if src is None:
             return
         dst = self.pick_name(op, "j", present=False)
+        if dst != src and self.names.get(dst) != self.names[src] and \
+                self.elsewhere(self.names[src], self.names.get(dst)):
+            return self.refused("rename", os.rename, self.p(src),
+                                self.p(dst))
         os.rename(self.p(src), self.p(dst))
         if dst != src and self.names.get(dst) != self.names[src]:
             self.names[dst] = self.names.pop(src)
@@ -499,6 +578,8 @@ class Run:
                       if o in {h[1] for h in self.held})
         if held and op["j"] % 4:
             name = held[op["j"] % len(held)]
+        if self.elsewhere(self.names[name]):
+            return self.refused("unlink", os.unlink, self.p(name))
         os.unlink(self.p(name))
         del self.names[name]
         self.m_gc()
@@ -508,6 +589,8 @@ class Run:
         dst = self.pick_name(op, "j", present=False)
         if src is None or dst in self.names:
             return
+        if self.elsewhere(self.names[src]):
+            return self.refused("link", os.link, self.p(src), self.p(dst))
         os.link(self.p(src), self.p(dst))
         self.names[dst] = self.names[src]
 
@@ -516,13 +599,18 @@ class Run:
         if name is None or len(self.held) >= 6:
             return
         path = op["path"] and not self.a.no_opath
+        if not path and self.elsewhere(self.names[name]):
+            return self.refused("open for writing", os.open, self.p(name),
+                                os.O_RDWR)
         fd = os.open(self.p(name), os.O_PATH if path else os.O_RDWR)
-        self.held.append([fd, self.names[name], path])
+        self.held.append([fd, self.names[name], path, self.node])
 
     def op_close(self, op):
-        if not self.held:
+        mine = [h for h in self.held if h[3] == self.node]
+        if not mine:
             return
-        h = self.held.pop(op["i"] % len(self.held))
+        h = mine[op["i"] % len(mine)]
+        self.held.remove(h)
         os.close(h[0])
         self.m_gc()
 
@@ -548,24 +636,29 @@ class Run:
         # The daemon gives freed space back once a second.
         time.sleep(1.2)
 
-    def close_held(self):
+    def close_held(self, node=None):
+        """Close the descriptors held (on @node only, when given)."""
+        keep = []
         for h in self.held:
+            if node is not None and h[3] != node:
+                keep.append(h)
+                continue
             try:
                 os.close(h[0])
             except OSError:
                 pass
-        self.held = []
+        self.held = keep
         self.m_gc()
 
     def op_remount(self, op):
-        self.close_held()
+        self.close_held(self.node)
         self.fs.stop(full_ok=bool(self.a.disk))
         self.fs.check()
         self.fs.start()
         self.verify("after a clean remount")
 
     def op_kill(self, op):
-        self.close_held()
+        self.close_held(self.node)
         self.fs.kill()
         self.fs.check()		# what a killed daemon leaves is consistent
         self.fs.start()
@@ -573,18 +666,28 @@ class Run:
 
     # ---- checks ---------------------------------------------------------
     def verify(self, when):
-        have = sorted(n for n in os.listdir(self.fs.mnt)
+        if not self.nodes:
+            return self.verify_node(when, self.fs, 0)
+        self.catch_up()
+        for k, fs in enumerate(self.nodes):
+            self.verify_node("%s, node %d" % (when, k), fs, k)
+
+    def verify_node(self, when, fs, node):
+        have = sorted(n for n in os.listdir(fs.mnt)
                       if not n.startswith("."))
         if have != sorted(self.names):
             raise Failure("%s: names %s, model %s" %
                           (when, have, sorted(self.names)))
         for name, obj in sorted(self.names.items()):
+            if self.leased_by(obj) not in (None, node):
+                continue	# its writer's node has what is not published
             want = self.objs[obj]
-            st = os.stat(self.p(name))
+            path = os.path.join(fs.mnt, name)
+            st = os.stat(path)
             if st.st_size != len(want):
                 raise Failure("%s: %s is %d bytes, model %d" %
                               (when, name, st.st_size, len(want)))
-            with open(self.p(name), "rb") as f:
+            with open(path, "rb") as f:
                 off = 0
                 while True:
                     try:
@@ -616,10 +719,19 @@ class Run:
     def finish(self):
         """Everything deleted, unmounted: no data block may stay."""
         self.close_held()
+        if self.nodes:
+            self.node, self.fs = 0, self.nodes[0]
+            self.catch_up()
         for name in sorted(self.names):
             os.unlink(self.p(name))
         self.names = {}
         self.m_gc()
+        for fs in self.nodes[1:]:
+            fs.stop()
+            fs.check()
+        if self.nodes:
+            # What the others did last (their files let go at unmount).
+            self.catch_up(self.nodes[:1])
         self.fs.stop()
         self.fs.check()
         used = self.backing_blocks()
@@ -650,10 +762,19 @@ class Run:
             REMOTE_RUNS += 1
             opts += ",remote=%s/fz%d_%d,remote_conf=%s,remote_hold=3" % (
                 self.a.remote, os.getpid(), REMOTE_RUNS, self.a.remote_conf)
-        self.fs = Objfs(self.a.bin, self.a.ctl, work, opts, self.a.disk)
+        if self.a.shared:
+            opts += ",shared,remote_lease=3"
+            for k in range(2):
+                os.makedirs(os.path.join(work, "n%d" % k))
+                self.nodes.append(Objfs(self.a.bin, self.a.ctl, os.path.join(
+                    work, "n%d" % k), opts, self.a.disk))
+            self.fs = self.nodes[0]
+        else:
+            self.fs = Objfs(self.a.bin, self.a.ctl, work, opts, self.a.disk)
         i = -1
         try:
-            self.fs.start()
+            for fs in self.nodes or [self.fs]:
+                fs.start()
             for i, op in enumerate(self.ops):
                 if deadline is not None and time.monotonic() > deadline:
                     self.ops = self.ops[:i]
@@ -682,7 +803,8 @@ class Run:
             return i, str(f)
         finally:
             self.close_held()
-            self.fs.cleanup()
+            for fs in self.nodes or [self.fs]:
+                fs.cleanup()
 
 
 def attempt(args, ops, verbose=False):
@@ -766,6 +888,9 @@ def main():
                     help="rados:POOL: the tree in that pool (remote=), a "
                     "namespace for each run")
     ap.add_argument("--remote-conf", default="/etc/ceph/ceph.conf")
+    ap.add_argument("--shared", action="store_true",
+                    help="with --remote: two mounts of the namespace "
+                    "(-o shared), each operation on one of them")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--keep-log", action="store_true")
     ap.add_argument("--tmp", default=None)
@@ -782,6 +907,9 @@ def main():
     d = args.disk.upper()
     args.disk = int(d[:-1]) * units[d[-1]] if d[-1:] in units else int(d)
     args.blocks_seed = 1
+    if args.shared and not args.remote:
+        print("fuzz: --shared needs --remote", file=sys.stderr)
+        return 2
 
     if args.replay:
         with open(args.replay) as f:
@@ -797,18 +925,25 @@ def main():
     seed = args.seed if args.seed is not None else \
         random.SystemRandom().randrange(1 << 31)
     end = time.monotonic() + args.seconds if args.seconds else None
-    seeds = total = enospc = 0
+    seeds = total = enospc = busy = 0
     counts = {}
     t0 = time.monotonic()
     while True:
         ops = gen_ops(seed, args.ops, args.chunk,
                       0.3 if args.disk else 0.05)
+        if args.shared:
+            # Each operation's node, from a stream of its own (the
+            # operations are those of the same seed without --shared).
+            rng = random.Random(seed ^ 0x5eed)
+            for op in ops:
+                op["n"] = rng.randrange(2)
         print("# seed %d (%s)" % (seed, args.opts),
               flush=True)
         at, why, r = attempt(args, ops, args.verbose)
         for k, v in r.counts.items():
             counts[k] = counts.get(k, 0) + v
         enospc += r.enospc
+        busy += r.busy
         if why:
             print("FAIL seed %d at op %d after %.1f s: %s" %
                   (seed, at, time.monotonic() - t0, why), flush=True)
@@ -835,7 +970,9 @@ def main():
     print("clean: %d seeds, %d operations in %.0f s (%s)%s" %
           (seeds, total, time.monotonic() - t0,
            ", ".join("%s %d" % kv for kv in sorted(counts.items())),
-           "; %d refused for a full disk" % enospc if args.disk else ""))
+           "; %d refused for a full disk" % enospc if args.disk else "") +
+          ("; %d refused for another node's lease" % busy
+           if args.shared else ""))
     return 0
 
 

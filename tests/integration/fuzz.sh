@@ -10,30 +10,13 @@
 # number, or fuzz.py --seconds N directly.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
-FUZZ=$(cd "$(dirname "$0")/../fuzz" && pwd)/fuzz.py
 SECONDS_ON=${FUZZ_SECONDS:-60}
 SEED=${FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}
-run() {	# run NAME SECONDS SEED FUZZ-OPTIONS...: one TAP line, the
-	# summary or the failure
-	local name=$1 secs=$2 seed=$3 out=$T/fuzz.${1// /_}.out
-	shift 3
-	T_NUM=$((T_NUM + 1))
-	if python3 "$FUZZ" --bin "$OBJFS_BIN" --seconds "$secs" \
-		--seed "$seed" --shrink 120 --save "$T/failing.${name// /_}.json" \
-		--tmp "$T" --keep-log "$@" >"$out" 2>&1; then
-		echo "ok $T_NUM - fuzzer, $name, $secs s from seed $seed"
-		grep '^clean' "$out" | sed 's/^/# /'
-	else
-		T_FAILED=$((T_FAILED + 1))
-		echo "not ok $T_NUM - fuzzer, $name, $secs s from seed $seed ($*)"
-		grep -v '^# seed' "$out" | tail -n 150 | sed 's/^/#   /'
-	fi
-}
 echo "# seed $SEED (FUZZ_SEED=$SEED reproduces the sequences)"
-run "dedup on" "$SECONDS_ON" "$SEED" --dedup on
-run "dedup off" "$((SECONDS_ON / 2))" "$((SEED + 1))" --dedup off
+t_fuzz "dedup on" "$SECONDS_ON" "$SEED" --dedup on
+t_fuzz "dedup off" "$((SECONDS_ON / 2))" "$((SEED + 1))" --dedup off
 if command -v mkfs.ext4 >/dev/null && [ -e /dev/loop-control ]; then
-	run "a 12 MiB disk that fills" "$((SECONDS_ON / 2))" "$((SEED + 2))" --disk 12M
+	t_fuzz "a 12 MiB disk that fills" "$((SECONDS_ON / 2))" "$((SEED + 2))" --disk 12M
 else
 	T_NUM=$((T_NUM + 1))
 	echo "ok $T_NUM # SKIP a disk that fills: needs mkfs.ext4 and loop devices"

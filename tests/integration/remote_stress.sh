@@ -8,11 +8,13 @@
 #   - kill_loop.sh with KILL_LOSE=1: at each kill the whole machine is
 #     lost (data directory and arena deleted) and the next mount, from an
 #     empty data directory, must have every fsynced byte;
-#   - fuzz.py --remote, a namespace for each sequence;
+#   - fuzz.py --remote, a namespace for each sequence, on one mount and
+#     on two shared mounts (-o shared) at once, against one model;
 #   - the crash simulator (sim.py remote): pool snapshots taken while a
 #     workload runs, each mounted and checked as a lost machine's pool.
-# REMOTE_KILL_ROUNDS, REMOTE_LOSE_ROUNDS, REMOTE_FUZZ_SECONDS and
-# REMOTE_CRASH_STEPS set the sizes (defaults 20, 8, 60 and 1000).
+# REMOTE_KILL_ROUNDS, REMOTE_LOSE_ROUNDS, REMOTE_FUZZ_SECONDS,
+# REMOTE_SHARED_FUZZ_SECONDS and REMOTE_CRASH_STEPS set the sizes (defaults
+# 20, 8, 60, 60 and 1000).
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,18 +27,11 @@ t_sub "kill loop, the machine lost at each kill" env \
 	KILL_OPTS="arena=32M,chunk=64K,remote=rados:objfs/lose$$,remote_conf=$CONF,remote_hold=2" \
 	bash "$HERE/kill_loop.sh"
 SEED=${FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}
-T_NUM=$((T_NUM + 1))
-if python3 "$HERE/../fuzz/fuzz.py" --bin "$OBJFS_BIN" \
-	--seconds "${REMOTE_FUZZ_SECONDS:-60}" --seed "$SEED" --shrink 120 \
-	--save "$T/failing.remote.json" --tmp "$T" --keep-log \
-	--remote rados:objfs --remote-conf "$CONF" >"$T/fuzz.out" 2>&1; then
-	echo "ok $T_NUM - fuzzer, remote=, from seed $SEED"
-	grep '^clean' "$T/fuzz.out" | sed 's/^/# /'
-else
-	T_FAILED=$((T_FAILED + 1))
-	echo "not ok $T_NUM - fuzzer, remote=, from seed $SEED"
-	grep -v '^# seed' "$T/fuzz.out" | tail -n 150 | sed 's/^/#   /'
-fi
+t_fuzz "remote=" "${REMOTE_FUZZ_SECONDS:-60}" "$SEED" \
+	--remote rados:objfs --remote-conf "$CONF"
+# Two mounts of each sequence's namespace (-o shared), one model.
+t_fuzz "two shared mounts" "${REMOTE_SHARED_FUZZ_SECONDS:-60}" \
+	"$((SEED + 1))" --remote rados:objfs --remote-conf "$CONF" --shared
 
 # The crash simulator with remote=: the workload of crash.sh on a mount
 # of its own pool, the data directory's writes recorded (crashrec.so),

@@ -1,0 +1,176 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# bench/shared.sh - the shared part of scripts/bench: two objfs mounts,
+# A and B (two data directories and arenas: two nodes on one machine),
+# sharing a namespace of a single-node Ceph cluster started here (-o
+# shared), beside rados bench on the same pool, in one run:
+#   first read on B   A writes and closes a SIZE GiB file; B (an empty data
+#                     directory) reads it: every chunk fetched; against
+#                     rados bench seq (32 in flight, 1 MiB objects)
+#   fsync to visible  A appends 4 KiB and fsyncs; B's stat sees the new
+#                     size: the time from A's fsync returning (median and
+#                     99th percentile of 100)
+#   metadata          creates (open O_CREAT and close), stats and renames
+#                     of 1,000 files per second on A, against a local
+#                     objfs mount (no remote=) and an exclusive remote=
+#                     mount
+#   8 readers on B    8 processes on a new B read a 1 GiB file A wrote, at
+#                     once: their rate together, and one reader alone
+#
+#   bench/shared.sh OUT BIN WORK SIZE_GIB REPS
+# Appends its figures to OUT/results.csv and writes OUT/shared.md.
+set -euo pipefail
+OUT=$1 BIN=$2 W=$3 SIZE=$4 REPS=$5
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/cluster_lib.sh"
+MD=$OUT/shared.md
+NFILES=1000
+
+CLUSTER_OSD_GIB=$((3 * SIZE + 8)) bash "$top/tests/ceph/cluster.sh" start "$C" objfs
+CONF=$C/ceph.conf
+RB="rados -c $CONF -p objfs"
+mount_ns() {	# mount_ns MNT DATA OPTS: an objfs on DATA with OPTS
+	mkdir -p "$1"
+	"$BIN/objfs" -f -o "arena=$((SIZE + 2))G,data=$2,$3" "$1" 2>>"$OUT/objfs-shared.log" &
+	PIDS+=($!); MOUNTS+=("$1")
+	wait_mounted "$1"
+}
+shared() { echo "remote=rados:objfs/$1,remote_conf=$CONF,shared"; }
+
+# meta DIR: creates, stats and renames of NFILES files in DIR, per second
+meta() {
+	python3 - "$1" "$NFILES" <<'PY'
+import os, sys, time
+d, n = sys.argv[1], int(sys.argv[2])
+os.makedirs(d, exist_ok=True)
+t = time.monotonic()
+for i in range(n):
+    os.close(os.open("%s/f%d" % (d, i), os.O_CREAT | os.O_WRONLY, 0o644))
+c = n / (time.monotonic() - t)
+t = time.monotonic()
+for i in range(n):
+    os.stat("%s/f%d" % (d, i))
+s = n / (time.monotonic() - t)
+t = time.monotonic()
+for i in range(n):
+    os.rename("%s/f%d" % (d, i), "%s/g%d" % (d, i))
+r = n / (time.monotonic() - t)
+print("%.0f %.0f %.0f" % (c, s, r))
+PY
+}
+
+declare -a rb_r first lat50 lat99 cr st rn lcr lst lrn xcr xst xrn one eight
+for ((r = 1; r <= REPS; r++)); do
+	$RB bench 600 write -b 1M -t 32 --max-objects $((SIZE << 10)) --no-cleanup >/dev/null 2>&1
+	br=$($RB bench 600 seq -t 32 2>/dev/null | sed -n 's/^Bandwidth (MB\/sec): *//p')
+	br=$(python3 -c "print(f'{$br * 1.048576:.0f}')")	# MiB/s to MB/s
+	$RB cleanup >/dev/null 2>&1
+	rb_r+=("$br")
+	rec rados_bench seq_MBps 1048576 "$r" "$br"
+
+	ns=sh$r
+	mount_ns "$W/a" "$W/rdata_a$r" "$(shared "$ns")"
+	mount_ns "$W/b" "$W/rdata_b$r" "$(shared "$ns")"
+	# A writes and closes (close publishes it); B reads it, every chunk
+	# fetched from the pool.
+	"$BIN/bench/benchio" write "$W/a/blob" "$GB" fsync >/dev/null
+	"$BIN/objfsctl" catch-up "$W/b"
+	drop
+	s=$("$BIN/bench/benchio" read "$W/b/blob" "$GB" | cut -d' ' -f1)
+	first+=("$(rate "$GB" "$s")")
+	rec objfs_shared first_read_on_B_s "$GB" "$r" "$s"
+	# From A's fsync to B's stat seeing it.
+	lat=$(python3 - "$W/a/lat" "$W/b/lat" <<'PY'
+import os, sys, time
+a, b = sys.argv[1], sys.argv[2]
+fd = os.open(a, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+buf = os.urandom(4096)
+os.write(fd, buf)
+os.fsync(fd)
+while True:
+    try:
+        if os.stat(b).st_size == 4096:
+            break
+    except FileNotFoundError:
+        pass
+    time.sleep(0.001)
+t = []
+for i in range(2, 102):
+    os.write(fd, buf)
+    os.fsync(fd)
+    a0 = time.monotonic()
+    while os.stat(b).st_size != 4096 * i:
+        time.sleep(0.0002)
+    t.append((time.monotonic() - a0) * 1e3)
+t.sort()
+print("%.1f %.1f" % (t[len(t) // 2], t[len(t) * 99 // 100]))
+PY
+)
+	lat50+=("${lat% *}"); lat99+=("${lat#* }")
+	rec objfs_shared fsync_to_visible_p50_ms 4096 "$r" "${lat% *}"
+	rec objfs_shared fsync_to_visible_p99_ms 4096 "$r" "${lat#* }"
+	# Metadata on the shared tree.
+	read -r c1 s1 r1 < <(meta "$W/a/meta")
+	cr+=("$c1"); st+=("$s1"); rn+=("$r1")
+	rec objfs_shared creates_per_s 0 "$r" "$c1"
+	rec objfs_shared stats_per_s 0 "$r" "$s1"
+	rec objfs_shared renames_per_s 0 "$r" "$r1"
+	umount_wait "$W/b"
+	# 8 readers on a new B of a 1 GiB file A wrote; then one alone.
+	"$BIN/bench/benchio" write "$W/a/blob1" $((1 << 30)) fsync >/dev/null
+	mount_ns "$W/b" "$W/rdata_c$r" "$(shared "$ns")"
+	drop
+	t0=$(now)
+	readers=()
+	for k in $(seq 8); do
+		"$BIN/bench/benchio" read "$W/b/blob1" $((1 << 30)) >/dev/null &
+		readers+=($!)
+	done
+	for p in "${readers[@]}"; do wait "$p"; done
+	s=$(python3 -c "print($(now) - $t0)")
+	eight+=("$(rate $((8 << 30)) "$s")")
+	rec objfs_shared eight_readers_on_B_s $((8 << 30)) "$r" "$s"
+	umount_wait "$W/b"
+	mount_ns "$W/b" "$W/rdata_d$r" "$(shared "$ns")"
+	drop
+	s=$("$BIN/bench/benchio" read "$W/b/blob1" $((1 << 30)) | cut -d' ' -f1)
+	one+=("$(rate $((1 << 30)) "$s")")
+	rec objfs_shared one_reader_on_B_s $((1 << 30)) "$r" "$s"
+	umount_wait "$W/b"
+	umount_wait "$W/a"
+	# The same metadata operations on a local objfs and on an exclusive
+	# remote= mount.
+	mount_ns "$W/l" "$W/ldata$r" "dedup=on"
+	read -r c1 s1 r1 < <(meta "$W/l/meta")
+	lcr+=("$c1"); lst+=("$s1"); lrn+=("$r1")
+	rec objfs_local creates_per_s 0 "$r" "$c1"
+	rec objfs_local stats_per_s 0 "$r" "$s1"
+	rec objfs_local renames_per_s 0 "$r" "$r1"
+	umount_wait "$W/l"
+	mount_ns "$W/x" "$W/xdata$r" "remote=rados:objfs/x$r,remote_conf=$CONF"
+	read -r c1 s1 r1 < <(meta "$W/x/meta")
+	xcr+=("$c1"); xst+=("$s1"); xrn+=("$r1")
+	rec objfs_remote creates_per_s 0 "$r" "$c1"
+	rec objfs_remote stats_per_s 0 "$r" "$s1"
+	rec objfs_remote renames_per_s 0 "$r" "$r1"
+	umount_wait "$W/x"
+	rm -rf "$W"/rdata_*"$r" "$W/ldata$r" "$W/xdata$r"
+	$RB purge objfs --yes-i-really-really-mean-it >/dev/null 2>&1 || true
+done
+
+RBR=$(m "${rb_r[@]}") FR=$(m "${first[@]}")
+{
+	echo "## Two nodes on one namespace (-o shared), $SIZE GiB, median of $REPS"
+	echo
+	echo "Two objfs mounts on this machine (two data directories and arenas), one namespace of a single-node cluster (one OSD, bluestore on a sparse file, pool size 1). Per repetition in results.csv."
+	echo
+	echo "| what | objfs shared | baseline | ratio |"
+	echo "|---|---|---|---|"
+	echo "| first read on B of a $SIZE GiB file A wrote | $FR MB/s | rados bench seq $RBR MB/s | $(ratio "$FR" "$RBR") |"
+	echo "| 8 readers at once on a new B, 1 GiB file, together | $(m "${eight[@]}") MB/s | one reader alone $(m "${one[@]}") MB/s | $(ratio "$(m "${eight[@]}")" "$(m "${one[@]}")") |"
+	echo "| A's fsync returned to B's stat seeing it, median / p99 | $(m "${lat50[@]}") / $(m "${lat99[@]}") ms | B looks every 100 ms | |"
+	echo "| creates per second (open O_CREAT, close) | $(m "${cr[@]}") | local objfs $(m "${lcr[@]}"); exclusive remote= $(m "${xcr[@]}") | $(ratio "$(m "${cr[@]}")" "$(m "${lcr[@]}")") of local |"
+	echo "| stats per second | $(m "${st[@]}") | local objfs $(m "${lst[@]}"); exclusive remote= $(m "${xst[@]}") | $(ratio "$(m "${st[@]}")" "$(m "${lst[@]}")") of local |"
+	echo "| renames per second | $(m "${rn[@]}") | local objfs $(m "${lrn[@]}"); exclusive remote= $(m "${xrn[@]}") | $(ratio "$(m "${rn[@]}")" "$(m "${lrn[@]}")") of local |"
+} >"$MD"
+cat "$MD"
