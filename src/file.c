@@ -201,6 +201,18 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	 * reads the count and marks the inode gone under its lock, so an
 	 * unlink after this sees the open. */
 	objfs_inode_lock(ip);
+	/* Shared mode: another node published a new version while this
+	 * one had the file open.  The opens may be closed already, their
+	 * RELEASE on its way after close() returned: a moment for them, so
+	 * that this open finds the new version (an open that stays keeps
+	 * the old one for everybody here). */
+	for (int i = 0; s->shared && ip->detached && ip->nopen && i < 50; i++) {
+		struct timespec ts = { 0, 10 * 1000000L };
+
+		objfs_inode_unlock(ip);
+		nanosleep(&ts, NULL);
+		objfs_inode_lock(ip);
+	}
 	if (ip->gone)
 		rc = s->shared && !ip->nopen ? -ESTALE : -ENOENT;
 	else

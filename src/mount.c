@@ -707,6 +707,10 @@ objfs_store_close(struct objfs_store *s)
 				strerror(-rc));
 		}
 	}
+	/* Shared mode: the files written here published, before the inodes
+	 * go. */
+	if (s->tier)
+		s->tier_ops->quiesce(s->tier);
 	/* Everything committed is durable now: the space it freed can go
 	 * (the tombstones' removal is checkpointed at close). */
 	s->copy->give_back(s, 0);

@@ -364,6 +364,8 @@ threads:
 	}
 	if (rc) {
 		snprintf(msg, msgsize, "cannot start the remote tier's threads");
+		if (t->shared)
+			tier_share_quiesce(t);	/* the follower stops */
 		return -rc;
 	}
 	t->threads = 1;
@@ -786,6 +788,13 @@ tier_shared(struct objfs_tier *t)
 	return t->shared;
 }
 
+static void
+tier_quiesce(struct objfs_tier *t)
+{
+	if (t->shared)
+		tier_share_quiesce(t);
+}
+
 static int
 tier_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 		size_t msgsize)
@@ -805,6 +814,7 @@ const struct objfs_tier_ops objfs_tier_rados = {
 	.status = tier_status,
 	.shared = tier_shared,
 	.attach = tier_attach,
+	.quiesce = tier_quiesce,
 	.catch_up = tier_share_catch_up,
 	.lease = tier_share_lease,
 	.unblock = tier_share_unblock,

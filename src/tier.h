@@ -53,6 +53,10 @@ struct objfs_tier_ops {
 	 * -ETIMEDOUT when the cluster did not take it within the timeout,
 	 * -EIO when this mount lost its hold (logged). */
 	int (*sync)(struct objfs_tier *t, uint64_t seq);
+	/* Unmount, everything written out, the inodes still in memory: a
+	 * shared mount stops following the log and publishes what it was
+	 * writing (nothing for one that is not). */
+	void (*quiesce)(struct objfs_tier *t);
 	/* Unmount, the index still open: ship what is left, stop. */
 	int (*stop)(struct objfs_tier *t);
 	/* After the index closed: give the hold back, disconnect. */

@@ -126,6 +126,8 @@ struct objfs_tier {
 	_Atomic uint64_t sh_appended, sh_applied, sh_conflicts,
 		sh_refused, sh_broken;
 	int attached;			/* tier_share_attach done */
+	int follow_stop;		/* (lock) the follower stops */
+	int quiesced;			/* tier_share_quiesce done */
 	int took_over;			/* ... and took this data directory's
 					 * killed daemon's leases over */
 };
@@ -142,6 +144,7 @@ int tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize);
 int tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 		size_t msgsize);
 int tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize);
+void tier_share_quiesce(struct objfs_tier *t);
 void tier_share_stop(struct objfs_tier *t);
 void tier_share_close(struct objfs_tier *t);
 int tier_share_renew(struct objfs_tier *t);

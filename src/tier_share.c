@@ -469,11 +469,11 @@ follow_main(void *arg)
 	int quiet = 0;
 
 	pthread_mutex_lock(&t->lock);
-	while (!t->stop) {
+	while (!t->stop && !t->follow_stop) {
 		int rc;
 
 		objfs_cond_wait_ms(&t->cv, &t->lock, TIER_FOLLOW_MS);
-		if (t->stop)
+		if (t->stop || t->follow_stop)
 			break;
 		pthread_mutex_unlock(&t->lock);
 		rc = tier_share_catch_up(t);
@@ -861,26 +861,39 @@ tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
 	return 0;
 }
 
+/* The store is about to let its inodes go (unmount): the follower stops
+ * (it brings inodes in line), and the files this mount was writing are
+ * published and their leases given back while the inodes are there for
+ * a catch-up that races another mount's commit. */
 void
-tier_share_stop(struct objfs_tier *t)
+tier_share_quiesce(struct objfs_tier *t)
 {
 	size_t n = 0;
 	int rc;
 
 	if (t->follow_started) {
 		pthread_mutex_lock(&t->lock);
-		t->stop = 1;
+		t->follow_stop = 1;
 		pthread_cond_broadcast(&t->cv);
 		pthread_mutex_unlock(&t->lock);
 		pthread_join(t->follow_th, NULL);
 		t->follow_started = 0;
 	}
+	if (!t->attached || t->quiesced)
+		return;
+	t->quiesced = 1;
 	rc = rewrite_leases(t, t->node, 0, 1, &n);
 	if (rc < 0)
 		objfs_log(OBJFS_LOG_ERR, "remote: %s: cannot publish the files "
 			"this mount was writing: %s; other nodes may take them "
 			"once this node's lock lapses (remote_lease)", t->spec,
 			strerror(-rc));
+}
+
+void
+tier_share_stop(struct objfs_tier *t)
+{
+	tier_share_quiesce(t);
 	objfs_meta_set_hook(t->m, NULL, NULL);
 }
 

@@ -16,6 +16,11 @@
 #     once A's lease (remote_lease) has lapsed; A's remount then drops
 #     what it wrote and never published, and publishes what it wrote to a
 #     file nobody took;
+#   - A SIGKILLed at random moments of publishing a new version of a file:
+#     B finds one version whole each time, and A's last after its
+#     remount; A's machine lost (data directory and arena deleted): B
+#     reads everything A fsynced, and gets A's open file once its lease
+#     lapses;
 #   - the same bytes written on both nodes are one object in the pool;
 #     a collection on B (grace 0) removes no chunk either node's files
 #     name, and is deferred while A has a file open for writing;
@@ -228,6 +233,103 @@ ok "A drops what it wrote to the file B took: B's bytes stand on both" sh -c "
 	grep -q 'never published is dropped' '$T/objfs.a.log'"
 ok "A publishes what it wrote to the file nobody took (7000 bytes on B)" sh -c "
 	'$CTL' catch-up '$B' && [ \"\$(stat -c %s '$B/k2')\" = 7000 ] && [ \"\$(tr -d k <'$B/k2' | wc -c)\" = 0 ]"
+
+# ---- A killed in the middle of publishing ----
+# Versions of a 16 MiB file, each byte of version k equal to k: A writes
+# one whole, and is SIGKILLed at a random moment of its fsync (chunks being
+# put, the record being appended).  B must find one version whole, never
+# a mixture; A's remount then publishes the version it had written.
+whole_version() {	# whole_version FILE: prints k when FILE is version k
+	python3 - "$1" <<'PY'
+import sys
+b = open(sys.argv[1], 'rb').read()
+if len(b) != 16 << 20 or b.count(b[0]) != len(b):
+    sys.exit('a mixture: %d bytes, %d distinct byte values' % (
+        len(b), len(set(b))))
+print(b[0])
+PY
+}
+head -c $((16 << 20)) /dev/zero | tr '\0' '\1' >"$A/ver"
+cu "$B"
+kill_publish() {
+	local k delay v got
+	for k in 2 3 4 5 6; do
+		python3 -c "
+import os, sys
+fd = os.open('$A/ver', os.O_WRONLY)
+os.pwrite(fd, bytes([$k]) * (16 << 20), 0)
+open('$T/ver-written', 'w').close()
+os.fsync(fd)
+" 2>/dev/null &
+		local w=$!
+		seen_within "$T/ver-written" 20 || return 1
+		delay=$(python3 -c "import random; print(random.uniform(0, 0.25))")
+		sleep "$delay"
+		kill -9 "$PA"
+		wait "$w" 2>/dev/null
+		rm -f "$T/ver-written"
+		fusermount3 -u "$A" 2>/dev/null || umount -l "$A"
+		cu "$B" || return 1
+		got=$(whole_version "$B/ver") || { echo "after a kill $delay s into fsync: $got"; return 1; }
+		start_objfs "$A" "$T/dA" "$OPTS" >/dev/null || return 1
+		PA=$OBJFS_PID
+		cu "$B" || return 1
+		v=$(whole_version "$B/ver") || { echo "after the remount: $v"; return 1; }
+		[ "$v" = "$k" ] || { echo "after the remount B has version $v, A wrote $k"; return 1; }
+		echo "# killed $delay s into the fsync of version $k: B had version $got, then $v"
+	done
+}
+ok "A killed 5 times in the middle of publishing: B finds a whole version each time, then A's last" kill_publish
+
+# ---- A's machine lost ----
+lose_a() {
+	python3 -c "
+import os
+for n in range(3):
+    with open('$A/lost%d' % n, 'wb') as f:
+        f.write(bytes([n + 7]) * (3 << 20))
+        f.flush()
+        os.fsync(f.fileno())
+fd = os.open('$A/lost-open', os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b'q' * 100000)
+os.fsync(fd)
+open('$T/lost-ready', 'w').close()
+import time
+time.sleep(120)
+" 2>/dev/null &
+	local w=$!
+	seen_within "$T/lost-ready" 30 || return 1
+	kill -9 "$PA"
+	kill "$w"; wait "$w" 2>/dev/null
+	fusermount3 -u "$A" 2>/dev/null || umount -l "$A"
+	local arena
+	arena=$(head -n 1 "$T/dA/arena" 2>/dev/null)
+	rm -rf "$T/dA"
+	case $arena in /dev/shm/objfs.*/arena) rm -rf "${arena%/arena}" ;; esac
+	cu "$B" || return 1
+	for n in 0 1 2; do
+		python3 -c "
+import sys
+b = open('$B/lost$n', 'rb').read()
+sys.exit(b != bytes([$n + 7]) * (3 << 20))" || { echo "lost$n differs on B"; return 1; }
+	done
+	[ "$(stat -c %s "$B/lost-open")" = 100000 ] || { echo "lost-open is not its fsynced 100000 bytes"; return 1; }
+}
+ok "A's machine lost (data directory and arena deleted): everything A fsynced reads on B" lose_a
+ok "and the file A had open for writing is B's once A's lease lapsed" sh -c "
+	python3 -c \"
+import errno, os, sys, time
+t0 = time.monotonic()
+while True:
+    try:
+        os.close(os.open('$B/lost-open', os.O_WRONLY)); break
+    except OSError as e:
+        if e.errno != errno.EBUSY or time.monotonic() - t0 > 30: sys.exit(str(e))
+        time.sleep(0.2)
+\""
+ok "A mounts again from an empty data directory" start_objfs "$A" "$T/dA" "$OPTS"
+PA=$OBJFS_PID
+ok "with every file" sh -c "cmp -s '$A/lost1' '$B/lost1' && [ \"\$(stat -c %s '$A/lost-open')\" = 100000 ]"
 
 # ---- dedup and garbage collection across both ----
 head -c 4M /dev/urandom >"$T/same"
