@@ -266,6 +266,8 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 		ip->no_file = 1;	/* inode numbers are never reused */
 		if (op)
 			objfs_inode_open_locked(ip, op->flags, op->bypass);
+		if (s->shared && op && (op->flags & O_ACCMODE) != O_RDONLY)
+			objfs_share_created(s, ip);
 		objfs_inode_unlock(ip);
 		*out = a;
 		objfs_inode_put(s, ip);

@@ -136,6 +136,7 @@ objfs_remote_connect(const struct objfs_remote_config *cfg,
 	 * that room can be made. */
 	rados_set_pool_full_try(r->io);
 	pthread_mutex_init(&r->head_lock, NULL);
+	pthread_mutex_init(&r->notify_mu, NULL);
 	*out = r;
 	return 0;
 
@@ -145,14 +146,20 @@ fail:
 	return rc;
 }
 
+static void notifies_reap(struct objfs_remote *r, int all);
+
 void
 objfs_remote_close(struct objfs_remote *r)
 {
 	if (!r)
 		return;
+	pthread_mutex_lock(&r->notify_mu);
+	notifies_reap(r, 1);
+	pthread_mutex_unlock(&r->notify_mu);
 	rados_ioctx_destroy(r->io);
 	rados_shutdown(r->cluster);
 	pthread_mutex_destroy(&r->head_lock);
+	pthread_mutex_destroy(&r->notify_mu);
 	free(r);
 }
 
@@ -294,6 +301,103 @@ objfs_remote_list(struct objfs_remote *r,
 	}
 	rados_nobjects_list_close(ctx);
 	return rc == -ENOENT ? 0 : rc;
+}
+
+/* ---- watch and notify ---------------------------------------------------- */
+
+static void
+watch_cb(void *arg, uint64_t notify_id, uint64_t cookie, uint64_t notifier,
+		void *data, size_t len)
+{
+	struct objfs_remote *r = arg;
+
+	(void)notifier;
+	(void)data;
+	(void)len;
+	(void)rados_notify_ack(r->io, r->watch_name, notify_id, cookie, NULL,
+			0);
+	if (r->watch_cb)
+		r->watch_cb(r->watch_arg);
+}
+
+/* The watch was lost (the OSD restarted, say): the caller's own polling
+ * covers what a notify would have said. */
+static void
+watch_err(void *arg, uint64_t cookie, int err)
+{
+	(void)arg;
+	(void)cookie;
+	objfs_log(OBJFS_LOG_WARNING, "remote: a watch was lost (%s): changes "
+		"are seen by polling only", strerror(-err));
+}
+
+int
+objfs_remote_watch(struct objfs_remote *r, const char *name,
+		void (*cb)(void *arg), void *arg, uint64_t *cookie)
+{
+	snprintf(r->watch_name, sizeof(r->watch_name), "%s", name);
+	r->watch_cb = cb;
+	r->watch_arg = arg;
+	return rados_watch3(r->io, name, cookie, watch_cb, watch_err, 30, r);
+}
+
+/* Release the notifies that were answered (all, with @all: waiting). */
+static void
+notifies_reap(struct objfs_remote *r, int all)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < r->nnotifies; i++) {
+		struct remote_notify *n = &r->notifies[i];
+
+		if (!all && !rados_aio_is_complete(n->c)) {
+			r->notifies[k++] = *n;
+			continue;
+		}
+		rados_aio_wait_for_complete(n->c);
+		rados_aio_release(n->c);
+		if (n->reply)
+			rados_buffer_free(n->reply);
+	}
+	r->nnotifies = k;
+}
+
+void
+objfs_remote_unwatch(struct objfs_remote *r, uint64_t cookie)
+{
+	(void)rados_unwatch2(r->io, cookie);
+	r->watch_cb = NULL;
+	pthread_mutex_lock(&r->notify_mu);
+	notifies_reap(r, 1);
+	pthread_mutex_unlock(&r->notify_mu);
+}
+
+int
+objfs_remote_notify(struct objfs_remote *r, const char *name)
+{
+	struct remote_notify *n;
+	int rc;
+
+	pthread_mutex_lock(&r->notify_mu);
+	notifies_reap(r, 0);
+	if (r->nnotifies == REMOTE_NOTIFIES) {
+		pthread_mutex_unlock(&r->notify_mu);
+		return -EAGAIN;	/* the watchers poll anyway */
+	}
+	n = &r->notifies[r->nnotifies];
+	n->reply = NULL;
+	n->reply_len = 0;
+	rc = rados_aio_create_completion2(NULL, NULL, &n->c);
+	if (rc == 0) {
+		rc = rados_aio_notify(r->io, name, n->c, NULL, 0, 5000,
+				&n->reply, &n->reply_len);
+		if (rc < 0)
+			rados_aio_release(n->c);
+		else
+			r->nnotifies++;
+	}
+	pthread_mutex_unlock(&r->notify_mu);
+	return rc;
 }
 
 void

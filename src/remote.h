@@ -99,6 +99,15 @@ int objfs_remote_age_ver(struct objfs_remote *r, const char *name,
  * caller if it likes). */
 int objfs_remote_remove_at(struct objfs_remote *r, const char *name,
 		uint64_t ver);
+/* Watch @name: @cb(@arg) runs (in a librados thread, briefly) for each
+ * notify sent to it; the notify is acknowledged.  *@cookie is for
+ * objfs_remote_unwatch. */
+int objfs_remote_watch(struct objfs_remote *r, const char *name,
+		void (*cb)(void *arg), void *arg, uint64_t *cookie);
+void objfs_remote_unwatch(struct objfs_remote *r, uint64_t cookie);
+/* Notify @name's watchers, without waiting for them (the answers are
+ * collected by later calls, and by unwatch). */
+int objfs_remote_notify(struct objfs_remote *r, const char *name);
 /* The cluster's raw space and what is free of it. */
 int objfs_remote_df(struct objfs_remote *r, uint64_t *total, uint64_t *avail);
 /* An object's size and bytes, however long: *@buf malloc'd (the caller

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #define SUMS_XATTR	"objfs.sums"
+#define REMOTE_NOTIFIES	64	/* notifies in flight at most */
 #define SEEN_XATTR	"objfs.seen"	/* shared mode: when a put last found
 					 * the chunk (objfs_remote_set_touch) */
 
@@ -21,6 +22,19 @@ struct objfs_remote {
 	/* The head's calls read the ioctx's last version: one at a time. */
 	pthread_mutex_t head_lock;
 	int touch;			/* objfs_remote_set_touch */
+	/* Notifies sent and not yet answered (objfs_remote_notify), under
+	 * notify_mu, a leaf. */
+	pthread_mutex_t notify_mu;
+	struct remote_notify {
+		rados_completion_t c;
+		char *reply;
+		size_t reply_len;
+	} notifies[REMOTE_NOTIFIES];
+	unsigned nnotifies;
+	/* The watch (one at most): its callback. */
+	void (*watch_cb)(void *arg);
+	void *watch_arg;
+	char watch_name[64];
 };
 
 /* A find of chunk @name (its sums @x, @xlen bytes) made a write: the

@@ -365,6 +365,35 @@ objfs_share_unlease(struct objfs_store *s, uint64_t ino)
 	return rc;
 }
 
+/* The sum of @ip's entries as this index has them (its lock held). */
+static int
+entries_sum(struct objfs_store *s, uint64_t ino, uint64_t *sum)
+{
+	struct objfs_meta_txn *tx;
+	void *ents = NULL;
+	size_t n = 0;
+	int rc = objfs_meta_begin(s->meta, 0, &tx);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_inode_entries(tx, ino, &ents, &n);
+	objfs_meta_abort(tx);
+	if (rc == 0)
+		*sum = objfs_csum64(ents, n);
+	free(ents);
+	return rc;
+}
+
+void
+objfs_share_created(struct objfs_store *s, struct objfs_inode *ip)
+{
+	uint64_t sum;
+
+	objfs_inode_assert_locked(ip);
+	if (entries_sum(s, ip->ino, &sum) == 0)
+		ip->pub_sum = sum;
+}
+
 /* The file's whole state as this index has it, in one commit that other
  * mounts apply at once (none when it is what this node published last);
  * with @release, the lease goes in the same one. */

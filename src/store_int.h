@@ -308,6 +308,10 @@ void objfs_store_notify_send(struct objfs_store *s);
 /* Take this node's write lease of @ino (its own commit): -EBUSY while
  * another live node holds it. */
 int objfs_share_lease(struct objfs_store *s, uint64_t ino);
+/* @ip was just created leased to this node (ip->lock held): the commit
+ * that made it put it in the log as it is, so a publish of it as it is
+ * sends nothing (a create and close cost two records, not three). */
+void objfs_share_created(struct objfs_store *s, struct objfs_inode *ip);
 /* Give this node's lease of @ino back, publishing nothing (a file
  * unlinked while open for writing). */
 int objfs_share_unlease(struct objfs_store *s, uint64_t ino);

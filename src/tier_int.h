@@ -127,6 +127,9 @@ struct objfs_tier {
 		sh_refused, sh_broken;
 	int attached;			/* tier_share_attach done */
 	int follow_stop;		/* (lock) the follower stops */
+	int kicked;			/* (lock) a notify came: look now */
+	uint64_t watch;			/* the watch of TIER_WATCH */
+	int watching;
 	int quiesced;			/* tier_share_quiesce done */
 	int took_over;			/* ... and took this data directory's
 					 * killed daemon's leases over */
@@ -139,6 +142,8 @@ struct objfs_tier {
 /* How often a node looks for records it has not applied (it is also told
  * at once by a notify). */
 #define TIER_FOLLOW_MS	100u
+/* What mounts watch and an appender notifies: the head. */
+#define TIER_WATCH	"objfs.head"
 
 int tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize);
 int tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,

@@ -377,6 +377,8 @@ share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		return rc;
 	objfs_tier_count(&t->logs, len, t0);
 	atomic_fetch_add(&t->sh_appended, 1);
+	/* The other mounts look now rather than at their next poll. */
+	(void)objfs_remote_notify(t->r, TIER_WATCH);
 	atomic_store(&t->pos, cur + 1);
 	*pos = cur + 1;
 	return 0;
@@ -462,6 +464,18 @@ tier_share_catch_up(struct objfs_tier *t)
 	return rc;
 }
 
+/* A notify came (another mount appended): the follower looks now. */
+static void
+kick(void *arg)
+{
+	struct objfs_tier *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	t->kicked = 1;
+	pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&t->lock);
+}
+
 static void *
 follow_main(void *arg)
 {
@@ -472,7 +486,9 @@ follow_main(void *arg)
 	while (!t->stop && !t->follow_stop) {
 		int rc;
 
-		objfs_cond_wait_ms(&t->cv, &t->lock, TIER_FOLLOW_MS);
+		if (!t->kicked)
+			objfs_cond_wait_ms(&t->cv, &t->lock, TIER_FOLLOW_MS);
+		t->kicked = 0;
 		if (t->stop || t->follow_stop)
 			break;
 		pthread_mutex_unlock(&t->lock);
@@ -849,6 +865,12 @@ tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
 			strerror(-rc));
 		return rc;
 	}
+	if (objfs_remote_watch(t->r, TIER_WATCH, kick, t, &t->watch) == 0)
+		t->watching = 1;
+	else
+		objfs_log(OBJFS_LOG_WARNING, "remote: %s: cannot watch %s: "
+			"changes are seen by polling every %u ms", t->spec,
+			TIER_WATCH, TIER_FOLLOW_MS);
 	rc = pthread_create(&t->follow_th, NULL, follow_main, t);
 	if (rc) {
 		snprintf(msg, msgsize, "cannot start the log's follower");
@@ -871,6 +893,10 @@ tier_share_quiesce(struct objfs_tier *t)
 	size_t n = 0;
 	int rc;
 
+	if (t->watching) {
+		objfs_remote_unwatch(t->r, t->watch);
+		t->watching = 0;
+	}
 	if (t->follow_started) {
 		pthread_mutex_lock(&t->lock);
 		t->follow_stop = 1;
