@@ -168,7 +168,7 @@ RBR=$(m "${rb_r[@]}") FR=$(m "${first[@]}")
 	echo "|---|---|---|---|"
 	echo "| first read on B of a $SIZE GiB file A wrote | $FR MB/s | rados bench seq $RBR MB/s | $(ratio "$FR" "$RBR") |"
 	echo "| 8 readers at once on a new B, 1 GiB file, together | $(m "${eight[@]}") MB/s | one reader alone $(m "${one[@]}") MB/s | $(ratio "$(m "${eight[@]}")" "$(m "${one[@]}")") |"
-	echo "| A's fsync returned to B's stat seeing it, median / p99 | $(m "${lat50[@]}") / $(m "${lat99[@]}") ms | B looks every 100 ms | |"
+	echo "| A's fsync returned to B's stat seeing it, median / p99 | $(m "${lat50[@]}") / $(m "${lat99[@]}") ms | notified (100 ms poll if a notify is lost) | |"
 	echo "| creates per second (open O_CREAT, close) | $(m "${cr[@]}") | local objfs $(m "${lcr[@]}"); exclusive remote= $(m "${xcr[@]}") | $(ratio "$(m "${cr[@]}")" "$(m "${lcr[@]}")") of local |"
 	echo "| stats per second | $(m "${st[@]}") | local objfs $(m "${lst[@]}"); exclusive remote= $(m "${xst[@]}") | $(ratio "$(m "${st[@]}")" "$(m "${lst[@]}")") of local |"
 	echo "| renames per second | $(m "${rn[@]}") | local objfs $(m "${lrn[@]}"); exclusive remote= $(m "${xrn[@]}") | $(ratio "$(m "${rn[@]}")" "$(m "${lrn[@]}")") of local |"
