@@ -59,6 +59,17 @@ print("%.0f %.0f %.0f" % (c, s, r))
 PY
 }
 
+# meta_rec WHAT DIR: meta DIR, its three rates recorded as WHAT in the
+# CSV and printed
+meta_rec() {
+	local c1 s1 r1
+	read -r c1 s1 r1 < <(meta "$2")
+	rec "$1" creates_per_s 0 "$r" "$c1"
+	rec "$1" stats_per_s 0 "$r" "$s1"
+	rec "$1" renames_per_s 0 "$r" "$r1"
+	echo "$c1 $s1 $r1"
+}
+
 declare -a rb_r first lat50 lat99 cr st rn lcr lst lrn xcr xst xrn one eight
 for ((r = 1; r <= REPS; r++)); do
 	$RB bench 600 write -b 1M -t 32 --max-objects $((SIZE << 10)) --no-cleanup >/dev/null 2>&1
@@ -110,11 +121,8 @@ PY
 	rec objfs_shared fsync_to_visible_p50_ms 4096 "$r" "${lat% *}"
 	rec objfs_shared fsync_to_visible_p99_ms 4096 "$r" "${lat#* }"
 	# Metadata on the shared tree.
-	read -r c1 s1 r1 < <(meta "$W/a/meta")
+	read -r c1 s1 r1 < <(meta_rec objfs_shared "$W/a/meta")
 	cr+=("$c1"); st+=("$s1"); rn+=("$r1")
-	rec objfs_shared creates_per_s 0 "$r" "$c1"
-	rec objfs_shared stats_per_s 0 "$r" "$s1"
-	rec objfs_shared renames_per_s 0 "$r" "$r1"
 	umount_wait "$W/b"
 	# 8 readers on a new B of a 1 GiB file A wrote; then one alone.
 	"$BIN/bench/benchio" write "$W/a/blob1" $((1 << 30)) fsync >/dev/null
@@ -141,18 +149,12 @@ PY
 	# The same metadata operations on a local objfs and on an exclusive
 	# remote= mount.
 	mount_ns "$W/l" "$W/ldata$r" "dedup=on"
-	read -r c1 s1 r1 < <(meta "$W/l/meta")
+	read -r c1 s1 r1 < <(meta_rec objfs_local "$W/l/meta")
 	lcr+=("$c1"); lst+=("$s1"); lrn+=("$r1")
-	rec objfs_local creates_per_s 0 "$r" "$c1"
-	rec objfs_local stats_per_s 0 "$r" "$s1"
-	rec objfs_local renames_per_s 0 "$r" "$r1"
 	umount_wait "$W/l"
 	mount_ns "$W/x" "$W/xdata$r" "remote=rados:objfs/x$r,remote_conf=$CONF"
-	read -r c1 s1 r1 < <(meta "$W/x/meta")
+	read -r c1 s1 r1 < <(meta_rec objfs_remote "$W/x/meta")
 	xcr+=("$c1"); xst+=("$s1"); xrn+=("$r1")
-	rec objfs_remote creates_per_s 0 "$r" "$c1"
-	rec objfs_remote stats_per_s 0 "$r" "$s1"
-	rec objfs_remote renames_per_s 0 "$r" "$r1"
 	umount_wait "$W/x"
 	rm -rf "$W"/rdata_*"$r" "$W/ldata$r" "$W/xdata$r"
 	$RB purge objfs --yes-i-really-really-mean-it >/dev/null 2>&1 || true
