@@ -19,6 +19,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <linux/fs.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -446,6 +447,7 @@ publishes(fuse_req_t req, int flags)
  * close publishes (FLUSH carries no open flags, only the handle). */
 #define FH_BYPASS	1u
 #define FH_PUBLISH	2u
+#define FH_PASSTHROUGH	4u	/* the kernel serves it (sealed.c) */
 static uint64_t
 make_fh(fuse_req_t req, int flags, int bypass)
 {
@@ -453,16 +455,75 @@ make_fh(fuse_req_t req, int flags, int bypass)
 		(publishes(req, flags) ? FH_PUBLISH : 0);
 }
 
+/*
+ * The OPEN reply of an open the kernel serves itself from the backing
+ * file @bid (FUSE passthrough, Linux 6.9+): libfuse 3.14 cannot say so, so
+ * the reply is written here, as <linux/fuse.h> lays it out: fuse_open_out
+ * is fh, open_flags, backing_id.  No FOPEN_DIRECT_IO: read and mmap both
+ * go to the backing file.
+ */
+#define K_FOPEN_NOFLUSH		(1u << 5)
+#define K_FOPEN_PASSTHROUGH	(1u << 7)
+
+static void
+reply_open_pt(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		int bypass, int32_t bid, int32_t tgid)
+{
+	/* The handle carries whose open it is, for its RELEASE. */
+	struct {
+		uint64_t fh;
+		uint32_t open_flags;
+		int32_t backing_id;
+	} out = {
+		make_fh(req, fi->flags, bypass) | FH_PASSTHROUGH |
+			(uint64_t)(uint32_t)tgid << 32,
+		K_FOPEN_PASSTHROUGH | K_FOPEN_NOFLUSH, bid,
+	};
+
+	if (fuse_reply_buf(req, (const char *)&out, sizeof(out)) == -ENOENT)
+		/* The open was interrupted: the kernel sends no RELEASE. */
+		objfs_store_release_pt(req_store(req), ino, fi->flags, bypass,
+				1, tgid);
+}
+
+/* The process (thread group) of the thread that made @req: the kernel
+ * gives the thread's id. */
+static int32_t
+req_tgid(fuse_req_t req)
+{
+	pid_t tid = fuse_req_ctx(req)->pid;
+	char path[64], line[128];
+	int32_t tgid = (int32_t)tid;
+	FILE *fp;
+
+	if (tid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return tgid;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(fp);
+	return tgid;
+}
+
 static void
 objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	enum objfs_cache cache;
 	int bypass = want_direct_open(req, ino, fi->flags);
-	int rc = objfs_store_open_file(req_store(req), ino, fi->flags, bypass,
-			&cache);
+	int32_t bid = 0, tgid = req_tgid(req);
+	int rc = objfs_store_open_pt(req_store(req), ino, fi->flags, bypass,
+			tgid, &cache, &bid);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (bid > 0) {
+		reply_open_pt(req, ino, fi, bypass, bid, tgid);
 		return;
 	}
 	/* All changes pass through the kernel, so its cached pages stay
@@ -591,8 +652,10 @@ objfs_ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void
 objfs_ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, -objfs_store_release(req_store(req), ino,
-			fi->flags, (int)(fi->fh & FH_BYPASS)));
+	fuse_reply_err(req, -objfs_store_release_pt(req_store(req), ino,
+			fi->flags, (int)(fi->fh & FH_BYPASS),
+			(int)(fi->fh & FH_PASSTHROUGH),
+			(int32_t)(fi->fh >> 32)));
 }
 
 static void
@@ -600,6 +663,93 @@ objfs_ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		struct fuse_file_info *fi)
 {
 	fuse_reply_err(req, -objfs_store_fsync(req_store(req), ino, datasync));
+}
+
+/*
+ * FS_IOC_GETFLAGS / FS_IOC_SETFLAGS and FS_IOC_FSGETXATTR / FSSETXATTR,
+ * which the kernel sends for chattr and lsattr (fileattr_get/set, after
+ * checking CAP_LINUX_IMMUTABLE and the owner itself; it reads both kinds
+ * before a change): objfs keeps FS_IMMUTABLE_FL, the seal.  The flags are
+ * an int in both directions, struct fsxattr the others.
+ */
+static void
+objfs_ll_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		size_t in_bufsz, size_t out_bufsz)
+{
+	unsigned v = 0;
+	int rc;
+
+	(void)arg;
+	(void)fi;
+	if (flags & FUSE_IOCTL_COMPAT) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	switch (cmd) {
+	case FS_IOC_GETFLAGS:
+		rc = objfs_store_get_flags(req_store(req), ino, &v);
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_ioctl(req, 0, &v, out_bufsz < sizeof(v) ?
+					out_bufsz : sizeof(v));
+		return;
+	case FS_IOC_SETFLAGS:
+		if (in_bufsz < sizeof(v)) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		memcpy(&v, in_buf, sizeof(v));
+		rc = objfs_store_set_flags(req_store(req), ino, v,
+				req_tgid(req));
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_ioctl(req, 0, NULL, 0);
+		return;
+	case FS_IOC_FSGETXATTR: {
+		struct fsxattr x;
+
+		rc = objfs_store_get_flags(req_store(req), ino, &v);
+		memset(&x, 0, sizeof(x));
+		if (v & FS_IMMUTABLE_FL)
+			x.fsx_xflags = FS_XFLAG_IMMUTABLE;
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_ioctl(req, 0, &x, out_bufsz < sizeof(x) ?
+					out_bufsz : sizeof(x));
+		return;
+	}
+	case FS_IOC_FSSETXATTR: {
+		struct fsxattr x;
+
+		if (in_bufsz < sizeof(x)) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		memcpy(&x, in_buf, sizeof(x));
+		/* The seal only: no extent sizes or projects here. */
+		if ((x.fsx_xflags & ~FS_XFLAG_IMMUTABLE) || x.fsx_extsize ||
+		    x.fsx_projid || x.fsx_cowextsize) {
+			fuse_reply_err(req, EOPNOTSUPP);
+			return;
+		}
+		rc = objfs_store_set_flags(req_store(req), ino,
+				(x.fsx_xflags & FS_XFLAG_IMMUTABLE) ?
+				FS_IMMUTABLE_FL : 0, req_tgid(req));
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_ioctl(req, 0, NULL, 0);
+		return;
+	}
+	default:
+		objfs_log(OBJFS_LOG_DEBUG, "ioctl %#x (in %zu, out %zu): not "
+			"one of objfs's", cmd, in_bufsz, out_bufsz);
+		fuse_reply_err(req, ENOTTY);
+	}
 }
 
 static void
@@ -834,6 +984,7 @@ objfs_ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 
 const struct fuse_lowlevel_ops objfs_ll_ops = {
 	.init = objfs_ll_init,
+	.ioctl = objfs_ll_ioctl,
 	.lookup = objfs_ll_lookup,
 	.forget = objfs_ll_forget,
 	.forget_multi = objfs_ll_forget_multi,

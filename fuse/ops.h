@@ -38,6 +38,9 @@ struct objfs_fuse_opts {
 					 * kernel offers it; 2: its threads
 					 * wait as SCHED_IDLE */
 	unsigned threads;		/* request threads, in all */
+	int passthrough;		/* serve sealed objects by FUSE
+					 * passthrough when the kernel and
+					 * our capabilities allow */
 };
 
 /*

@@ -40,6 +40,7 @@ struct objfs_fuse {
 	/* FUSE over io_uring (uring.c): offered in INIT, and the rings,
 	 * once asked for in the INIT reply. */
 	_Atomic int uring_offered;
+	_Atomic int pt_offered;		/* FUSE passthrough offered in INIT */
 	struct objfs_uring *uring;
 	/* Once the rings serve the requests, /dev/fuse carries only FORGET
 	 * and INTERRUPT: its readers then poll it instead of sleeping in

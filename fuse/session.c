@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/uio.h>
@@ -116,6 +117,95 @@ err_free:
 #define K_INIT_EXT		(1u << 30)	/* flags: flags2 is valid */
 #define K_ALLOW_MMAP_HI		(1u << 4)	/* flags2: 1ULL << 36 */
 #define K_OVER_IO_URING_HI	(1u << 9)	/* flags2: 1ULL << 41 */
+#define K_PASSTHROUGH_HI	(1u << 5)	/* flags2: 1ULL << 37 */
+/* fuse_init_out.max_stack_depth, after flags2 (7.40) */
+#define K_INIT_OUT_STACK	36
+
+/*
+ * FUSE passthrough (Linux 6.9+, sealed.c): the kernel reads and maps a
+ * sealed object's per-object file itself.  A backing file is registered
+ * on /dev/fuse (FUSE_DEV_IOC_BACKING_OPEN, <linux/fuse.h>), which the
+ * kernel allows to CAP_SYS_ADMIN in the initial user namespace only.
+ */
+struct k_backing_map {
+	int32_t fd;
+	uint32_t flags;
+	uint64_t padding;
+};
+#define K_DEV_IOC_BACKING_OPEN	_IOW(229, 1, struct k_backing_map)
+#define K_DEV_IOC_BACKING_CLOSE	_IOW(229, 2, uint32_t)
+
+static int
+pt_open(void *arg, int fd)
+{
+	struct objfs_fuse *f = arg;
+	struct k_backing_map map = { fd, 0, 0 };
+	int id = ioctl(fuse_session_fd(f->se), K_DEV_IOC_BACKING_OPEN, &map);
+
+	if (id < 0) {
+		objfs_log(OBJFS_LOG_WARNING, "passthrough: the kernel refused "
+			"a backing file: %s", strerror(errno));
+		return -errno;
+	}
+	return id;
+}
+
+static void
+pt_close(void *arg, int id)
+{
+	struct objfs_fuse *f = arg;
+	uint32_t v = (uint32_t)id;
+
+	if (ioctl(fuse_session_fd(f->se), K_DEV_IOC_BACKING_CLOSE, &v) < 0)
+		objfs_log(OBJFS_LOG_WARNING, "passthrough: closing backing "
+			"id %d: %s", id, strerror(errno));
+}
+
+/* Root of the initial user namespace: what BACKING_OPEN asks for. */
+static int
+initial_ns_root(void)
+{
+	unsigned a, b, c;
+	FILE *fp;
+	int ok = 0;
+
+	if (geteuid() != 0)
+		return 0;
+	fp = fopen("/proc/self/uid_map", "re");
+	if (!fp)
+		return 0;
+	ok = fscanf(fp, "%u %u %u", &a, &b, &c) == 3 && a == 0 && b == 0 &&
+		c == 4294967295u;
+	fclose(fp);
+	return ok;
+}
+
+/* Whether this mount serves sealed objects by passthrough, decided while
+ * INIT is answered (before any other request), and why not. */
+static int
+pt_decide(struct objfs_fuse *f, int offered, int room)
+{
+	const char *why = NULL;
+
+	if (!f->o.passthrough)
+		why = "daemon: passthrough=off";
+	else if (!offered)
+		why = "daemon: the kernel does not offer FUSE passthrough "
+			"(Linux 6.9+ with CONFIG_FUSE_PASSTHROUGH)";
+	else if (!room)
+		why = "daemon: the INIT reply has no room for it";
+	else if (!initial_ns_root())
+		why = "daemon: not root (registering a backing file needs "
+			"CAP_SYS_ADMIN in the initial user namespace)";
+	if (why)
+		objfs_store_set_passthrough(f->store, NULL, NULL, NULL, why);
+	else
+		objfs_store_set_passthrough(f->store, pt_open, pt_close, f,
+				NULL);
+	objfs_log(OBJFS_LOG_INFO, "sealed objects: %s", why ? why :
+		"served by FUSE passthrough");
+	return why == NULL;
+}
 
 static uint32_t
 get32(const void *p, size_t off)
@@ -217,6 +307,8 @@ io_read(int fd, void *buf, size_t len, void *userdata)
 		f->mmap_ok = (flags & K_INIT_EXT) && (flags2 & K_ALLOW_MMAP_HI);
 		f->uring_offered = (flags & K_INIT_EXT) &&
 			(flags2 & K_OVER_IO_URING_HI);
+		f->pt_offered = (flags & K_INIT_EXT) &&
+			(flags2 & K_PASSTHROUGH_HI);
 		objfs_log(OBJFS_LOG_DEBUG, "INIT offers flags %#x flags2 %#x",
 			flags, flags2);
 	}
@@ -257,6 +349,16 @@ io_writev(int fd, struct iovec *iov, int count, void *userdata)
 			f->mmap_ok = 0;
 		if (f->mmap_ok)
 			add2 |= K_ALLOW_MMAP_HI;
+		/* No writeback cache (objfs_ll_init): passthrough allows
+		 * none.  max_stack_depth 1: the backing files are tmpfs's. */
+		if (ok && pt_decide(f, f->pt_offered,
+				iov[1].iov_len >= K_INIT_OUT_STACK + 4)) {
+			uint32_t depth = 1;
+
+			add2 |= K_PASSTHROUGH_HI;
+			memcpy((char *)iov[1].iov_base + K_INIT_OUT_STACK,
+					&depth, 4);
+		}
 		if (f->o.uring && !f->uring_offered)
 			objfs_log(OBJFS_LOG_INFO, "io_uring: the kernel does "
 				"not offer it (Linux 6.14+, and "

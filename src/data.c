@@ -922,6 +922,9 @@ objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip)
 	while (ip->ra && ip->ra->reading)
 		objfs_inode_wait(ip, &ip->ra->cv);
 	data_ra_free(ip);
+	objfs_sealed_free(s, ip);
+	if (ip->pinned)
+		objfs_sealed_pin(s, ip, 0);
 	objfs_chunkmap_fini(&ip->chunks, s->arena);
 	s->copy->unload(s, ip);
 }

@@ -81,6 +81,13 @@ setattr_once(struct objfs_store *s, uint64_t ino,
 		return rc;
 	objfs_inode_lock(ip);
 	a = ip->attr;
+	if (objfs_sealed_is(ip) && (sa->valid & ~OBJFS_SET_CTIME)) {
+		rc = -EPERM;	/* sealed: no attribute changes either */
+		goto out;
+	}
+	if ((sa->valid & OBJFS_SET_SIZE) && ip->so &&
+	    (rc = objfs_sealed_settle(s, ip)) < 0)
+		goto out;	/* just unsealed, still read without us */
 	if (sa->valid & OBJFS_SET_SIZE) {
 		if (S_ISDIR(a.mode)) {
 			rc = -EISDIR;
@@ -166,9 +173,14 @@ bytes_allowed(uint32_t mode, int other)
 	return S_ISREG(mode) ? 0 : other;
 }
 
-int
-objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
-		int bypass, enum objfs_cache *cache)
+/* A kernel open of its own (FS_IOC_GETFLAGS/SETFLAGS, fuse_file_open):
+ * O_RDONLY and nothing else, where every open(2) of a 64-bit process
+ * carries O_LARGEFILE.  It never reads, and never asks for passthrough. */
+#define KERNEL_OWN_OPEN(flags)	((flags) == O_RDONLY)
+
+static int
+open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
+		int32_t tgid, enum objfs_cache *cache, int32_t *bid)
 {
 	struct objfs_inode *ip;
 	int rc, opened, reg, leased = 0;
@@ -215,10 +227,26 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	}
 	if (ip->gone)
 		rc = s->shared && !ip->nopen ? -ESTALE : -ENOENT;
-	else
+	else if (objfs_sealed_is(ip) && ((flags & O_ACCMODE) != O_RDONLY ||
+			(flags & O_TRUNC)))
+		rc = -EPERM;	/* sealed: nobody writes it */
+	else if (ip->so && ((flags & O_ACCMODE) != O_RDONLY ||
+			(flags & O_TRUNC)))
+		rc = objfs_sealed_settle(s, ip);	/* just unsealed */
+	if (rc == 0 && ip->gone)	/* while settle waited */
+		rc = -ENOENT;
+	if (rc == 0)
 		*cache = objfs_inode_open_locked(ip, flags, bypass);
 	opened = rc == 0;
 	reg = S_ISREG(ip->attr.mode);
+	if (opened && bid && (objfs_sealed_is(ip) || ip->so) &&
+	    (flags & O_ACCMODE) == O_RDONLY && !KERNEL_OWN_OPEN(flags)) {
+		const char *why = NULL;
+
+		objfs_sealed_open(s, ip, tgid, bid, &why);
+		if (*bid)
+			*cache = OBJFS_CACHE_KEEP;
+	}
 	objfs_inode_unlock(ip);
 	if (rc == 0 && (flags & O_TRUNC) && reg) {
 		objfs_inode_lock(ip);
@@ -229,7 +257,8 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 			rc = objfs_data_truncate(s, ip, 0, &a);
 		}
 		objfs_inode_unlock(ip);
-	} else if (rc == 0 && reg && (flags & O_ACCMODE) != O_WRONLY) {
+	} else if (rc == 0 && reg && (flags & O_ACCMODE) != O_WRONLY &&
+		   !(bid && *bid)) {
 		/* Opening a spilled object starts bringing it back. */
 		objfs_inode_lock(ip);
 		const struct objfs_chunk *c0 =
@@ -243,7 +272,11 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 	if (rc < 0 && opened) {
 		objfs_inode_lock(ip);
 		objfs_inode_close_locked(ip, flags, bypass);
+		if (bid && *bid)
+			objfs_sealed_close(s, ip, tgid);
 		objfs_inode_unlock(ip);
+		if (bid)
+			*bid = 0;
 	}
 	/* The lease of an open that failed, or that only truncated (read
 	 * only, O_TRUNC): published and given back unless a writer here
@@ -262,8 +295,30 @@ objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 }
 
 int
+objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
+		int bypass, enum objfs_cache *cache)
+{
+	return open_file(s, ino, flags, bypass, 0, cache, NULL);
+}
+
+int
+objfs_store_open_pt(struct objfs_store *s, uint64_t ino, int flags,
+		int bypass, int32_t tgid, enum objfs_cache *cache, int32_t *bid)
+{
+	*bid = 0;
+	return open_file(s, ino, flags, bypass, tgid, cache, bid);
+}
+
+int
 objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass)
+{
+	return objfs_store_release_pt(s, ino, flags, bypass, 0, 0);
+}
+
+int
+objfs_store_release_pt(struct objfs_store *s, uint64_t ino, int flags,
+		int bypass, int pt, int32_t tgid)
 {
 	struct objfs_inode *ip;
 	int rc = 0, last, writer, lease;
@@ -280,6 +335,8 @@ objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 	objfs_store_unlock(s);
 	objfs_inode_lock(ip);
 	objfs_inode_close_locked(ip, flags, bypass);
+	if (pt)
+		objfs_sealed_close(s, ip, tgid);
 	last = ip->nopen == 0;
 	/* Shared mode: the last writer here publishes the file and gives
 	 * its lease back; a file unlinked meanwhile only gives it back (its
@@ -314,6 +371,8 @@ objfs_store_status_text(struct objfs_store *s, char *text, size_t size,
 		rc = objfs_status_format(&f, text, size, len);
 	if (rc < 0)
 		return rc;
+	if (*len + 1 < size)
+		*len += objfs_sealed_status(s, text + *len, size - *len);
 	/* The remote tier's state, the bytes waiting, its rates. */
 	if (s->tier && *len + 1 < size)
 		*len += s->tier_ops->status(s->tier, text + *len, size - *len);
@@ -373,6 +432,8 @@ objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
 	}
 	objfs_inode_lock(ip);
 	rc = bytes_allowed(ip->attr.mode, -EINVAL);
+	if (objfs_sealed_is(ip))	/* served by the daemon: counted */
+		atomic_fetch_add(&s->sealed_daemon_reads, 1);
 	if (rc == 0)
 		rc = objfs_data_read_iov(s, ip, off, len, &v);
 	/* The pieces are the arena's and the read-ahead slots' own memory:
@@ -509,6 +570,8 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 		n = 0;
 		objfs_inode_lock(ip);
 		rc = bytes_allowed(ip->attr.mode, -EINVAL);
+		if (rc == 0 && objfs_sealed_is(ip))
+			rc = -EPERM;
 		if (rc == 0)
 			rc = objfs_data_write(s, ip, off + done, p + done,
 					len - done, &n);
@@ -600,6 +663,8 @@ objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 	*n_out = 0;
 	if (objfs_is_status_ino(ino_out))
 		return -EPERM;		/* before reading anything */
+	if (objfs_store_get_flags(s, ino_out, (unsigned *)&k) == 0 && k)
+		return -EPERM;		/* sealed */
 	if (len < piece)
 		piece = len ? len : 1;
 	buf = malloc(piece);
@@ -715,6 +780,8 @@ objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 	for (int tries = 0; ; tries++) {
 		objfs_inode_lock(ip);
 		rc = bytes_allowed(ip->attr.mode, -ENODEV);
+		if (rc == 0 && objfs_sealed_is(ip))
+			rc = -EPERM;
 		if (rc == 0) {
 			uint64_t before = ip->attr.size;
 

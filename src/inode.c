@@ -343,7 +343,8 @@ objfs_inode_put(struct objfs_store *s, struct objfs_inode *ip)
 		return;
 	}
 	objfs_inode_lock(ip);
-	res = ip->attr.nlink && objfs_chunkmap_has_resident(&ip->chunks);
+	res = ip->attr.nlink && (objfs_chunkmap_has_resident(&ip->chunks) ||
+			ip->so);
 	objfs_inode_unlock(ip);
 	if (res) {
 		objfs_store_unlock(s);

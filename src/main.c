@@ -58,6 +58,8 @@ struct opts {
 	unsigned spill_low;
 	unsigned max_threads;
 	int uring;			/* -o io_uring: 0 off, 1 auto, 2 idle */
+	int fuse_pt;			/* -o passthrough: 0 off, 1 auto */
+	unsigned sealed_max;		/* -o sealed_max=PCT */
 	int kernel_perms;		/* -o default_permissions */
 	int shared;			/* -o allow_other or allow_root */
 	char *log;			/* -o log=: NULL auto, "syslog", a path */
@@ -327,6 +329,13 @@ usage(FILE *f)
 "                           writes (write-only opens), all, or none\n"
 "    -o readahead=SIZE      the mount's read-ahead (default 1M; root only)\n"
 "    -o threads=N           at most N request threads (default 16)\n"
+"    -o passthrough=WHICH   sealed objects (chattr +i) opened for reading\n"
+"                           are read and mapped by the kernel from a\n"
+"                           per-object shared-memory file, never through\n"
+"                           the daemon (auto, default: when run as root\n"
+"                           on Linux 6.9+), or never (off)\n"
+"    -o sealed_max=PCT      the most of the arena those files and pinned\n"
+"                           objects take (default 50)\n"
 "    -o io_uring=WHICH      take requests through FUSE over io_uring, one\n"
 "                           queue per CPU, when the kernel offers it\n"
 "                           (auto, default; Linux 6.14+ with the fuse\n"
@@ -559,6 +568,21 @@ parse_one_option(struct opts *o, const char *opt)
 			refuse("readahead=%s: must be a multiple of 4K from 4K to 1G",
 				opt + 10);
 		o->readahead = v;
+	} else if (strncmp(opt, "passthrough=", 12) == 0) {
+		if (strcmp(opt + 12, "auto") == 0)
+			o->fuse_pt = 1;
+		else if (strcmp(opt + 12, "off") == 0)
+			o->fuse_pt = 0;
+		else
+			refuse("%s: must be auto or off", opt);
+	} else if (strncmp(opt, "sealed_max=", 11) == 0) {
+		char *end;
+		long n = strtol(opt + 11, &end, 10);
+
+		if (end == opt + 11 || (*end && strcmp(end, "%") != 0) ||
+		    n < 1 || n > 90)
+			refuse("%s: must be a percentage from 1 to 90", opt);
+		o->sealed_max = (unsigned)n;
 	} else if (strncmp(opt, "io_uring=", 9) == 0) {
 		if (strcmp(opt + 9, "auto") == 0)
 			o->uring = 1;
@@ -803,6 +827,7 @@ main(int argc, char **argv)
 	struct objfs_fuse *fuse;
 	struct opts o = { .max_threads = 16, .direct_io = OBJFS_DIO_AUTO,
 			  .uring = 1,
+			  .fuse_pt = 1,
 			  .readahead = 1 << 20 };
 	struct objfs_fuse_opts fo;
 	const char *msg;
@@ -820,6 +845,7 @@ main(int argc, char **argv)
 	fo.direct_io = (enum objfs_direct_io)o.direct_io;
 	fo.readahead_kb = (unsigned)(o.readahead >> 10);
 	fo.uring = o.uring;
+	fo.passthrough = o.fuse_pt;
 	fo.threads = o.max_threads;
 	/* Without allow_other a mount by root lets in only processes whose
 	 * ids are all 0, which the kernel's checks would always pass: they
@@ -878,6 +904,7 @@ main(int argc, char **argv)
 		if (lo >= hi)
 			refuse("spill_low=%u must be below spill_high=%u", lo, hi);
 		cfg.spill_high = hi;
+		cfg.sealed_max = o.sealed_max;
 		cfg.spill_low = lo;
 	}
 	rc = objfs_store_open(&cfg, &store, &msg, &holder);

@@ -294,6 +294,9 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	}
 	s->lockfd = -1;
 	pthread_mutex_init(&s->defer_lock, NULL);
+	pthread_mutex_init(&s->sealed_lock, NULL);
+	s->sealed_max_pct = cfg->sealed_max ? cfg->sealed_max : 50;
+	s->pt_off_why = "daemon: no passthrough in this adapter";
 	rc = objfs_store_lock_dir(dirfd, &s->lockfd, holder, state,
 			sizeof(state));
 	if (rc < 0) {
@@ -546,6 +549,7 @@ err_free:
 	free(s->data_dir);
 	free(s->defer);
 	pthread_mutex_destroy(&s->defer_lock);
+	pthread_mutex_destroy(&s->sealed_lock);
 	free(s);
 err_dirfd:
 	close(dirfd);
@@ -758,6 +762,7 @@ objfs_store_close(struct objfs_store *s)
 	free(s->data_dir);
 	free(s->defer);
 	pthread_mutex_destroy(&s->defer_lock);
+	pthread_mutex_destroy(&s->sealed_lock);
 	free(s);
 	return rc;
 }

@@ -376,7 +376,7 @@ link_once(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 	if (rc < 0)
 		goto out_dp;
 	a = attr_of(ip);	/* the link count changes only under ns_lock */
-	if (S_ISDIR(a.mode)) {
+	if (S_ISDIR(a.mode) || (a.pad & OBJFS_ATTR_SEALED)) {
 		rc = -EPERM;
 		goto out_ip;
 	}
@@ -470,6 +470,10 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	}
 	if (!want_dir && S_ISDIR(a.mode)) {
 		rc = -EISDIR;
+		goto out_ip;
+	}
+	if (a.pad & OBJFS_ATTR_SEALED) {
+		rc = -EPERM;	/* sealed: unseal first (chattr -i) */
 		goto out_ip;
 	}
 	if (want_dir && (rc = dir_empty(s, d.ino)) < 0)
@@ -688,6 +692,12 @@ rename_once(struct objfs_store *s, uint64_t parent, const char *name,
 	}
 	src_dir = S_ISDIR(attr_of(src.ip).mode);
 	dst_dir = dst.ip && S_ISDIR(attr_of(dst.ip).mode);
+	/* A sealed object keeps its names: neither moved nor replaced. */
+	if ((attr_of(src.ip).pad & OBJFS_ATTR_SEALED) ||
+	    (dst.ip && (attr_of(dst.ip).pad & OBJFS_ATTR_SEALED))) {
+		rc = -EPERM;
+		goto out_put;
+	}
 	if (!(flags & RENAME_EXCHANGE) && dst.ip) {
 		if (src_dir && !dst_dir) {
 			rc = -ENOTDIR;

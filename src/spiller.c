@@ -122,6 +122,13 @@ evict_batch(struct objfs_spiller *s, int *err)
 	int n, i, j;
 
 	n = objfs_arena_clock(s->arena, 1, v, BATCH);
+	/* Nothing clean: per-object files nobody uses cost nothing to
+	 * drop either, before writing dirty chunks out. */
+	if (n == 0 && s->ops->shed &&
+	    (freed = s->ops->shed(s->ctx, (uint64_t)BATCH * s->chunk_size))) {
+		atomic_fetch_add(&s->dropped_bytes, freed);
+		return freed;
+	}
 	if (n == 0)
 		n = objfs_arena_clock(s->arena, 0, v, BATCH / 4);
 	qsort(v, (size_t)n, sizeof(v[0]), victim_cmp);

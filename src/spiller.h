@@ -38,6 +38,10 @@ struct objfs_spiller_ops {
 	 * @gen still wants it. */
 	void (*read_ahead)(void *ctx, uint64_t ino, uint64_t idx, int slot,
 			uint64_t gen);
+	/* Free up to @want bytes of memory that nobody uses and that costs
+	 * nothing to drop but is not in the clock (the per-object files of
+	 * sealed objects); the bytes freed.  May be NULL. */
+	uint64_t (*shed)(void *ctx, uint64_t want);
 };
 
 struct objfs_spiller_config {

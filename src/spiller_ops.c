@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * spiller_ops.c - how the spiller's threads (spiller.c) reach the objects:
- * the four calls of struct objfs_spiller_ops.  Each finds the inode among
+ * the five calls of struct objfs_spiller_ops.  Each finds the inode among
  * those in memory (an inode that is not, or still loading, has no block
  * the clock could have chosen and no read-ahead waiting), takes its lock,
  * does the work in the file layer (writeout.c, readahead.c) or the chunk
@@ -23,7 +23,8 @@ spill_evict(void *store, const struct objfs_arena_victim *v, int n, int *err)
 	if (objfs_store_iget_cached(s, v[0].ino, &ip) < 0)
 		return 0;
 	objfs_inode_lock(ip);
-	rc = objfs_data_evict(s, ip, v, n, &freed);
+	/* A pinned object stays (objfsctl pin). */
+	rc = ip->pinned ? 0 : objfs_data_evict(s, ip, v, n, &freed);
 	objfs_inode_unlock(ip);
 	objfs_store_iput(s, ip);
 	if (rc < 0 && *err == 0)
@@ -70,7 +71,14 @@ spill_reclaim(void *store)
 	return s->copy->reclaim(s);
 }
 
+static uint64_t
+spill_shed(void *store, uint64_t want)
+{
+	return objfs_sealed_shed(store, want);
+}
+
 const struct objfs_spiller_ops objfs_store_spiller_ops = {
+	.shed = spill_shed,
 	.evict = spill_evict,
 	.reclaim = spill_reclaim,
 	.restore = spill_restore,

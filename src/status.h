@@ -18,6 +18,15 @@
  * other mounts put in the pool's log so far, and drop the kernel's copies
  * of what they changed, before the call returns (objfsctl catch-up). */
 #define OBJFS_XATTR_CATCH_UP	OBJFS_XATTR_PREFIX "catch_up"
+/* A sealed object's checksum recorded at its seal (ENODATA: not sealed),
+ * and how an open for reading of it is served ("passthrough: ..." or
+ * "daemon: why"). */
+#define OBJFS_XATTR_SEALED	OBJFS_XATTR_PREFIX "sealed"
+#define OBJFS_XATTR_SERVED	OBJFS_XATTR_PREFIX "served"
+/* Set on a file: "pin" / "unpin" keep it resident or let it go (up to
+ * sealed_max of the arena), "evict" writes it out and drops it from
+ * memory (EBUSY while the kernel maps its per-object file). */
+#define OBJFS_XATTR_REQUEST	OBJFS_XATTR_PREFIX "request"
 
 #include "store.h"
 

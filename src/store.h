@@ -42,6 +42,8 @@ struct objfs_store_config {
 	const char *arena_dir;	/* NULL: /dev/shm */
 	unsigned spill_high;	/* % of the arena: start spilling (0: 90) */
 	unsigned spill_low;	/* % of the arena: stop spilling (0: 70) */
+	unsigned sealed_max;	/* % of the arena that per-object files of
+				 * sealed objects and pins may take (0: 50) */
 	int no_dedup;		/* write equal chunks twice (-o dedup=off) */
 	/* The remote tier (tier.h), or NULL: a local tree. */
 	const struct objfs_tier_ops *tier_ops;
@@ -196,11 +198,42 @@ enum objfs_cache {
  * size is not known in advance).  Pass @bypass again to release. */
 int objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass, enum objfs_cache *cache);
+/* The same for an adapter that can have the kernel serve a sealed object
+ * itself (FUSE passthrough, objfs_store_set_passthrough): *bid is the
+ * backing id to answer with, or 0 (served by the daemon as usual).  Pass
+ * @bid != 0 again to release. */
+int objfs_store_open_pt(struct objfs_store *s, uint64_t ino, int flags,
+		int bypass, int32_t tgid, enum objfs_cache *cache,
+		int32_t *bid);
 int objfs_store_create(struct objfs_store *s, uint64_t parent,
 		const char *name, uint32_t mode, int flags, int bypass,
 		const struct objfs_cred *cr, struct objfs_attr *out);
 int objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass);
+/* @pt: the open was served by passthrough, for process @tgid. */
+int objfs_store_release_pt(struct objfs_store *s, uint64_t ino, int flags,
+		int bypass, int pt, int32_t tgid);
+
+/*
+ * Sealed objects (sealed.c).  The flags of FS_IOC_GETFLAGS/SETFLAGS:
+ * objfs keeps FS_IMMUTABLE_FL only, the seal (-EOPNOTSUPP for others).
+ * Sealing writes the object out, records its checksum and is durable when
+ * it returns; -EBUSY while it is open for writing.  Unsealing: -EBUSY
+ * while the kernel serves it from its per-object file (open or mapped).
+ */
+int objfs_store_get_flags(struct objfs_store *s, uint64_t ino,
+		unsigned *flags);
+/* @tgid: the caller, whose own opens do not keep it from unsealing. */
+int objfs_store_set_flags(struct objfs_store *s, uint64_t ino,
+		unsigned flags, int32_t tgid);
+/* How the adapter has the kernel serve an open from a file of the
+ * daemon's (FUSE passthrough): @open registers @fd and returns its id
+ * (> 0) or -errno, @close lets an id go.  NULL @open: no passthrough,
+ * and @why_off says why (status file, objfsctl stat). */
+void objfs_store_set_passthrough(struct objfs_store *s,
+		int (*open)(void *arg, int fd), void (*close)(void *arg, int id),
+		void *arg, const char *why_off);
+
 
 /* A read's bytes, in place (see objfs_store_read_reply). */
 struct objfs_iov {

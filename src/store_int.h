@@ -7,7 +7,7 @@
  * writeout.c, readahead.c, iov.c: data_int.h), the chunk store (copy.h;
  * the backing directory's files: local_int.h) and spiller_ops.c.  The
  * spiller (spiller.c) does not include it: it sees the arena and the
- * four calls of spiller_ops.c (spiller.h).  Not for the adapter.
+ * five calls of spiller_ops.c (spiller.h).  Not for the adapter.
  *
  * Locks, outermost first (a thread holding one may take only those
  * below it):
@@ -36,6 +36,9 @@
  *			lock (to read its use), never another, and never
  *			across a call into the file layer or I/O.
  *	defer_lock	the space waiting to be given back.
+ *	sealed_lock	the per-object files of sealed objects (sealed.c):
+ *			their list and byte counts; taken under an inode
+ *			lock, and takes none.
  *	the remote tier's lock (tier_int.h): its shipping state; never
  *			held across a call into the index or the cluster.
  *	the arena's lock, the index's lock (meta.c): innermost.  The
@@ -130,6 +133,12 @@ struct objfs_inode {
 					 * another mount changed it while it
 					 * was open here; reloaded at the
 					 * last close */
+	struct objfs_sealed *so;	/* protected by lock: the per-object
+					 * file of a sealed object (sealed.c),
+					 * or NULL */
+	uint64_t pinned;		/* protected by lock: bytes counted
+					 * in pinned_bytes (objfsctl pin), 0:
+					 * not pinned */
 };
 
 /* An inode's lock, its holder recorded (base/sync.h), so that the
@@ -143,6 +152,10 @@ struct objfs_inode {
 /* attr.pad bits */
 #define OBJFS_ATTR_DAMAGED	0x1u	/* some chunk records were lost: the
 					 * chunks without one read as EIO */
+#define OBJFS_ATTR_SEALED	0x2u	/* immutable (chattr +i): sealed.c */
+/* The xattr record of a sealed object's checksum at its seal: a name
+ * outside every namespace, so no user's (sealed.c). */
+#define OBJFS_SEAL_RECORD	"objfs.sealed"
 
 /*
  * Read-ahead of spilled chunks, outside the arena (readahead.c).  When the
@@ -277,7 +290,50 @@ struct objfs_store {
 	void (*notify_fn)(void *arg, uint64_t parent, const char *name,
 			size_t len, uint64_t ino);
 	void *notify_arg;
+
+	/* Sealed objects (sealed.c).  How the adapter registers a backing
+	 * file with the kernel (FUSE passthrough), or NULL, and why not. */
+	int (*pt_open)(void *arg, int fd);
+	void (*pt_close)(void *arg, int id);
+	void *pt_arg;
+	const char *pt_off_why;
+	unsigned sealed_max_pct;	/* -o sealed_max */
+	pthread_mutex_t sealed_lock;	/* a leaf: what follows */
+	struct objfs_sealed *sealed_head;
+	uint64_t sealed_files, sealed_bytes, pinned_bytes;
+	_Atomic uint64_t pt_opens, sealed_builds, sealed_sheds;
+	_Atomic uint64_t sealed_daemon_reads;	/* READs of sealed objects */
 };
+
+/* ---- sealed.c: sealed objects ------------------------------------------ */
+
+struct objfs_sealed;
+int objfs_sealed_is(const struct objfs_inode *ip);
+/* An open of sealed @ip for reading, counted (ip->lock held): *bid the
+ * backing id when passthrough serves it, else 0 and *why. */
+void objfs_sealed_open(struct objfs_store *s, struct objfs_inode *ip,
+		int32_t tgid, int32_t *bid, const char **why);
+void objfs_sealed_close(struct objfs_store *s, struct objfs_inode *ip,
+		int32_t tgid);
+/* Before @ip's bytes may change: its per-object file let go, waiting a
+ * moment for closes; -ETXTBSY while still open (ip->lock held). */
+int objfs_sealed_settle(struct objfs_store *s, struct objfs_inode *ip);
+/* Drop the per-object file unless in use (-EBUSY); _free even so. */
+int objfs_sealed_drop(struct objfs_store *s, struct objfs_inode *ip);
+void objfs_sealed_free(struct objfs_store *s, struct objfs_inode *ip);
+int objfs_sealed_sum(struct objfs_store *s, struct objfs_inode *ip,
+		char hex[33]);
+const char *objfs_sealed_served(struct objfs_store *s,
+		const struct objfs_inode *ip);
+int objfs_sealed_pin(struct objfs_store *s, struct objfs_inode *ip, int on);
+uint64_t objfs_sealed_shed(struct objfs_store *s, uint64_t want);
+void objfs_sealed_figures(struct objfs_store *s, uint64_t *files,
+		uint64_t *bytes, uint64_t *pinned);
+/* The status file's lines of sealed objects, at @buf: their length. */
+size_t objfs_sealed_status(struct objfs_store *s, char *buf, size_t size);
+/* user.objfs.request set on @ino: "pin", "unpin" or "evict". */
+int objfs_store_request(struct objfs_store *s, uint64_t ino,
+		const void *val, size_t len);
 
 /* ---- shared.c: shared mode -------------------------------------------- */
 

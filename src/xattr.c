@@ -55,6 +55,31 @@ checksum_xattr(struct objfs_store *s, struct objfs_inode *ip, void *buf,
 	return 0;
 }
 
+/* user.objfs.sealed and user.objfs.served (sealed.c). */
+static int
+sealed_xattr(struct objfs_store *s, struct objfs_inode *ip, const char *name,
+		void *buf, size_t size, size_t *len_out)
+{
+	char hex[33];
+	const char *v = hex;
+	int rc;
+
+	if (strcmp(name, OBJFS_XATTR_SEALED) == 0) {
+		rc = objfs_sealed_sum(s, ip, hex);
+		if (rc < 0)
+			return rc;
+	} else {
+		v = objfs_sealed_served(s, ip);
+	}
+	*len_out = strlen(v);
+	if (size == 0)
+		return 0;
+	if (size < *len_out)
+		return -ERANGE;
+	memcpy(buf, v, *len_out);
+	return 0;
+}
+
 int
 objfs_store_getxattr(struct objfs_store *s, uint64_t ino, const char *name,
 		void *buf, size_t size, size_t *len_out)
@@ -74,6 +99,9 @@ objfs_store_getxattr(struct objfs_store *s, uint64_t ino, const char *name,
 			rc = -ENODATA;
 		else if (strcmp(name, OBJFS_XATTR_CHECKSUM) == 0)
 			rc = checksum_xattr(s, ip, buf, size, len_out);
+		else if (strcmp(name, OBJFS_XATTR_SEALED) == 0 ||
+			 strcmp(name, OBJFS_XATTR_SERVED) == 0)
+			rc = sealed_xattr(s, ip, name, buf, size, len_out);
 		else
 			rc = objfs_status_xattr(s, ip, name, buf, size,
 					len_out);
@@ -81,6 +109,8 @@ objfs_store_getxattr(struct objfs_store *s, uint64_t ino, const char *name,
 		objfs_inode_put(s, ip);
 		return rc;
 	}
+	if (strcmp(name, OBJFS_SEAL_RECORD) == 0)
+		return -ENODATA;	/* objfs's own record */
 	rc = objfs_meta_begin(s->meta, 0, &t);
 	if (rc < 0)
 		return rc;
@@ -102,6 +132,20 @@ objfs_store_listxattr(struct objfs_store *s, uint64_t ino, char *buf,
 		return rc;
 	rc = objfs_meta_xattr_list(t, ino, buf, size, len_out);
 	objfs_meta_abort(t);
+	/* objfs's own record is not the user's to see (a length asked
+	 * for alone may count it: a longer answer is allowed). */
+	if (rc == 0 && size) {
+		for (size_t i = 0; i < *len_out; ) {
+			size_t n = strlen(buf + i) + 1;
+
+			if (strcmp(buf + i, OBJFS_SEAL_RECORD) == 0) {
+				memmove(buf + i, buf + i + n, *len_out - i - n);
+				*len_out -= n;
+				continue;
+			}
+			i += n;
+		}
+	}
 	return rc;
 }
 
@@ -143,8 +187,11 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	if (objfs_is_status_ino(ino) && !remove &&
 	    strcmp(name, OBJFS_XATTR_CATCH_UP) == 0)
 		return objfs_share_catch_up(s);
-	/* The user.objfs.* names are figures objfs computes: read-only. */
-	if (is_objfs_xattr(name))
+	/* The user.objfs.* names are figures objfs computes: read-only;
+	 * user.objfs.request asks for something (pin, unpin, evict). */
+	if (!remove && strcmp(name, OBJFS_XATTR_REQUEST) == 0)
+		return objfs_store_request(s, ino, val, len);
+	if (is_objfs_xattr(name) || strcmp(name, OBJFS_SEAL_RECORD) == 0)
 		return -EPERM;
 	rc = objfs_inode_get(s, ino, &ip);	/* EPERM: the status file */
 	if (rc < 0)
@@ -152,6 +199,10 @@ xattr_change(struct objfs_store *s, uint64_t ino, const char *name,
 	objfs_inode_lock(ip);
 	if (ip->gone) {
 		rc = -ENOENT;	/* its records left the index */
+		goto out;
+	}
+	if (objfs_sealed_is(ip)) {
+		rc = -EPERM;	/* sealed: its xattrs too */
 		goto out;
 	}
 	a = ip->attr;
