@@ -67,6 +67,19 @@ void objfs_uring_stop(struct objfs_fuse *f);
  * from a ring: copied into its entry, and its length returned; else -1. */
 ssize_t objfs_uring_capture(const struct iovec *iov, int count);
 
+/* ops_sealed.c */
+/* The OPEN reply of an open the kernel serves from backing file @bid
+ * (handle @fh, for process @tgid). */
+void objfs_reply_open_pt(fuse_req_t req, fuse_ino_t ino,
+		struct fuse_file_info *fi, uint64_t fh, int bypass, int32_t bid,
+		int32_t tgid);
+/* The process (thread group) that made @req. */
+int32_t objfs_req_tgid(fuse_req_t req);
+/* FS_IOC_GETFLAGS/SETFLAGS, FS_IOC_FSGETXATTR/FSSETXATTR: the seal. */
+void objfs_ll_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+		void *arg, struct fuse_file_info *fi, unsigned flags,
+		const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+
 extern const struct fuse_lowlevel_ops objfs_ll_ops;
 
 #endif

@@ -9,6 +9,9 @@
  *   objfsctl sync MOUNTPOINT	write everything out and make it durable
  *				(fsync of .objfs-status), with progress
  *   objfsctl warm FILE...	read files whole ahead, with progress
+ *   objfsctl seal|unseal FILE...	make files immutable (chattr +i) or not
+ *   objfsctl pin|unpin|evict FILE...	keep files resident, or write
+ *				them out and drop them from memory
  *   objfsctl gc MOUNTPOINT [GRACE]
  *				collect the pool's garbage (remote=)
  *   objfsctl catch-up MOUNTPOINT	apply what other nodes put in the
@@ -30,6 +33,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -37,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -60,6 +65,9 @@ usage(FILE *f)
 "       objfsctl sum FILE...\n"
 "       objfsctl sync MOUNTPOINT\n"
 "       objfsctl warm FILE...\n"
+"       objfsctl seal FILE...    objfsctl unseal FILE...\n"
+"       objfsctl pin FILE...     objfsctl unpin FILE...\n"
+"       objfsctl evict FILE...\n"
 "       objfsctl gc MOUNTPOINT [GRACE_SECONDS]\n"
 "       objfsctl catch-up MOUNTPOINT\n"
 "       objfsctl umount MOUNTPOINT\n"
@@ -79,6 +87,17 @@ usage(FILE *f)
 "warm    read each file whole ahead of use (8 reads in flight): with\n"
 "        remote=, its chunks are fetched from the pool into the arena;\n"
 "        shows progress, then the size, time and rate\n"
+"seal    make each file immutable (what chattr +i does): written out and\n"
+"        durable first, its checksum recorded and printed; a sealed file\n"
+"        refuses every change (EPERM), and opened for reading is read and\n"
+"        mapped by the kernel without the daemon (passthrough, as root)\n"
+"unseal  make it changeable again; EBUSY while another process has it\n"
+"        open or mapped\n"
+"pin     keep each file resident (its own shared-memory file when sealed\n"
+"        and served by passthrough, else the arena), up to sealed_max of\n"
+"        the arena; unpin lets it go\n"
+"evict   write each file out and drop it from memory; EBUSY while a\n"
+"        process maps or reads it through passthrough\n"
 "gc      (remote=) remove the pool's chunks that no file names and that\n"
 "        are older than GRACE_SECONDS (default 600); prints what it did\n"
 "catch-up (-o shared) apply what the other nodes put in the pool so far,\n"
@@ -491,6 +510,78 @@ cmd_stat(int n, char **files)
 		printf("  shared    %s (on disk once, for copies too)\n", objfs_format_size(v[8], h, sizeof(h)));
 		printf("  chunks    %" PRIu64 " resident, %" PRIu64 " spilled, %" PRIu64
 			" holes, of %s each\n", v[5], v[6], v[7], objfs_format_size(v[4], h, sizeof(h)));
+		{
+			char sum[64] = "", how[256] = "";
+			ssize_t k = getxattr(files[i], "user.objfs.sealed",
+					sum, sizeof(sum) - 1);
+
+			sum[k > 0 ? k : 0] = '\0';
+			k = getxattr(files[i], "user.objfs.served", how,
+					sizeof(how) - 1);
+			how[k > 0 ? k : 0] = '\0';
+			printf("  sealed    %s\n", *sum ? sum : "no");
+			if (*how)
+				printf("  served    %s\n", how);
+		}
+	}
+	return status;
+}
+
+/* seal / unseal: the immutable flag, as chattr sets it. */
+static int
+cmd_seal(int n, char **files, int on)
+{
+	int status = 0;
+
+	for (int i = 0; i < n; i++) {
+		int fd = open(files[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		int flags = 0, rc = -1;
+		char hex[64];
+		ssize_t len;
+
+		if (fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
+			flags = on ? flags | FS_IMMUTABLE_FL :
+				flags & ~FS_IMMUTABLE_FL;
+			rc = ioctl(fd, FS_IOC_SETFLAGS, &flags);
+		}
+		if (rc < 0) {
+			int e = errno;
+
+			fprintf(stderr, "objfsctl: %s: %s%s\n", files[i],
+				strerror(e), e == EBUSY && !on ? " (another "
+				"process has it open or mapped)" : e == EBUSY ?
+				" (open for writing)" : e == EPERM ?
+				" (CAP_LINUX_IMMUTABLE, or the owner, needed)" :
+				"");
+			status = 1;
+		} else if (on) {
+			len = getxattr(files[i], "user.objfs.sealed", hex,
+					sizeof(hex) - 1);
+			hex[len > 0 ? len : 0] = '\0';
+			printf("%s  %s\n", len == 32 ? hex : "sealed", files[i]);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return status;
+}
+
+/* pin, unpin, evict: a request to the daemon through user.objfs.request. */
+static int
+cmd_request(int n, char **files, const char *what)
+{
+	int status = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (setxattr(files[i], "user.objfs.request", what,
+				strlen(what), 0) == 0)
+			continue;
+		fprintf(stderr, "objfsctl: %s: %s: %s%s\n", what, files[i],
+			strerror(errno), errno == EBUSY ? " (mapped or open "
+			"through passthrough)" : errno == ENOSPC ? " (pinned "
+			"objects would take more than sealed_max of the arena)"
+			: errno == ENOTSUP ? " (not in an objfs mount)" : "");
+		status = 1;
 	}
 	return status;
 }
@@ -769,6 +860,13 @@ main(int argc, char **argv)
 		return cmd_catch_up(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "warm") == 0)
 		return cmd_warm(argc - 2, argv + 2);
+	if (argc >= 3 && (strcmp(argv[1], "seal") == 0 ||
+			  strcmp(argv[1], "unseal") == 0))
+		return cmd_seal(argc - 2, argv + 2, argv[1][0] == 's');
+	if (argc >= 3 && (strcmp(argv[1], "pin") == 0 ||
+			  strcmp(argv[1], "unpin") == 0 ||
+			  strcmp(argv[1], "evict") == 0))
+		return cmd_request(argc - 2, argv + 2, argv[1]);
 	if (argc == 3 && strcmp(argv[1], "umount") == 0)
 		return cmd_umount(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "log") == 0)
