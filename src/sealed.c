@@ -539,9 +539,11 @@ out:
 	objfs_inode_put(s, ip);
 out_unlock:
 	pthread_mutex_unlock(&s->ns_lock);
-	/* The seal is durable when the call returns: after a crash, an
-	 * object is either sealed with the bytes it had, or not sealed. */
-	if (rc == 0 && seal && !s->shared)
+	/* The seal and the unseal are durable when the call returns: after
+	 * a crash an object is sealed with the bytes it had, or not sealed,
+	 * as the last call that returned said.  (Shared mode: the commit is
+	 * in the pool's log already.) */
+	if (rc == 0 && !s->shared)
 		rc = objfs_store_sync_index(s);
 	return rc;
 }

@@ -2,7 +2,8 @@
 /*
  * crashcheck DATA OUT - open a crash image (a data directory) as a mount
  * would, without FUSE, and copy every file, directory and symlink it
- * holds into OUT, with "user.*" xattrs in OUT/.xattrs.  For the crash
+ * holds into OUT, with "user.*" xattrs in OUT/.xattrs and the paths of
+ * sealed files in OUT/.sealed.  For the crash
  * simulator (sim.py), which then compares OUT with what was acknowledged.
  *
  * Before the store is opened, and again after it is closed, the image
@@ -17,6 +18,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <linux/fs.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -39,7 +41,7 @@ struct list {
 };
 
 static struct objfs_store *st;
-static FILE *xattrs;
+static FILE *xattrs, *sealed;
 static int bad;
 
 static int
@@ -132,6 +134,13 @@ walk(uint64_t dir, const char *rel, const char *out)
 				exit(3);
 			walk(a.ino, p, o);
 		} else if (S_ISREG(a.mode)) {
+			unsigned flags = 0;
+
+			rc = objfs_store_get_flags(st, a.ino, &flags);
+			if (rc < 0)
+				fail(p, "get_flags", rc);
+			else if (flags & FS_IMMUTABLE_FL)
+				fprintf(sealed, "%s\n", p);
 			copy_file(a.ino, p, o, a.size);
 		} else if (S_ISLNK(a.mode)) {
 			rc = objfs_store_readlink(st, a.ino, target,
@@ -197,10 +206,13 @@ main(int argc, char **argv)
 	}
 	snprintf(path, sizeof(path), "%s/.xattrs", argv[2]);
 	xattrs = fopen(path, "w");
-	if (!xattrs)
+	snprintf(path, sizeof(path), "%s/.sealed", argv[2]);
+	sealed = fopen(path, "w");
+	if (!xattrs || !sealed)
 		return 3;
 	walk(OBJFS_ROOT_INO, "", argv[2]);
 	fclose(xattrs);
+	fclose(sealed);
 	rc = objfs_store_close(st);
 	if (rc < 0)
 		fail(argv[1], "close", rc);

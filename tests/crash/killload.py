@@ -8,30 +8,58 @@ append-then-fsync logs, rewrite-then-fsync of fsynced files, copies of
 those files made with copy_file_range and fsynced (which share chunks
 with their source), copies of short-lived sources that are then cut
 short, held by an O_PATH descriptor and deleted (the copy and its
-source truncated, issue 23's defect 1), creates, renames and unlinks.  Prints one line:
+source truncated, issue 23's defect 1), creates, renames and unlinks,
+and sealed objects: written, sealed (chattr +i) and mapped by the load
+while the daemon is killed, unsealed and rewritten.  Prints one line:
     verified BYTES lost BYTES names NAMES missing NAMES
 and exits 1 when anything acknowledged was lost.
 
 What must survive a killed daemon: every byte an fsync acknowledged (a
 byte rewritten later, without fsync, may be the old or the new one), and
 every name change that returned; a copy holds its source's bytes as
-they were when it was made, whatever was written to either since.
+they were when it was made, whatever was written to either since; a
+sealed object is sealed with the bytes it had, and an unsealed one is
+not sealed.
 With "written" (a daemon whose arena
 the next one adopts), every byte whose write returned, fsynced or not:
 a block rewritten is its last version, a log holds every record
 appended; only the write in flight at the kill may be either.
 """
 import errno
+import fcntl
 import json
+import mmap
 import os
 import random
+import struct
 import sys
 
 LOGS = ["log%d" % i for i in range(3)]
 FILES = ["rw%d" % i for i in range(3)]
 SNAPS = ["cp%d" % i for i in range(3)]     # copies of FILES[i]
 TSNAPS = ["tc%d" % i for i in range(3)]    # copies of deleted sources
+SEALS = ["sl%d" % i for i in range(2)]     # sealed objects
 BLK = 4096
+FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_IMMUTABLE_FL = 0x80086601, 0x40086602, 0x10
+
+
+def sealed(path):
+    """Whether @path carries the immutable flag (the seal)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        v = fcntl.ioctl(fd, FS_IOC_GETFLAGS, struct.pack("i", 0))
+        return bool(struct.unpack("i", v)[0] & FS_IMMUTABLE_FL)
+    finally:
+        os.close(fd)
+
+
+def set_sealed(path, on):
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fcntl.ioctl(fd, FS_IOC_SETFLAGS,
+                    struct.pack("i", FS_IMMUTABLE_FL if on else 0))
+    finally:
+        os.close(fd)
 
 
 def data(seed, n):
@@ -49,8 +77,9 @@ def replay(path):
     snaps = {}              # copy -> the snap op that made it
     names = set()
     loose = set()           # names an operation in flight may have changed
+    seals = {}              # sealed object -> seed, size, sealed or not
     if not os.path.exists(path):
-        return logs, files, names, loose, snaps
+        return logs, files, names, loose, snaps, seals
     begun = {}
     for line in open(path):
         e = json.loads(line)
@@ -98,6 +127,11 @@ def replay(path):
             names.add(o["dst"])
         elif k == "unlink":
             names.discard(o["path"])
+        elif k == "seal":
+            seals[o["path"]] = {"seed": o["seed"], "size": o["size"],
+                                "sealed": True}
+        elif k == "unseal":
+            seals[o["path"]]["sealed"] = False
     # Whatever was in flight when the daemon died.
     for o in begun.values():
         k = o["op"]
@@ -111,7 +145,9 @@ def replay(path):
             loose.add(o["path"])
         elif k == "snap":
             snaps.pop(o["path"], None)  # cut short: any bytes
-    return logs, files, names, loose, snaps
+        elif k in ("seal", "unseal"):
+            loose.add(o["path"])        # either state, either bytes
+    return logs, files, names, loose, snaps, seals
 
 
 def differing(mnt, name, want, whole):
@@ -132,8 +168,33 @@ def differing(mnt, name, want, whole):
 def verify(mnt, journal, now):
     """Check the mount; @now gets, per file, which version each block
     holds now (what the next round starts from)."""
-    logs, files, names, loose, snaps = replay(journal)
+    logs, files, names, loose, snaps, seals = replay(journal)
     verified = lost = nnames = missing = 0
+    nsealed = sum(1 for n, sl in seals.items()
+                  if n not in loose and sl["sealed"])
+    if seals:
+        print("# sealed objects checked: %d sealed, %d unsealed" % (
+            nsealed, sum(1 for n in seals if n not in loose) - nsealed))
+    for name, sl in seals.items():
+        if name in loose:
+            continue
+        want = data(sl["seed"], sl["size"])
+        bad = differing(mnt, name, want, whole=True)
+        verified += len(want)
+        lost += bad
+        if bad:
+            print("# %s, sealed: %d of %d bytes differ" % (name, bad,
+                                                         len(want)))
+        try:
+            now_sealed = sealed(os.path.join(mnt, name))
+        except OSError as e:
+            now_sealed = None
+            print("# %s: %s" % (name, e))
+        if now_sealed != sl["sealed"]:
+            missing += 1
+            print("# %s: %s, acknowledged, but it is %s" % (
+                name, "sealed" if sl["sealed"] else "unsealed",
+                "sealed" if now_sealed else "not sealed"))
     for name, o in snaps.items():
         want = bytearray(data(o["seed"], o["size"]))
         for b, s in o["blocks"].items():
@@ -218,8 +279,9 @@ def copy_whole(si, dst, size):
 def run(mnt, journal, seed, now):
     rng = random.Random(seed)
     jf = open(journal, "a")
-    logs, files, names, _, _ = replay(journal)
+    logs, files, names, _, _, seals = replay(journal)
     seq = [0]
+    maps = {}       # sealed object -> this process's mapping of it
 
     def step(op, fn, **kw):
         seq[0] += 1
@@ -337,6 +399,32 @@ def run(mnt, journal, seed, now):
                  size=files[n]["size"],
                  blocks={str(b): v for b, v in cur[n].items()
                          if v is not None})
+        elif r < 0.84:
+            # A sealed object: (unsealed,) written, sealed (durable when
+            # that returns), and mapped here while the load goes on, so
+            # that the daemon is killed while it is mapped.
+            n = rng.choice(SEALS)
+            if seals.get(n, {}).get("sealed"):
+                m = maps.pop(n, None)
+                if m is not None:
+                    m.close()
+                step("unseal", lambda: set_sealed(p(n), False), path=n)
+                seals[n]["sealed"] = False
+            s, size = rng.randrange(1 << 30), rng.choice((5000, 3 << 20))
+
+            def seal(n=n, s=s, size=size):
+                fd = os.open(p(n), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                             0o644)
+                os.write(fd, data(s, size))
+                os.close(fd)
+                set_sealed(p(n), True)
+            step("seal", seal, path=n, seed=s, size=size)
+            seals[n] = {"seed": s, "size": size, "sealed": True}
+            fd = os.open(p(n), os.O_RDONLY)
+            maps[n] = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+            os.close(fd)
+            if maps[n][:64] != data(s, size)[:64]:
+                raise SystemExit("%s: mapped, not the bytes sealed" % n)
         elif r < 0.88 or len(names) < 3:
             nid += 1
             n = "ns/n%d_%d" % (seed, nid)

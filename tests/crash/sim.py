@@ -37,6 +37,7 @@ Prints "crash images: N, failures: F" and the first failures.
 """
 import argparse
 import functools
+import fcntl
 import json
 import os
 import random
@@ -407,7 +408,9 @@ def check_objfs(w, T, out, fails, T_hi=None, window=WINDOW_NS):
     @T is in; one begun after @T_hi, default @T, is not)."""
     ops = [o for o in w.ops if o["t0"] < (T_hi or T)]
     done = [o for o in ops if o["t1"] < T]
-    points = [o for o in done if o["op"] in ("fsync", "dirsync")]
+    # A seal or unseal makes everything committed durable, as fsync does.
+    points = [o for o in done if o["op"] in ("fsync", "dirsync", "seal",
+                                            "unseal")]
     P = points[-1]["t0"] if points else 0
     # objfs checkpoints its index every second (with remote=, ships it
     # every 100 ms): a name or attribute change older than the window is
@@ -438,7 +441,7 @@ def check_objfs(w, T, out, fails, T_hi=None, window=WINDOW_NS):
         for d in dirs:
             seen[os.path.join(rel, d)] = "D"
         for f in files:
-            if rel == "" and f == ".xattrs":
+            if rel == "" and f in (".xattrs", ".sealed"):
                 continue
             seen[os.path.join(rel, f)] = "F"
     ever = set(names) | loose
@@ -473,11 +476,35 @@ def check_objfs(w, T, out, fails, T_hi=None, window=WINDOW_NS):
         check_bytes(w, fid, ops, done, os.path.join(out, present[0]),
                     present[0], fails)
     check_xattrs(ops, done, P, names, loose, out, fails)
+    check_sealed(ops, done, names, loose, out, fails)
+
+
+def check_sealed(ops, done, names, loose, out, fails):
+    """A seal or an unseal that returned is in the image (each is durable
+    when it returns); one in flight may be either way."""
+    got = set()
+    path = os.path.join(out, ".sealed")
+    if os.path.exists(path):
+        got = set(line.rstrip("\n") for line in open(path))
+    for p, fid in names.items():
+        if p in loose or fid == "D":
+            continue
+        mine = [o for o in ops if o["fid"] == fid and
+                o["op"] in ("seal", "unseal")]
+        if any(o not in done for o in mine):
+            continue
+        want = bool(mine) and mine[-1]["op"] == "seal"
+        if (p in got) != want:
+            fails.append("%s: %s, acknowledged, but the image has it %s" %
+                         (p, "sealed" if want else "not sealed",
+                          "sealed" if p in got else "not sealed"))
 
 
 def check_bytes(w, fid, ops, done, path, name, fails):
     mine = [o for o in ops if o["fid"] == fid]
-    syncs = [o for o in mine if o["op"] == "fsync" and o in done]
+    # A seal writes the file out and makes it durable, as fsync does.
+    syncs = [o for o in mine if o["op"] in ("fsync", "seal") and
+             o in done]
     base_t = syncs[-1]["t0"] if syncs else -1
     base_ops = [o for o in mine if o["op"] in CONTENT and o["t1"] < base_t]
     free = [o for o in mine if o["op"] in CONTENT and not o["t1"] < base_t]
@@ -616,6 +643,9 @@ def run_objfs(args, rng):
         shutil.rmtree(work, ignore_errors=True)
     for i, T, f in firsts:
         print("# image %d (crash at %d): %s" % (i, T, "; ".join(f)))
+    print("# the workload sealed %d files and unsealed %d" % (
+        sum(o["op"] == "seal" for o in w.ops),
+        sum(o["op"] == "unseal" for o in w.ops)))
     print("crash images: %d, failures: %d, mounted through FUSE: %d"
           % (n, failed, mounted))
     return n, failed
@@ -656,7 +686,8 @@ def mount_check(args, img, out):
         if why is not None:
             return ["the image did not mount: %s" % why]
         r = subprocess.run(["diff", "-r", "--no-dereference", "-x",
-                            ".xattrs", out, mnt], capture_output=True,
+                            ".xattrs", "-x", ".sealed", out, mnt],
+                           capture_output=True,
                            text=True)
         if r.returncode != 0:
             fails.append("the mount differs: %s" % r.stdout[:300])
@@ -774,10 +805,21 @@ def remote_image(args, w, snap, t0, t1, ns, d):
     return fails, objs
 
 
+def is_sealed(path):
+    """The immutable flag (the seal), as lsattr reads it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        v = fcntl.ioctl(fd, 0x80086601, struct.pack("i", 0))  # GETFLAGS
+        return bool(struct.unpack("i", v)[0] & 0x10)
+    finally:
+        os.close(fd)
+
+
 def dump_tree(mnt, out, fails):
     """Copy the mounted tree into @out as crashcheck does: files, dirs,
-    and each user.tag in @out/.xattrs."""
-    with open(os.path.join(out, ".xattrs"), "w") as xf:
+    each user.tag in @out/.xattrs, the sealed files in @out/.sealed."""
+    with open(os.path.join(out, ".xattrs"), "w") as xf, \
+            open(os.path.join(out, ".sealed"), "w") as sf:
         for root, dirs, files in os.walk(mnt):
             rel = os.path.relpath(root, mnt)
             rel = "" if rel == "." else rel
@@ -798,6 +840,11 @@ def dump_tree(mnt, out, fails):
                     xf.write("%s\t%s\n" % (os.path.join(rel, fn), v))
                 except OSError:
                     pass
+                try:
+                    if is_sealed(src):
+                        sf.write(os.path.join(rel, fn) + "\n")
+                except OSError as e:
+                    fails.append("%s: flags: %s" % (os.path.join(rel, fn), e))
 
 
 # ---- sqlite: the simulator checked against a known quantity -------------

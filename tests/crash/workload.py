@@ -6,17 +6,20 @@ xattrs, sequential writes, an append-only log with fsync after each
 record, rewrites of fsynced chunks followed by fsync, truncates, hole
 punches, copies made with copy_file_range (which share chunks), new files
 with the bytes of earlier ones (which dedup shares), sources of copies
-cut short, held by an O_PATH descriptor and deleted, fsyncs of files and
-directories.  Every operation is logged to
+cut short, held by an O_PATH descriptor and deleted, seals and unseals
+(chattr +i: a sealed file is left alone until unsealed), fsyncs of files
+and directories.  Every operation is logged to
 LOG (one JSON object per line) with its start and end (CLOCK_MONOTONIC ns,
 the clock the trace recorder uses) and what it did; the bytes written are
 a function of the logged seed, so the checker (sim.py) can rebuild every
 file as it was at any point.
 """
 import ctypes
+import fcntl
 import json
 import os
 import random
+import struct
 import sys
 import time
 
@@ -25,6 +28,19 @@ FALLOC_FL_PUNCH_HOLE = 2
 libc = ctypes.CDLL(None, use_errno=True)
 libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong,
                            ctypes.c_longlong]
+
+
+FS_IOC_SETFLAGS, FS_IMMUTABLE_FL = 0x40086602, 0x10
+
+
+def set_sealed(path, on):
+    """chattr +i / -i: the seal."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fcntl.ioctl(fd, FS_IOC_SETFLAGS,
+                    struct.pack("i", FS_IMMUTABLE_FL if on else 0))
+    finally:
+        os.close(fd)
 
 
 def data(seed, n):
@@ -93,10 +109,11 @@ def main():
     made = []           # (seed, length) of the first write of new files
     sources = set()     # files copies were made from
     held = []           # O_PATH descriptors of deleted files
+    sealed = set()      # files sealed now: nothing changes them
     for _ in range(steps):
         if held and rng.random() < 0.1:
             os.close(held.pop(0))
-        live = sorted(files)
+        live = sorted(f for f in files if f not in sealed)
         total = sum(files.values())
         r = rng.random()
         if r < 0.25:
@@ -222,6 +239,22 @@ def main():
             del files[rel]
             synced.discard(rel)
             sources.discard(rel)
+        elif r < 0.86 and (sealed or len(live) > 1):
+            # Seal a file (written out and durable when it returns), or
+            # unseal one.
+            if sealed and (rng.random() < 0.5 or len(live) < 2):
+                rel = rng.choice(sorted(sealed))
+                t0 = time.monotonic_ns()
+                set_sealed(p(rel), False)
+                record("unseal", t0, path=rel)
+                sealed.discard(rel)
+            else:
+                rel = rng.choice([f for f in live if f != "log"])
+                t0 = time.monotonic_ns()
+                set_sealed(p(rel), True)
+                record("seal", t0, path=rel)
+                sealed.add(rel)
+                synced.add(rel)
         elif r < 0.88 and live:
             rel = rng.choice(live)
             v = "v%d" % rng.randrange(1000)

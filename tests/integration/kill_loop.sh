@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The SIGKILL loop: the daemon is killed at random moments under a mixed
 # load (append-then-fsync logs, rewrite-then-fsync of fsynced files,
-# creates, renames, unlinks), and after each remount every byte a write
+# creates, renames, unlinks, sealed objects mapped at the kill), and after
+# each remount every byte a write
 # returned for, fsynced or not (the next daemon adopts the arena), and
 # every name change that returned, is compared with what the load was
 # told (tests/crash/killload.py keeps that outside the mount).  Nothing
@@ -22,10 +23,10 @@ LOSE=${KILL_LOSE:-0}
 # Names changed since the last fsync may go with a lost machine.
 export KILLLOAD_NAMES_LOOSE=$LOSE
 echo "# seed $SEED (KILL_SEED=$SEED reproduces the choices)"
-kills=0 remounts=0 verified=0 lost=0 names=0 missing=0 bad=0
+kills=0 remounts=0 verified=0 lost=0 names=0 missing=0 bad=0 sealed=0
 
 add_up() {	# add_up OUTPUT: the load's "verified V lost L names N missing M"
-	local v l n m
+	local v l n m k
 	read -r _ v _ l _ n _ m < <(grep -m1 '^verified ' "$1")
 	if [ -z "$v" ]; then
 		bad=$((bad + 1))
@@ -34,6 +35,8 @@ add_up() {	# add_up OUTPUT: the load's "verified V lost L names N missing M"
 	fi
 	verified=$((verified + v)) lost=$((lost + l))
 	names=$((names + n)) missing=$((missing + m))
+	k=$(sed -n 's/^# sealed objects checked: \([0-9]*\) sealed.*/\1/p' "$1" | head -n 1)
+	sealed=$((sealed + ${k:-0}))
 	if [ "$l" != 0 ] || [ "$m" != 0 ]; then
 		bad=$((bad + 1))
 		sed 's/^/# /' "$1" | head -n 20
@@ -98,7 +101,7 @@ ok "mount after the last kill" mount_round
 KILLLOAD_VERIFY_ONLY=1 python3 "$SIM/killload.py" "$MNT" "$T/journal" 0 "$MODE" >"$T/final.out" 2>&1
 add_up "$T/final.out"
 ok "unmount" stop_objfs
-echo "# kills $kills, remounts $((remounts + 1)), bytes verified $verified, bytes lost $lost, names checked $names, names wrong $missing"
+echo "# kills $kills, remounts $((remounts + 1)), bytes verified $verified, bytes lost $lost, names checked $names, names wrong $missing, sealed objects found sealed after a kill $sealed"
 ok "$kills kills, $verified bytes ($MODE) and $names names checked after remounts: $lost bytes lost, $missing names wrong" \
 	test "$kills" -ge "$ROUNDS" -a "$lost" = 0 -a "$missing" = 0 -a "$bad" = 0
 t_done
