@@ -9,7 +9,8 @@
 # daemon SIGKILLed while sealed objects are mapped comes back with every
 # byte and every seal; passthrough=off and a daemon that is not root to
 # the kernel (root of a user namespace) serve the same bytes themselves
-# and say why.
+# and say why; with the cluster tier, a sealed object fetched into an
+# empty data directory is served by passthrough after objfsctl warm.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 HERE=$(dirname "$0")
@@ -176,4 +177,24 @@ if unshare --user --map-root-user --mount true 2>/dev/null; then
 else
 	skip "a daemon that is not root to the kernel" "no user namespaces here"
 fi
+
+# With the cluster tier: a sealed object fetched from the pool into an
+# empty data directory (another machine) is served by passthrough once
+# objfsctl warm has brought it in.
+t_ceph "a sealed object fetched from the cluster"
+REMOTE="remote=rados:objfs/sealed$$,remote_conf=$CONF,remote_timeout=8,remote_hold=4"
+ok "mount on the pool" start_objfs "$MNT" "$T/r1" "arena=256M,$REMOTE"
+ok "write and seal a 24 MiB object" bash -c "head -c 24M /dev/urandom > '$MNT/robj' &&
+	md5sum < '$MNT/robj' | cut -d' ' -f1 > '$T/robj.md5' && '$CTL' seal '$MNT/robj'"
+ok "unmount" stop_objfs
+ok "mount an empty data directory on the pool" start_objfs "$MNT" "$T/r2" "arena=256M,$REMOTE"
+ok "the object is sealed there too" bash -c "lsattr '$MNT/robj' | grep -q '^----i'"
+ok "objfsctl warm fetches it" "$CTL" warm "$MNT/robj"
+ok "... and it is served by passthrough" bash -c \
+	"getfattr --only-values -n user.objfs.served '$MNT/robj' | grep -q '^passthrough'"
+r0=$(stat_of sealed_daemon_reads_total)
+ok "the bytes are the ones sealed" bash -c "[ \"\$(md5sum < '$MNT/robj' | cut -d' ' -f1)\" = \"\$(cat '$T/robj.md5')\" ]"
+ok "... read without one READ reaching the daemon" \
+	test "$(stat_of sealed_daemon_reads_total)" = "$r0"
+ok "unmount" stop_objfs
 t_done
