@@ -52,6 +52,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -467,6 +468,20 @@ set_flags_once(struct objfs_store *s, uint64_t ino, unsigned flags,
 	char hex[33];
 	int rc, seal = (flags & FS_IMMUTABLE_FL) != 0;
 
+	/* A writer's RELEASE comes after its close() returned: a moment
+	 * for it, so that "write; close; chattr +i" never sees EBUSY. */
+	if (seal && objfs_inode_get(s, ino, &ip) == 0) {
+		objfs_inode_lock(ip);
+		for (int i = 0; ip->nwriters && i < 50; i++) {
+			struct timespec ts = { 0, 10 * 1000000L };
+
+			objfs_inode_unlock(ip);
+			nanosleep(&ts, NULL);
+			objfs_inode_lock(ip);
+		}
+		objfs_inode_unlock(ip);
+		objfs_inode_put(s, ip);
+	}
 	pthread_mutex_lock(&s->ns_lock);	/* what rename and unlink read */
 	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)

@@ -13,7 +13,9 @@ sequence of operations drawn from a seed:
     copy_file_range (whole-file copies as cp makes them, and ranges),
     rename, unlink, link, holding files open (read-write or O_PATH) across
     their unlink, fsync, sync, a pause (the daemon gives space back once a
-    second), a clean unmount and remount, and SIGKILL and remount.
+    second), a clean unmount and remount, SIGKILL and remount, and seal
+    and unseal (chattr +i / -i: a sealed file refuses every change with
+    EPERM and changes nothing; sealing one held open for writing is EBUSY).
 
 Data is drawn from a few chunk-sized blocks, so files share equal chunks
 (dedup) and copies share disk copies.  With --disk SIZE the data
@@ -70,7 +72,31 @@ OPS = [  # (operation, weight)
     ("punch", 4), ("zero", 3), ("alloc", 2), ("cp", 7), ("copy", 5),
     ("rename", 3), ("unlink", 4), ("link", 2), ("hold", 5), ("close", 3),
     ("fsync", 7), ("sync", 2), ("pause", 1), ("remount", 2), ("kill", 1),
+    ("seal", 2), ("unseal", 1),
 ]
+FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_IMMUTABLE_FL = 0x80086601, 0x40086602, 0x10
+
+
+def get_sealed(path):
+    import fcntl
+    import struct
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        v = fcntl.ioctl(fd, FS_IOC_GETFLAGS, struct.pack("i", 0))
+        return bool(struct.unpack("i", v)[0] & FS_IMMUTABLE_FL)
+    finally:
+        os.close(fd)
+
+
+def set_sealed(path, on):
+    import fcntl
+    import struct
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fcntl.ioctl(fd, FS_IOC_SETFLAGS,
+                    struct.pack("i", FS_IMMUTABLE_FL if on else 0))
+    finally:
+        os.close(fd)
 
 
 # What a full disk may answer with ENOSPC (never unlink or close).
@@ -287,9 +313,11 @@ class Run:
         self.names = {}		# name -> object
         self.objs = {}		# object -> bytearray
         self.held = []		# [fd, object, is_path, node]
+        self.sealed = set()	# sealed objects
         self.nodes = []		# --shared: the two mounts
         self.node = 0		# the node of the operation under way
         self.busy = 0		# operations refused for another's lease
+        self.perm = 0		# changes of sealed files refused
         self.next_obj = 0
         self.done = 0
         self.counts = {}
@@ -353,20 +381,28 @@ class Run:
         return any(o is not None and self.leased_by(o) not in
                    (None, self.node) for o in objs)
 
-    def refused(self, what, fn, *args):
-        """@fn must fail with EBUSY (another node writes the file) and
-        change nothing; the model stays."""
+    def refused(self, what, fn, *args, want=errno.EBUSY):
+        """@fn must fail with EBUSY (another node writes the file), or
+        with @want, and change nothing; the model stays."""
         try:
             r = fn(*args)
         except OSError as e:
-            if e.errno != errno.EBUSY:
+            if e.errno != want:
                 raise
-            self.busy += 1
+            if want == errno.EBUSY:
+                self.busy += 1
+            else:
+                self.perm += 1
             return
         if isinstance(r, int) and fn is os.open:
             os.close(r)
+        if want == errno.EPERM:
+            raise Failure("%s succeeded, yet the file is sealed" % what)
         raise Failure("%s on node %d succeeded, yet node %d writes the "
                       "file" % (what, self.node, 1 - self.node))
+
+    def is_sealed(self, *objs):
+        return any(o is not None and o in self.sealed for o in objs)
 
     def catch_up(self, nodes=None):
         for fs in self.nodes if nodes is None else nodes:
@@ -394,6 +430,10 @@ class Run:
         if self.elsewhere(self.names.get(name)):
             return self.refused("open for writing", os.open, self.p(name),
                                 os.O_RDWR | os.O_CREAT, 0o644)
+        if self.is_sealed(self.names.get(name)):
+            return self.refused("open for writing", os.open, self.p(name),
+                                os.O_RDWR | os.O_CREAT, 0o644,
+                                want=errno.EPERM)
         fd = os.open(self.p(name), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if name not in self.names:
@@ -430,6 +470,9 @@ class Run:
         if self.elsewhere(self.names[name]):
             return self.refused("truncate", os.truncate, self.p(name),
                                 op["size"])
+        if self.is_sealed(self.names[name]):
+            return self.refused("truncate", os.truncate, self.p(name),
+                                op["size"], want=errno.EPERM)
         os.truncate(self.p(name), op["size"])
         self.m_size(self.names[name], op["size"])
 
@@ -447,6 +490,9 @@ class Run:
         if self.elsewhere(self.names[name]):
             return self.refused("open for writing", os.open, self.p(name),
                                 os.O_RDWR)
+        if self.is_sealed(self.names[name]):
+            return self.refused("open for writing", os.open, self.p(name),
+                                os.O_RDWR, want=errno.EPERM)
         fd = os.open(self.p(name), os.O_RDWR)
         try:
             fallocate(fd, mode, op["off"], op["len"])
@@ -509,6 +555,10 @@ class Run:
         if self.elsewhere(self.names.get(dst)):
             return self.refused("open for writing", os.open, self.p(dst),
                                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        if self.is_sealed(self.names.get(dst)):
+            return self.refused("cp onto it", os.open, self.p(dst),
+                                os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644,
+                                want=errno.EPERM)
         sfd = os.open(self.p(src), os.O_RDONLY)
         try:
             dfd = os.open(self.p(dst), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
@@ -542,6 +592,9 @@ class Run:
         if self.elsewhere(do):
             return self.refused("open for writing", os.open, self.p(dst),
                                 os.O_WRONLY)
+        if self.is_sealed(do):
+            return self.refused("open for writing", os.open, self.p(dst),
+                                os.O_WRONLY, want=errno.EPERM)
         sfd = os.open(self.p(src), os.O_RDONLY)
         try:
             dfd = os.open(self.p(dst), os.O_WRONLY)
@@ -562,6 +615,10 @@ class Run:
                 self.elsewhere(self.names[src], self.names.get(dst)):
             return self.refused("rename", os.rename, self.p(src),
                                 self.p(dst))
+        if dst != src and self.names.get(dst) != self.names[src] and \
+                self.is_sealed(self.names[src], self.names.get(dst)):
+            return self.refused("rename", os.rename, self.p(src),
+                                self.p(dst), want=errno.EPERM)
         os.rename(self.p(src), self.p(dst))
         if dst != src and self.names.get(dst) != self.names[src]:
             self.names[dst] = self.names.pop(src)
@@ -580,6 +637,9 @@ class Run:
             name = held[op["j"] % len(held)]
         if self.elsewhere(self.names[name]):
             return self.refused("unlink", os.unlink, self.p(name))
+        if self.is_sealed(self.names[name]):
+            return self.refused("unlink", os.unlink, self.p(name),
+                                want=errno.EPERM)
         os.unlink(self.p(name))
         del self.names[name]
         self.m_gc()
@@ -591,6 +651,9 @@ class Run:
             return
         if self.elsewhere(self.names[src]):
             return self.refused("link", os.link, self.p(src), self.p(dst))
+        if self.is_sealed(self.names[src]):
+            return self.refused("link", os.link, self.p(src), self.p(dst),
+                                want=errno.EPERM)
         os.link(self.p(src), self.p(dst))
         self.names[dst] = self.names[src]
 
@@ -602,6 +665,9 @@ class Run:
         if not path and self.elsewhere(self.names[name]):
             return self.refused("open for writing", os.open, self.p(name),
                                 os.O_RDWR)
+        if not path and self.is_sealed(self.names[name]):
+            return self.refused("open for writing", os.open, self.p(name),
+                                os.O_RDWR, want=errno.EPERM)
         fd = os.open(self.p(name), os.O_PATH if path else os.O_RDWR)
         self.held.append([fd, self.names[name], path, self.node])
 
@@ -631,6 +697,26 @@ class Run:
 
     def op_sync(self, op):
         os.sync()
+
+    def op_seal(self, op):
+        name = self.pick_name(op)
+        if name is None:
+            return
+        obj = self.names[name]
+        # Held open for writing (here, or by another node: its lease):
+        # EBUSY, nothing changes.
+        if any(h[1] == obj and not h[2] for h in self.held):
+            return self.refused("seal", set_sealed, self.p(name), True)
+        set_sealed(self.p(name), True)
+        self.sealed.add(obj)
+
+    def op_unseal(self, op):
+        names = sorted(n for n, o in self.names.items() if o in self.sealed)
+        if not names:
+            return
+        name = names[op["i"] % len(names)]
+        set_sealed(self.p(name), False)
+        self.sealed.discard(self.names[name])
 
     def op_pause(self, op):
         # The daemon gives freed space back once a second.
@@ -683,6 +769,11 @@ class Run:
                 continue	# its writer's node has what is not published
             want = self.objs[obj]
             path = os.path.join(fs.mnt, name)
+            if get_sealed(path) != (obj in self.sealed):
+                raise Failure("%s: %s is %s, model %s" % (
+                    when, name, "sealed" if obj not in self.sealed else
+                    "not sealed", "sealed" if obj in self.sealed else
+                    "not sealed"))
             st = os.stat(path)
             if st.st_size != len(want):
                 raise Failure("%s: %s is %d bytes, model %d" %
@@ -723,6 +814,9 @@ class Run:
             self.node, self.fs = 0, self.nodes[0]
             self.catch_up()
         for name in sorted(self.names):
+            if self.names[name] in self.sealed:
+                set_sealed(self.p(name), False)
+                self.sealed.discard(self.names[name])
             os.unlink(self.p(name))
         self.names = {}
         self.m_gc()
@@ -925,7 +1019,7 @@ def main():
     seed = args.seed if args.seed is not None else \
         random.SystemRandom().randrange(1 << 31)
     end = time.monotonic() + args.seconds if args.seconds else None
-    seeds = total = enospc = busy = 0
+    seeds = total = enospc = busy = perm = 0
     counts = {}
     t0 = time.monotonic()
     while True:
@@ -944,6 +1038,7 @@ def main():
             counts[k] = counts.get(k, 0) + v
         enospc += r.enospc
         busy += r.busy
+        perm += r.perm
         if why:
             print("FAIL seed %d at op %d after %.1f s: %s" %
                   (seed, at, time.monotonic() - t0, why), flush=True)
@@ -972,7 +1067,8 @@ def main():
            ", ".join("%s %d" % kv for kv in sorted(counts.items())),
            "; %d refused for a full disk" % enospc if args.disk else "") +
           ("; %d refused for another node's lease" % busy
-           if args.shared else ""))
+           if args.shared else "") +
+          "; %d changes of sealed files refused" % perm)
     return 0
 
 

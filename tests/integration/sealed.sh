@@ -93,7 +93,7 @@ md5sum < "$P" | cut -d' ' -f1 > "$T/obj.md5"
 # Eight processes map one sealed 1 GiB object.  Memory is counted from
 # before the object was written: today's objfs held it twice (the arena
 # and the page cache: over 2 GiB); one copy is 1 GiB.
-cached() { awk '/^Cached:/ { print $2 * 1024 }' /proc/meminfo; }
+cached() { awk '/^Cached:/ { printf "%.0f\n", $2 * 1024 }' /proc/meminfo; }
 sleep 1	# the warmer settles
 c0=$(cached)
 ok "write a 1 GiB object" bash -c "dd if=/dev/urandom of='$MNT/big' bs=1M count=1024 status=none"

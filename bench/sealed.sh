@@ -1,0 +1,165 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# bench/sealed.sh - the sealed part of scripts/bench: sealed objects read
+# through FUSE passthrough, side by side with tmpfs (/dev/shm) and with
+# the same object unsealed (served by the daemon), in one run:
+#   read()        of a resident SIZE GiB object, 1 MiB reads
+#   strided mmap  one byte of every page of it, mapped
+#   memory        1, 4 and 16 processes map it and read every page: the
+#                 growth of page cache and shared memory from before the
+#                 object was written (objfs: its arena too), and the Pss
+#                 of the mappings added up, each over the object's size
+#   seal          objfsctl seal of the freshly written object (written out,
+#                 checksummed, durable), beside fsync of it unsealed; and
+#                 the first open after (its per-object file made)
+#   numpy memmap  the sum of the object as float32
+#   torch.load    of a SIZE/2 GiB checkpoint with mmap=True, every tensor
+#                 summed (python3-torch; left out without it)
+#
+#   bench/sealed.sh OUT BIN WORK SIZE_GIB REPS
+# Appends its figures to OUT/results.csv and writes OUT/sealed.md.
+set -euo pipefail
+OUT=$1 BIN=$2 W=$3 SIZE=$4 REPS=$5
+top=$(cd "$(dirname "$0")/.." && pwd)
+CSV=$OUT/results.csv
+MD=$OUT/sealed.md
+PY=$top/bench/sealed.py
+# The python with numpy and torch when there is one (Debian's, where a
+# pyenv shim stands first in PATH).
+python3() {
+	local p
+	for p in "$(type -P python3)" /usr/bin/python3; do
+		if "$p" -c "import numpy" 2>/dev/null; then "$p" "$@"; return; fi
+	done
+	command python3 "$@"
+}
+CTL=$BIN/objfsctl
+B=$((SIZE << 30))
+rec() { echo "$1,$2,$3,$4,$5" >>"$CSV"; }
+median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+m() { printf '%s\n' "$@" | median; }
+cached() { awk '/^Cached:/ { printf "%.0f\n", $2 * 1024 }' /proc/meminfo; }
+now() { date +%s.%N; }
+
+MNT=$W/mnt
+TMP=/dev/shm/objfs-bench-sealed.$$
+PID=
+stop_all() {
+	set +e
+	mountpoint -q "$MNT" && { fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"; }
+	[ -n "$PID" ] && { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }
+	rm -rf "$TMP"
+	a=$(head -n 1 "$W/data/arena" 2>/dev/null)
+	case $a in /dev/shm/objfs.*/arena) rm -rf "${a%/arena}" ;; esac
+	rm -rf "$W/data"
+}
+trap stop_all EXIT
+rm -rf "$W/data"
+mkdir -p "$MNT" "$TMP"
+# Room for the object twice (arena, per-object file) within sealed_max.
+"$BIN/objfs" -f -o "arena=$((4 * SIZE + 2))G,data=$W/data" "$MNT" >>"$OUT/objfs-sealed.log" 2>&1 &
+PID=$!
+for _ in $(seq 300); do mountpoint -q "$MNT" && break; sleep 0.1; done
+pt=$(sed -n 's/^passthrough: //p' "$MNT/.objfs-status")
+echo "  sealed: passthrough $pt"
+
+declare -A V
+add() { V[$1]="${V[$1]:-} $2"; }
+for r in $(seq 1 "$REPS"); do
+	# Sealed: from before the object is written (its arena pages, then
+	# its per-object file, count).
+	c0=$(cached)
+	dd if=/dev/urandom of="$MNT/obj" bs=1M count=$((SIZE << 10)) status=none
+	t=$(now); "$CTL" seal "$MNT/obj" >/dev/null; add seal "$(echo "$(now) - $t" | bc)"
+	t=$(now); python3 -c "open('$MNT/obj', 'rb').close()"; add first_open "$(echo "$(now) - $t" | bc)"
+	for n in 1 4 16; do
+		read -r g p c < <(python3 "$PY" mem "$MNT/obj" "$n")
+		add "mem${n}_sealed" "$((c - c0))"
+		add "pss${n}_sealed" "$p"
+	done
+	c1=$(cached)
+	cp "$MNT/obj" "$TMP/obj"
+	for n in 1 4 16; do
+		read -r g p c < <(python3 "$PY" mem "$TMP/obj" "$n")
+		add "mem${n}_tmpfs" "$((c - c1))"
+		add "pss${n}_tmpfs" "$p"
+	done
+	for sys in sealed tmpfs; do
+		f=$MNT/obj; [ $sys = tmpfs ] && f=$TMP/obj
+		add "read_$sys" "$(python3 "$PY" read "$f")"
+		add "stride_$sys" "$(python3 "$PY" stride "$f")"
+		add "numpy_$sys" "$(python3 "$PY" numpy "$f" 2>/dev/null || echo)"
+	done
+	# Unsealed, served by the daemon as before: a fresh object of the
+	# same size (fsync beside the seal; its memory: arena and page cache).
+	c2=$(cached)
+	dd if=/dev/urandom of="$MNT/obj2" bs=1M count=$((SIZE << 10)) status=none
+	t=$(now); python3 -c "import os; fd = os.open('$MNT/obj2', os.O_RDONLY); os.fsync(fd)"; add fsync "$(echo "$(now) - $t" | bc)"
+	read -r g p c < <(python3 "$PY" mem "$MNT/obj2" 4)
+	add mem4_daemon "$((c - c2))"
+	add read_daemon "$(python3 "$PY" read "$MNT/obj2")"
+	add stride_daemon "$(python3 "$PY" stride "$MNT/obj2")"
+	rm -f "$MNT/obj2"
+	if python3 -c "import torch" 2>/dev/null; then
+		for sys in sealed tmpfs; do
+			f=$MNT/ckpt; [ $sys = tmpfs ] && f=$TMP/ckpt
+			rm -f "$f"
+			python3 "$PY" torch_save "$f" "$(echo "$SIZE / 2" | bc -l)" >/dev/null
+			if [ $sys = sealed ]; then
+				"$CTL" seal "$f" >/dev/null
+				python3 -c "open('$f', 'rb').close()"
+			fi
+			add "torch_$sys" "$(python3 "$PY" torch_load "$f")"
+			[ $sys = sealed ] && "$CTL" unseal "$f" >/dev/null
+			rm -f "$f"
+		done
+	fi
+	"$CTL" unseal "$MNT/obj" >/dev/null
+	rm -f "$MNT/obj" "$TMP/obj"
+	for k in "${!V[@]}"; do
+		v=$(echo "${V[$k]}" | awk '{print $NF}')
+		[ -n "$v" ] && rec sealed "$k" "$SIZE" "$r" "$v"
+	done
+	echo "  sealed: rep $r done"
+done
+
+med() { m ${V[$1]:-}; }
+gbs() { python3 -c "print(f'{$B / $1 / 1e9:.2f}')"; }
+x() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+{
+	echo "## Sealed objects read without a copy (FUSE passthrough)"
+	echo
+	echo "One run, medians of $REPS; a ${SIZE} GiB object of random bytes; passthrough: $pt."
+	echo "tmpfs is a copy of the same bytes in /dev/shm; \"daemon\" is the same object unsealed,"
+	echo "served by the daemon as before sealed objects existed."
+	echo
+	echo "| | objfs sealed | tmpfs | objfs unsealed | sealed / tmpfs |"
+	echo "|---|---|---|---|---|"
+	echo "| read(), 1 MiB reads, GB/s | $(gbs "$(med read_sealed)") | $(gbs "$(med read_tmpfs)") | $(gbs "$(med read_daemon)") | $(x "$(med read_tmpfs)" "$(med read_sealed)") |"
+	echo "| strided mmap read (a byte a page), s | $(med stride_sealed) | $(med stride_tmpfs) | $(med stride_daemon) | $(x "$(med stride_tmpfs)" "$(med stride_sealed)") |"
+	if [ -n "$(med numpy_sealed)" ]; then
+		echo "| numpy.memmap sum, s | $(med numpy_sealed) | $(med numpy_tmpfs) | | $(x "$(med numpy_tmpfs)" "$(med numpy_sealed)") |"
+	fi
+	if [ -n "${V[torch_sealed]:-}" ]; then
+		echo "| torch.load ($(python3 -c "import torch; print('torch ' + torch.__version__.split('+')[0] + (', mmap=True' if tuple(map(int, torch.__version__.split('.')[:2])) >= (2, 1) else ', no mmap= before 2.1: read()'))")) of a $(python3 -c "print(f'{$SIZE / 2:g}')") GiB checkpoint and a sum of each tensor, s | $(med torch_sealed) | $(med torch_tmpfs) | | $(x "$(med torch_tmpfs)" "$(med torch_sealed)") |"
+	else
+		echo "| torch.load | python3-torch is not installed: left out | | | |"
+	fi
+	echo
+	echo "Ratios are speeds (tmpfs time / sealed time): 1.00 is tmpfs speed."
+	echo
+	echo "| memory, over the object's size | 1 reader | 4 readers | 16 readers |"
+	echo "|---|---|---|---|"
+	echo "| objfs sealed: page cache + shared memory grown since before the write | $(x "$(med mem1_sealed)" $B) | $(x "$(med mem4_sealed)" $B) | $(x "$(med mem16_sealed)" $B) |"
+	echo "| tmpfs: grown since before the copy | $(x "$(med mem1_tmpfs)" $B) | $(x "$(med mem4_tmpfs)" $B) | $(x "$(med mem16_tmpfs)" $B) |"
+	echo "| objfs unsealed (as before): grown since before the write (arena + page cache) | | $(x "$(med mem4_daemon)" $B) | |"
+	echo "| objfs sealed: the mappings' Pss added up | $(x "$(med pss1_sealed)" $B) | $(x "$(med pss4_sealed)" $B) | $(x "$(med pss16_sealed)" $B) |"
+	echo "| tmpfs: the mappings' Pss added up | $(x "$(med pss1_tmpfs)" $B) | $(x "$(med pss4_tmpfs)" $B) | $(x "$(med pss16_tmpfs)" $B) |"
+	echo
+	echo "| sealing the ${SIZE} GiB object just written | s |"
+	echo "|---|---|"
+	echo "| objfsctl seal (written out, checksummed, durable) | $(med seal) |"
+	echo "| fsync of it unsealed (written out, durable), for comparison | $(med fsync) |"
+	echo "| the first open after the seal (its per-object file made) | $(med first_open) |"
+} >"$MD"
+cat "$MD"
