@@ -178,26 +178,44 @@ reserve(struct objfs_store *s, struct objfs_sealed *so, uint32_t len)
 	return 0;
 }
 
-/* Copy @len bytes at @off of the object into @dst (ip->lock held). */
+/* Copy @len bytes at @off of the object to the same offset of the file
+ * @fd (ip->lock held).  Written (pwritev), not copied into a mapping of
+ * it: the daemon never maps a whole object (its address space), and the
+ * file's pages are made as a write to tmpfs makes them. */
 static int
 copy_out(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
-		uint32_t len, unsigned char *dst)
+		uint32_t len, int fd)
 {
 	struct objfs_iov v = { 0 };
-	size_t got = 0;
+	size_t done = 0;
 	int rc;
 
 	v.iov = malloc(objfs_data_iov_max(s, len) * sizeof(v.iov[0]));
 	if (!v.iov)
 		return -ENOMEM;
 	rc = objfs_data_read_iov(s, ip, off, len, &v);
-	for (size_t i = 0; rc == 0 && i < v.n; i++) {
-		memcpy(dst + got, v.iov[i].iov_base, v.iov[i].iov_len);
-		got += v.iov[i].iov_len;
+	for (size_t i = 0; rc == 0 && i < v.n; ) {
+		int n = (int)(v.n - i < 1024 ? v.n - i : 1024);
+		ssize_t w = pwritev(fd, v.iov + i, n, (off_t)(off + done));
+
+		if (w < 0) {
+			rc = -errno;
+			break;
+		}
+		done += (size_t)w;
+		/* Short: go on from where it stopped. */
+		while (i < v.n && (size_t)w >= v.iov[i].iov_len) {
+			w -= (ssize_t)v.iov[i].iov_len;
+			i++;
+		}
+		if (w > 0) {
+			v.iov[i].iov_base = (char *)v.iov[i].iov_base + w;
+			v.iov[i].iov_len -= (size_t)w;
+		}
 	}
 	objfs_iov_release(&v);
 	free(v.iov);
-	if (rc == 0 && got != len)
+	if (rc == 0 && done != len)
 		rc = -EIO;
 	return rc;
 }
@@ -221,7 +239,6 @@ build(struct objfs_store *s, struct objfs_inode *ip, const char **why)
 {
 	uint64_t size = ip->attr.size, need = 0, n, reserved;
 	struct objfs_sealed *so;
-	unsigned char *map = NULL;
 	char path[64];
 	int rc = 0;
 
@@ -256,22 +273,11 @@ build(struct objfs_store *s, struct objfs_inode *ip, const char **why)
 		*why = "memfd_create failed";
 		goto fail;
 	}
-	if (size) {
-		map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
-				so->fd, 0);
-		if (map == MAP_FAILED) {
-			map = NULL;
-			rc = -errno;
-			*why = "mmap of the per-object file failed";
-			goto fail;
-		}
-	}
 	for (uint64_t i = 0; i < n; i++) {
 		uint32_t len = data_extent_in_file(s, ip, i);
 		struct objfs_chunk *c;
 
-		rc = copy_out(s, ip, i << s->chunk_shift, len,
-				map + (i << s->chunk_shift));
+		rc = copy_out(s, ip, i << s->chunk_shift, len, so->fd);
 		if (rc < 0) {
 			*why = "reading the object failed";
 			goto fail;
@@ -289,9 +295,6 @@ build(struct objfs_store *s, struct objfs_inode *ip, const char **why)
 			goto fail;
 		}
 	}
-	if (map)
-		munmap(map, size);
-	map = NULL;
 	/* Nobody writes it from here on: the kernel refuses to. */
 	if (fcntl(so->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
 			F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
@@ -312,8 +315,6 @@ build(struct objfs_store *s, struct objfs_inode *ip, const char **why)
 	atomic_fetch_add(&s->sealed_builds, 1);
 	return 0;
 fail:
-	if (map)
-		munmap(map, size);
 	for (uint32_t i = 0; i < so->nres; i++)
 		objfs_arena_free(s->arena, so->res_off[i], so->res_cap[i]);
 	if (so->fd >= 0)
