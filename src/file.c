@@ -246,6 +246,7 @@ open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
 		objfs_sealed_open(s, ip, tgid, bid, &why);
 		if (*bid)
 			*cache = OBJFS_CACHE_KEEP;
+		ip->pt_why = *bid ? NULL : why;	/* user.objfs.served */
 	}
 	objfs_inode_unlock(ip);
 	if (rc == 0 && (flags & O_TRUNC) && reg) {

@@ -122,6 +122,7 @@ objfs_sealed_free(struct objfs_store *s, struct objfs_inode *ip)
 	if (!so)
 		return;
 	ip->so = NULL;
+	ip->pin_so = 0;		/* its pin went with it */
 	pthread_mutex_lock(&s->sealed_lock);
 	if (so->prev)
 		so->prev->next = so->next;
@@ -248,11 +249,11 @@ build(struct objfs_store *s, struct objfs_inode *ip, const char **why)
 		need += objfs_arena_block_size(s->arena,
 				data_extent_in_file(s, ip, i));
 	pthread_mutex_lock(&s->sealed_lock);
-	reserved = s->sealed_bytes;
+	reserved = s->sealed_bytes + s->pinned_bytes;
 	pthread_mutex_unlock(&s->sealed_lock);
 	if (reserved + need > sealed_limit(s)) {
-		*why = "sealed objects would take more than sealed_max of "
-			"the arena";
+		*why = "sealed objects and pins would take more than "
+			"sealed_max of the arena";
 		return -ENOSPC;
 	}
 	so = calloc(1, sizeof(*so));
@@ -572,8 +573,14 @@ objfs_store_set_flags(struct objfs_store *s, uint64_t ino, unsigned flags,
 
 	if (objfs_is_status_ino(ino))
 		return flags ? -EOPNOTSUPP : 0;
-	OBJFS_SHARED(s, rc, set_flags_once(s, ino, flags, tgid));
-	return rc;
+	/* Sealing writes the object out: on a full disk, space that deletes
+	 * and rewrites freed may be waiting for a durable commit; take it
+	 * and try again, as fsync does.  Then ENOSPC, nothing changed. */
+	for (int tries = 0; ; tries++) {
+		OBJFS_SHARED(s, rc, set_flags_once(s, ino, flags, tgid));
+		if (rc != -ENOSPC || tries == 3 || !s->copy->reclaim(s))
+			return rc;
+	}
 }
 
 int
@@ -630,6 +637,12 @@ objfs_sealed_served(struct objfs_store *s, const struct objfs_inode *ip)
 	if (ip->so)
 		return probe_idle(ip->so) ? "passthrough: resident" :
 			"passthrough: mapped";
+	if (ip->pt_why) {
+		static _Thread_local char why[256];
+
+		snprintf(why, sizeof(why), "daemon: %s", ip->pt_why);
+		return why;
+	}
 	return "passthrough at the next open";
 }
 
@@ -643,6 +656,7 @@ objfs_sealed_pin(struct objfs_store *s, struct objfs_inode *ip, int on)
 
 	objfs_inode_assert_locked(ip);
 	if (!on) {
+		ip->pin_so = 0;
 		if (ip->pinned) {
 			pthread_mutex_lock(&s->sealed_lock);
 			s->pinned_bytes -= ip->pinned;
@@ -654,7 +668,8 @@ objfs_sealed_pin(struct objfs_store *s, struct objfs_inode *ip, int on)
 	if (ip->pinned)
 		return 0;
 	pthread_mutex_lock(&s->sealed_lock);
-	if (s->pinned_bytes + ip->attr.size > cap)
+	/* Pins and per-object files share sealed_max. */
+	if (s->sealed_bytes + s->pinned_bytes + ip->attr.size > cap)
 		rc = -ENOSPC;
 	else
 		s->pinned_bytes += ip->pinned = ip->attr.size ?
@@ -701,7 +716,7 @@ objfs_sealed_shed(struct objfs_store *s, uint64_t want)
 		if (objfs_store_iget_cached(s, ino[i], &ip) < 0)
 			continue;
 		objfs_inode_lock(ip);
-		if (ip->so && !ip->pinned) {
+		if (ip->so && !ip->pinned && !ip->pin_so) {
 			b = ip->so->res_bytes;
 			if (objfs_sealed_drop(s, ip) == 0) {
 				freed += b;
@@ -764,19 +779,25 @@ pin(struct objfs_store *s, struct objfs_inode *ip)
 {
 	uint64_t n = (ip->attr.size + s->chunk_size - 1) >> s->chunk_shift;
 	const char *why = NULL;
-	int rc = objfs_sealed_pin(s, ip, 1);
+	int rc;
 
-	if (rc < 0)
-		return rc;	/* more than sealed_max pinned */
-	if (objfs_sealed_is(ip) && s->pt_open && !ip->so &&
-	    (rc = build(s, ip, &why)) < 0) {
+	if (ip->pinned || ip->pin_so)
+		return 0;
+	/* Sealed and served by passthrough: its per-object file, counted
+	 * once (in sealed_bytes), is what stays. */
+	if (objfs_sealed_is(ip) && s->pt_open) {
+		if (ip->so || build(s, ip, &why) == 0) {
+			ip->pin_so = 1;
+			return 0;
+		}
 		objfs_log(OBJFS_LOG_INFO, "inode %" PRIu64 ": pinned in the "
 			"arena, not in a per-object file: %s", ip->ino, why);
-		rc = 0;
 	}
-	if (!ip->so)
-		objfs_data_restore_range(s, ip, 0, n);
-	return rc;
+	rc = objfs_sealed_pin(s, ip, 1);
+	if (rc < 0)
+		return rc;	/* more than sealed_max pinned */
+	objfs_data_restore_range(s, ip, 0, n);
+	return 0;
 }
 
 int

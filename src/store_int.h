@@ -137,8 +137,15 @@ struct objfs_inode {
 					 * file of a sealed object (sealed.c),
 					 * or NULL */
 	uint64_t pinned;		/* protected by lock: bytes counted
-					 * in pinned_bytes (objfsctl pin), 0:
-					 * not pinned */
+					 * in pinned_bytes (objfsctl pin, in
+					 * the arena), 0: not pinned there */
+	const char *pt_why;		/* protected by lock: why its last open
+					 * for reading was served by the daemon
+					 * although sealed (static text), or
+					 * NULL */
+	int pin_so;			/* protected by lock: pinned in its
+					 * per-object file (counted in
+					 * sealed_bytes) */
 };
 
 /* An inode's lock, its holder recorded (base/sync.h), so that the

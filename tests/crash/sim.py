@@ -786,7 +786,8 @@ def remote_image(args, w, snap, t0, t1, ns, d):
         if r.returncode != 0:
             fails.append("objfsctl gc: %s" % r.stderr.strip()[-300:])
         r = subprocess.run(["diff", "-r", "--no-dereference", "-x",
-                            ".xattrs", "-x", ".objfs-status", out, mnt],
+                            ".xattrs", "-x", ".sealed", "-x",
+                            ".objfs-status", out, mnt],
                            capture_output=True, text=True)
         if r.returncode != 0:
             fails.append("after the collection the mount differs: %s" %

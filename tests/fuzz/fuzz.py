@@ -101,7 +101,8 @@ def set_sealed(path, on):
 
 # What a full disk may answer with ENOSPC (never unlink or close).
 ENOSPC_OK = {"write", "hwrite", "truncate", "htruncate", "punch", "zero",
-             "alloc", "cp", "copy", "rename", "link", "fsync"}
+             "alloc", "cp", "copy", "rename", "link", "fsync", "seal",
+             "unseal"}
 
 
 class Failure(Exception):
@@ -381,13 +382,17 @@ class Run:
         return any(o is not None and self.leased_by(o) not in
                    (None, self.node) for o in objs)
 
-    def refused(self, what, fn, *args, want=errno.EBUSY):
+    def refused(self, what, fn, *args, want=errno.EBUSY, objs=()):
         """@fn must fail with EBUSY (another node writes the file), or
-        with @want, and change nothing; the model stays."""
+        with @want, and change nothing; the model stays.  Refused for two
+        reasons at once (another node's lease, and one of @objs sealed),
+        either error is right."""
         try:
             r = fn(*args)
         except OSError as e:
-            if e.errno != want:
+            if e.errno != want and not (
+                    want == errno.EBUSY and e.errno == errno.EPERM and
+                    self.is_sealed(*objs)):
                 raise
             if want == errno.EBUSY:
                 self.busy += 1
@@ -429,7 +434,8 @@ class Run:
                         0.7 if self.a.disk else 0.2)
         if self.elsewhere(self.names.get(name)):
             return self.refused("open for writing", os.open, self.p(name),
-                                os.O_RDWR | os.O_CREAT, 0o644)
+                                os.O_RDWR | os.O_CREAT, 0o644,
+                                objs=(self.names.get(name),))
         if self.is_sealed(self.names.get(name)):
             return self.refused("open for writing", os.open, self.p(name),
                                 os.O_RDWR | os.O_CREAT, 0o644,
@@ -469,7 +475,8 @@ class Run:
             return
         if self.elsewhere(self.names[name]):
             return self.refused("truncate", os.truncate, self.p(name),
-                                op["size"])
+                                op["size"],
+                                objs=(self.names[name],))
         if self.is_sealed(self.names[name]):
             return self.refused("truncate", os.truncate, self.p(name),
                                 op["size"], want=errno.EPERM)
@@ -489,7 +496,8 @@ class Run:
             return
         if self.elsewhere(self.names[name]):
             return self.refused("open for writing", os.open, self.p(name),
-                                os.O_RDWR)
+                                os.O_RDWR,
+                                objs=(self.names[name],))
         if self.is_sealed(self.names[name]):
             return self.refused("open for writing", os.open, self.p(name),
                                 os.O_RDWR, want=errno.EPERM)
@@ -554,7 +562,8 @@ class Run:
             return		# it would read the last published version
         if self.elsewhere(self.names.get(dst)):
             return self.refused("open for writing", os.open, self.p(dst),
-                                os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                                os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644,
+                                objs=(self.names.get(dst),))
         if self.is_sealed(self.names.get(dst)):
             return self.refused("cp onto it", os.open, self.p(dst),
                                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644,
@@ -591,7 +600,8 @@ class Run:
             return		# it would read the last published version
         if self.elsewhere(do):
             return self.refused("open for writing", os.open, self.p(dst),
-                                os.O_WRONLY)
+                                os.O_WRONLY,
+                                objs=(do,))
         if self.is_sealed(do):
             return self.refused("open for writing", os.open, self.p(dst),
                                 os.O_WRONLY, want=errno.EPERM)
@@ -614,7 +624,8 @@ class Run:
         if dst != src and self.names.get(dst) != self.names[src] and \
                 self.elsewhere(self.names[src], self.names.get(dst)):
             return self.refused("rename", os.rename, self.p(src),
-                                self.p(dst))
+                                self.p(dst),
+                                objs=(self.names[src], self.names.get(dst),))
         if dst != src and self.names.get(dst) != self.names[src] and \
                 self.is_sealed(self.names[src], self.names.get(dst)):
             return self.refused("rename", os.rename, self.p(src),
@@ -639,7 +650,8 @@ class Run:
             return self.refused("unlink", os.unlink, self.p(name))
         if self.is_sealed(self.names[name]):
             return self.refused("unlink", os.unlink, self.p(name),
-                                want=errno.EPERM)
+                                want=errno.EPERM,
+                                objs=(self.names[name],))
         os.unlink(self.p(name))
         del self.names[name]
         self.m_gc()
@@ -653,7 +665,8 @@ class Run:
             return self.refused("link", os.link, self.p(src), self.p(dst))
         if self.is_sealed(self.names[src]):
             return self.refused("link", os.link, self.p(src), self.p(dst),
-                                want=errno.EPERM)
+                                want=errno.EPERM,
+                                objs=(self.names[src],))
         os.link(self.p(src), self.p(dst))
         self.names[dst] = self.names[src]
 
@@ -664,7 +677,8 @@ class Run:
         path = op["path"] and not self.a.no_opath
         if not path and self.elsewhere(self.names[name]):
             return self.refused("open for writing", os.open, self.p(name),
-                                os.O_RDWR)
+                                os.O_RDWR,
+                                objs=(self.names[name],))
         if not path and self.is_sealed(self.names[name]):
             return self.refused("open for writing", os.open, self.p(name),
                                 os.O_RDWR, want=errno.EPERM)

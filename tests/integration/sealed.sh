@@ -9,7 +9,9 @@
 # daemon SIGKILLed while sealed objects are mapped comes back with every
 # byte and every seal; passthrough=off and a daemon that is not root to
 # the kernel (root of a user namespace) serve the same bytes themselves
-# and say why; with the cluster tier, a sealed object fetched into an
+# and say why; per-object files and pins stay within sealed_max (an open
+# past it served by the daemon, a pin past it refused), a pinned file
+# stays resident while the arena streams 3x its size; with the cluster tier, a sealed object fetched into an
 # empty data directory is served by passthrough after objfsctl warm.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
@@ -149,6 +151,38 @@ ok "objfsctl stat says it is served by the daemon" bash -c "'$CTL' stat '$P' | g
 ok "the daemon serves the same bytes" bash -c "[ \"\$(md5sum < '$P' | cut -d' ' -f1)\" = \"\$(cat '$T/obj.md5')\" ]"
 ok "... its READs counted" test "$(stat_of sealed_daemon_reads_total)" -gt 0
 expect_errno "... and still refuses writes" EPERM "open('$P', 'ab')"
+ok "unmount" stop_objfs
+
+# The cap: per-object files and pins take at most sealed_max of the arena
+# (here 25% of 64 MiB: 16 MiB).  An open that would pass it is served by
+# the daemon; a pin past it is refused; a pinned file stays resident while
+# 200 MiB stream through the arena, writers waiting as ever.
+SM=$T/small
+ok "mount a 64 MiB arena with sealed_max=25" start_objfs "$MNT" "$SM" arena=64M,sealed_max=25
+ok "write and seal a 24 MiB object and an 8 MiB one" bash -c \
+	"head -c 24M /dev/urandom > '$MNT/wide' && head -c 8M /dev/urandom > '$MNT/narrow' &&
+	 md5sum < '$MNT/wide' | cut -d' ' -f1 > '$T/wide.md5' && '$CTL' seal '$MNT/wide' '$MNT/narrow'"
+ok "the 24 MiB one is served by the daemon, and says why" bash -c \
+	"cat '$MNT/wide' > /dev/null; getfattr --only-values -n user.objfs.served '$MNT/wide' | tee /dev/stderr | grep -q sealed_max"
+ok "... with its bytes" bash -c "[ \"\$(md5sum < '$MNT/wide' | cut -d' ' -f1)\" = \"\$(cat '$T/wide.md5')\" ]"
+ok "the 8 MiB one is served by passthrough" bash -c \
+	"cat '$MNT/narrow' > /dev/null; getfattr --only-values -n user.objfs.served '$MNT/narrow' | grep -q '^passthrough'"
+ok "per-object files stay within sealed_max" bash -c \
+	"[ \"\$(sed -n 's/^sealed_file_bytes: //p' '$MNT/.objfs-status')\" -le $((16 << 20)) ]"
+ok "pin the 8 MiB one (its per-object file)" "$CTL" pin "$MNT/narrow"
+fails "pin the 24 MiB one: past sealed_max" "$CTL" pin "$MNT/wide"
+ok "... refused with ENOSPC" bash -c "'$CTL' pin '$MNT/wide' 2>&1 | grep -q 'No space left'"
+ok "pin a 6 MiB file that is not sealed" bash -c \
+	"head -c 6M /dev/urandom > '$MNT/hot' && md5sum < '$MNT/hot' | cut -d' ' -f1 > '$T/hot.md5' && '$CTL' pin '$MNT/hot'"
+ok "200 MiB through the 64 MiB arena: writers wait, nothing fails" bash -c \
+	"dd if=/dev/urandom of='$MNT/flood' bs=1M count=200 status=none && cat '$MNT/flood' > /dev/null"
+ok "the pinned file is still resident" bash -c \
+	"[ \"\$(getfattr --only-values -n user.objfs.resident '$MNT/hot')\" -ge $((6 << 20)) ]"
+ok "... and the pinned sealed one still has its per-object file" bash -c \
+	"getfattr --only-values -n user.objfs.served '$MNT/narrow' | grep -q '^passthrough: resident'"
+ok "unpin and evict it" bash -c "'$CTL' unpin '$MNT/hot' && '$CTL' evict '$MNT/hot'"
+ok "... then nothing of it is in memory" test "$(getfattr --only-values -n user.objfs.resident "$MNT/hot")" = 0
+ok "... and its bytes are all there" bash -c "[ \"\$(md5sum < '$MNT/hot' | cut -d' ' -f1)\" = \"\$(cat '$T/hot.md5')\" ]"
 ok "unmount" stop_objfs
 
 # A daemon that is not root to the kernel: root of a user namespace of
