@@ -26,13 +26,13 @@ a block rewritten is its last version, a log holds every record
 appended; only the write in flight at the kill may be either.
 """
 import errno
-import fcntl
 import json
 import mmap
 import os
 import random
-import struct
 import sys
+
+from sealflag import sealed, set_sealed
 
 LOGS = ["log%d" % i for i in range(3)]
 FILES = ["rw%d" % i for i in range(3)]
@@ -40,26 +40,6 @@ SNAPS = ["cp%d" % i for i in range(3)]     # copies of FILES[i]
 TSNAPS = ["tc%d" % i for i in range(3)]    # copies of deleted sources
 SEALS = ["sl%d" % i for i in range(2)]     # sealed objects
 BLK = 4096
-FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_IMMUTABLE_FL = 0x80086601, 0x40086602, 0x10
-
-
-def sealed(path):
-    """Whether @path carries the immutable flag (the seal)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        v = fcntl.ioctl(fd, FS_IOC_GETFLAGS, struct.pack("i", 0))
-        return bool(struct.unpack("i", v)[0] & FS_IMMUTABLE_FL)
-    finally:
-        os.close(fd)
-
-
-def set_sealed(path, on):
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        fcntl.ioctl(fd, FS_IOC_SETFLAGS,
-                    struct.pack("i", FS_IMMUTABLE_FL if on else 0))
-    finally:
-        os.close(fd)
 
 
 def data(seed, n):

@@ -37,7 +37,6 @@ Prints "crash images: N, failures: F" and the first failures.
 """
 import argparse
 import functools
-import fcntl
 import json
 import os
 import random
@@ -47,6 +46,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+
+from sealflag import sealed
 
 (R_PATH, R_OPEN, R_WRITE, R_ZERO, R_TRUNC, R_PUNCH, R_EXTEND, R_SYNC,
  R_UNLINK, R_MKDIR, R_RENAME) = range(1, 12)
@@ -806,16 +807,6 @@ def remote_image(args, w, snap, t0, t1, ns, d):
     return fails, objs
 
 
-def is_sealed(path):
-    """The immutable flag (the seal), as lsattr reads it."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        v = fcntl.ioctl(fd, 0x80086601, struct.pack("i", 0))  # GETFLAGS
-        return bool(struct.unpack("i", v)[0] & 0x10)
-    finally:
-        os.close(fd)
-
-
 def dump_tree(mnt, out, fails):
     """Copy the mounted tree into @out as crashcheck does: files, dirs,
     each user.tag in @out/.xattrs, the sealed files in @out/.sealed."""
@@ -842,7 +833,7 @@ def dump_tree(mnt, out, fails):
                 except OSError:
                     pass
                 try:
-                    if is_sealed(src):
+                    if sealed(src):
                         sf.write(os.path.join(rel, fn) + "\n")
                 except OSError as e:
                     fails.append("%s: flags: %s" % (os.path.join(rel, fn), e))

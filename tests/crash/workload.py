@@ -15,32 +15,19 @@ a function of the logged seed, so the checker (sim.py) can rebuild every
 file as it was at any point.
 """
 import ctypes
-import fcntl
 import json
 import os
 import random
-import struct
 import sys
 import time
+
+from sealflag import set_sealed
 
 FALLOC_FL_KEEP_SIZE = 1
 FALLOC_FL_PUNCH_HOLE = 2
 libc = ctypes.CDLL(None, use_errno=True)
 libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong,
                            ctypes.c_longlong]
-
-
-FS_IOC_SETFLAGS, FS_IMMUTABLE_FL = 0x40086602, 0x10
-
-
-def set_sealed(path, on):
-    """chattr +i / -i: the seal."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        fcntl.ioctl(fd, FS_IOC_SETFLAGS,
-                    struct.pack("i", FS_IMMUTABLE_FL if on else 0))
-    finally:
-        os.close(fd)
 
 
 def data(seed, n):

@@ -62,6 +62,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "crash"))
+from sealflag import sealed as get_sealed, set_sealed  # noqa: E402
+
 FALLOC_KEEP_SIZE = 0x01
 FALLOC_PUNCH_HOLE = 0x02
 FALLOC_ZERO_RANGE = 0x10
@@ -74,36 +78,6 @@ OPS = [  # (operation, weight)
     ("fsync", 7), ("sync", 2), ("pause", 1), ("remount", 2), ("kill", 1),
     ("seal", 2), ("unseal", 1),
 ]
-FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_IMMUTABLE_FL = 0x80086601, 0x40086602, 0x10
-
-
-def get_sealed(path):
-    import fcntl
-    import struct
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        v = fcntl.ioctl(fd, FS_IOC_GETFLAGS, struct.pack("i", 0))
-        return bool(struct.unpack("i", v)[0] & FS_IMMUTABLE_FL)
-    finally:
-        os.close(fd)
-
-
-def set_sealed(path, on):
-    import fcntl
-    import struct
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        fcntl.ioctl(fd, FS_IOC_SETFLAGS,
-                    struct.pack("i", FS_IMMUTABLE_FL if on else 0))
-    finally:
-        os.close(fd)
-
-
-# What a full disk may answer with ENOSPC (never unlink or close).
-ENOSPC_OK = {"write", "hwrite", "truncate", "htruncate", "punch", "zero",
-             "alloc", "cp", "copy", "rename", "link", "fsync", "seal",
-             "unseal"}
-
 
 class Failure(Exception):
     pass
