@@ -79,6 +79,13 @@ OPS = [  # (operation, weight)
     ("seal", 2), ("unseal", 1),
 ]
 
+
+# What a full disk may answer with ENOSPC (never unlink or close).
+ENOSPC_OK = {"write", "hwrite", "truncate", "htruncate", "punch", "zero",
+             "alloc", "cp", "copy", "rename", "link", "fsync", "seal",
+             "unseal"}
+
+
 class Failure(Exception):
     pass
 
