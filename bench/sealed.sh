@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # bench/sealed.sh - the sealed part of scripts/bench: sealed objects read
-# through FUSE passthrough, side by side with tmpfs (/dev/shm) and with
-# the same object unsealed (served by the daemon), in one run:
+# through FUSE passthrough, side by side with tmpfs (/dev/shm, and a tmpfs
+# mounted huge=within_size), with a second objfs whose per-object files
+# have small pages (sealed_pages=small), and with the same object
+# unsealed (served by the daemon), in one run:
 #   read()        of a resident SIZE GiB object, 1 MiB reads
 #   strided mmap  one byte of every page of it, mapped
 #   memory        1, 4 and 16 processes map it and read every page: the
@@ -11,7 +13,8 @@
 #                 of the mappings added up, each over the object's size
 #   seal          objfsctl seal of the freshly written object (written out,
 #                 checksummed, durable), beside fsync of it unsealed; and
-#                 the first open after (its per-object file made)
+#                 the first open after (its per-object file made), on
+#                 both objfs mounts
 #   numpy memmap  the sum of the object as float32
 #   torch.load    of a SIZE/2 GiB checkpoint with mmap=True (torch 2.1+;
 #                 read() before), every tensor summed, twice each, in the
@@ -43,25 +46,39 @@ m() { printf '%s\n' "$@" | median; }
 cached() { awk '/^Cached:/ { printf "%.0f\n", $2 * 1024 }' /proc/meminfo; }
 now() { date +%s.%N; }
 
+# Two mounts: the default (per-object files of 2 MiB pages) and
+# sealed_pages=small (memfds of 4 KiB pages); and two tmpfs copies: in
+# /dev/shm (as mounted: 4 KiB pages) and in a tmpfs of our own mounted
+# huge=within_size, the same pages as the default's.
 MNT=$W/mnt
+SMNT=$W/small
 TMP=/dev/shm/objfs-bench-sealed.$$
-PID=
+HUGE=$W/thuge
+PID= SPID=
 stop_all() {
 	set +e
-	mountpoint -q "$MNT" && { fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"; }
-	[ -n "$PID" ] && { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }
+	for d in "$MNT" "$SMNT"; do
+		mountpoint -q "$d" && { fusermount3 -u "$d" 2>/dev/null || umount -l "$d"; }
+	done
+	for p in $PID $SPID; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	mountpoint -q "$HUGE" && umount "$HUGE"
 	rm -rf "$TMP"
-	a=$(head -n 1 "$W/data/arena" 2>/dev/null)
-	case $a in /dev/shm/objfs.*/arena) rm -rf "${a%/arena}" ;; esac
-	rm -rf "$W/data"
+	for d in data sdata; do
+		a=$(head -n 1 "$W/$d/arena" 2>/dev/null)
+		case $a in /dev/shm/objfs.*/arena) rm -rf "${a%/arena}" ;; esac
+		rm -rf "${W:?}/$d"
+	done
 }
 trap stop_all EXIT
-rm -rf "$W/data"
-mkdir -p "$MNT" "$TMP"
+rm -rf "$W/data" "$W/sdata"
+mkdir -p "$MNT" "$SMNT" "$TMP" "$HUGE"
+mount -t tmpfs -o "huge=within_size,size=$((SIZE + 1))G,mode=0700" tmpfs "$HUGE"
 # Room for the object twice (arena, per-object file) within sealed_max.
 "$BIN/objfs" -f -o "arena=$((4 * SIZE + 2))G,data=$W/data" "$MNT" >>"$OUT/objfs-sealed.log" 2>&1 &
 PID=$!
-for _ in $(seq 300); do mountpoint -q "$MNT" && break; sleep 0.1; done
+"$BIN/objfs" -f -o "arena=$((4 * SIZE + 2))G,data=$W/sdata,sealed_pages=small" "$SMNT" >>"$OUT/objfs-sealed.log" 2>&1 &
+SPID=$!
+for _ in $(seq 300); do mountpoint -q "$MNT" && mountpoint -q "$SMNT" && break; sleep 0.1; done
 pt=$(sed -n 's/^passthrough: //p' "$MNT/.objfs-status")
 echo "  sealed: passthrough $pt"
 
@@ -86,14 +103,26 @@ for r in $(seq 1 "$REPS"); do
 		add "mem${n}_tmpfs" "$((c - c1))"
 		add "pss${n}_tmpfs" "$p"
 	done
-	# Twice each, in the order sealed, tmpfs, tmpfs, sealed: this
+	# Sized first: huge=within_size gives 2 MiB pages only inside the
+	# file's size, which a growing copy would never be.
+	truncate -s "$B" "$HUGE/obj"
+	dd if="$MNT/obj" of="$HUGE/obj" bs=1M conv=notrunc status=none
+	cp "$MNT/obj" "$SMNT/obj"
+	"$CTL" seal "$SMNT/obj" >/dev/null
+	t=$(now); python3 -c "open('$SMNT/obj', 'rb').close()"; add first_open_small "$(echo "$(now) - $t" | bc)"
+	# Twice each, in the order sealed, tmpfs, ..., tmpfs, sealed: this
 	# machine's speed drifts within a run.
-	for sys in sealed tmpfs tmpfs sealed; do
-		f=$MNT/obj; [ $sys = tmpfs ] && f=$TMP/obj
+	for sys in sealed tmpfs thuge small small thuge tmpfs sealed; do
+		case $sys in
+		sealed) f=$MNT/obj ;; tmpfs) f=$TMP/obj ;;
+		thuge) f=$HUGE/obj ;; small) f=$SMNT/obj ;;
+		esac
 		add "read_$sys" "$(python3 "$PY" read "$f")"
 		add "stride_$sys" "$(python3 "$PY" stride "$f")"
 		add "numpy_$sys" "$(python3 "$PY" numpy "$f" 2>/dev/null || echo)"
 	done
+	"$CTL" unseal "$SMNT/obj" >/dev/null
+	rm -f "$SMNT/obj" "$HUGE/obj"
 	# Unsealed, served by the daemon as before: a fresh object of the
 	# same size (fsync beside the seal; its memory: arena and page cache).
 	dd if=/dev/urandom of="$MNT/obj2" bs=1M count=$((SIZE << 10)) status=none
@@ -124,7 +153,7 @@ for r in $(seq 1 "$REPS"); do
 	"$CTL" unseal "$MNT/obj" >/dev/null
 	rm -f "$MNT/obj" "$TMP/obj"
 	for k in "${!V[@]}"; do
-		n=1; case $k in *_sealed|*_tmpfs) n=2 ;; esac
+		n=1; case $k in *_sealed|*_tmpfs|*_thuge|*_small) n=2 ;; esac
 		case $k in mem*|pss*) n=1 ;; esac
 		for v in $(echo "${V[$k]}" | awk -v n=$n '{for (i = NF - n + 1; i <= NF; i++) if (i > 0) print $i}'); do
 			rec sealed "$k" "$SIZE" "$r" "$v"
@@ -141,20 +170,22 @@ x() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 	echo
 	echo "One run, medians of $REPS repetitions (reads and loads: two samples each per repetition,"
 	echo "sealed and tmpfs alternating); a ${SIZE} GiB object of random bytes; passthrough: $pt."
-	echo "tmpfs is a copy of the same bytes in /dev/shm; \"daemon\" is the same object unsealed,"
-	echo "served by the daemon as before sealed objects existed."
+	echo "tmpfs is a copy of the same bytes in /dev/shm (4 KiB pages), \"tmpfs huge=within_size\" one in a"
+	echo "tmpfs mounted so (2 MiB pages, as objfs's per-object files by default); \"sealed_pages=small\""
+	echo "is a second objfs whose per-object files are memfds (4 KiB pages); \"unsealed\" is the same"
+	echo "object unsealed, served by the daemon as before sealed objects existed."
 	echo
-	echo "| | objfs sealed | tmpfs | objfs unsealed | sealed / tmpfs |"
-	echo "|---|---|---|---|---|"
-	echo "| read(), 1 MiB reads, GB/s | $(gbs "$(med read_sealed)") | $(gbs "$(med read_tmpfs)") | $(gbs "$(med read_daemon)") | $(x "$(med read_tmpfs)" "$(med read_sealed)") |"
-	echo "| strided mmap read (a byte a page), s | $(med stride_sealed) | $(med stride_tmpfs) | $(med stride_daemon) | $(x "$(med stride_tmpfs)" "$(med stride_sealed)") |"
+	echo "| | objfs sealed | tmpfs | sealed / tmpfs | tmpfs huge=within_size | sealed / it | objfs sealed, sealed_pages=small | small / tmpfs | objfs unsealed |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| read(), 1 MiB reads, GB/s | $(gbs "$(med read_sealed)") | $(gbs "$(med read_tmpfs)") | $(x "$(med read_tmpfs)" "$(med read_sealed)") | $(gbs "$(med read_thuge)") | $(x "$(med read_thuge)" "$(med read_sealed)") | $(gbs "$(med read_small)") | $(x "$(med read_tmpfs)" "$(med read_small)") | $(gbs "$(med read_daemon)") |"
+	echo "| strided mmap read (a byte a page), s | $(med stride_sealed) | $(med stride_tmpfs) | $(x "$(med stride_tmpfs)" "$(med stride_sealed)") | $(med stride_thuge) | $(x "$(med stride_thuge)" "$(med stride_sealed)") | $(med stride_small) | $(x "$(med stride_tmpfs)" "$(med stride_small)") | $(med stride_daemon) |"
 	if [ -n "$(med numpy_sealed)" ]; then
-		echo "| numpy.memmap sum, s | $(med numpy_sealed) | $(med numpy_tmpfs) | | $(x "$(med numpy_tmpfs)" "$(med numpy_sealed)") |"
+		echo "| numpy.memmap sum, s | $(med numpy_sealed) | $(med numpy_tmpfs) | $(x "$(med numpy_tmpfs)" "$(med numpy_sealed)") | $(med numpy_thuge) | $(x "$(med numpy_thuge)" "$(med numpy_sealed)") | $(med numpy_small) | $(x "$(med numpy_tmpfs)" "$(med numpy_small)") | |"
 	fi
 	if [ -n "${V[torch_sealed]:-}" ]; then
-		echo "| torch.load ($(python3 -c "import torch; print('torch ' + torch.__version__.split('+')[0] + (', mmap=True' if tuple(map(int, torch.__version__.split('.')[:2])) >= (2, 1) else ', no mmap= before 2.1: read()'))")) of a $(python3 -c "print(f'{$SIZE / 2:g}')") GiB checkpoint and a sum of each tensor, s | $(med torch_sealed) | $(med torch_tmpfs) | | $(x "$(med torch_tmpfs)" "$(med torch_sealed)") |"
+		echo "| torch.load ($(python3 -c "import torch; print('torch ' + torch.__version__.split('+')[0] + (', mmap=True' if tuple(map(int, torch.__version__.split('.')[:2])) >= (2, 1) else ', no mmap= before 2.1: read()'))")) of a $(python3 -c "print(f'{$SIZE / 2:g}')") GiB checkpoint and a sum of each tensor, s | $(med torch_sealed) | $(med torch_tmpfs) | $(x "$(med torch_tmpfs)" "$(med torch_sealed)") | | | | | |"
 	else
-		echo "| torch.load | python3-torch is not installed: left out | | | |"
+		echo "| torch.load | python3-torch is not installed: left out | | | | | | | |"
 	fi
 	echo
 	echo "Ratios are speeds (tmpfs time / sealed time): 1.00 is tmpfs speed.  READs of sealed"
@@ -174,5 +205,6 @@ x() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 	echo "| objfsctl seal (written out, checksummed, durable) | $(med seal) |"
 	echo "| fsync of it unsealed (written out, durable), for comparison | $(med fsync) |"
 	echo "| the first open after the seal (its per-object file made) | $(med first_open) |"
+	echo "| ... with sealed_pages=small (a memfd of 4 KiB pages) | $(med first_open_small) |"
 } >"$MD"
 cat "$MD"

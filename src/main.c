@@ -60,6 +60,7 @@ struct opts {
 	int uring;			/* -o io_uring: 0 off, 1 auto, 2 idle */
 	int fuse_pt;			/* -o passthrough: 0 off, 1 auto */
 	unsigned sealed_max;		/* -o sealed_max=PCT */
+	int sealed_small;		/* -o sealed_pages=small */
 	int kernel_perms;		/* -o default_permissions */
 	int shared;			/* -o allow_other or allow_root */
 	char *log;			/* -o log=: NULL auto, "syslog", a path */
@@ -336,6 +337,9 @@ usage(FILE *f)
 "                           on Linux 6.9+), or never (off)\n"
 "    -o sealed_max=PCT      the most of the arena those files and pinned\n"
 "                           objects take (default 50)\n"
+"    -o sealed_pages=WHICH  the pages of those files: huge (default: 2 MiB\n"
+"                           pages of a private tmpfs; faster reads, the\n"
+"                           first open may take longer) or small (memfds)\n"
 "    -o io_uring=WHICH      take requests through FUSE over io_uring, one\n"
 "                           queue per CPU, when the kernel offers it\n"
 "                           (auto, default; Linux 6.14+ with the fuse\n"
@@ -583,6 +587,13 @@ parse_one_option(struct opts *o, const char *opt)
 		    n < 1 || n > 90)
 			refuse("%s: must be a percentage from 1 to 90", opt);
 		o->sealed_max = (unsigned)n;
+	} else if (strncmp(opt, "sealed_pages=", 13) == 0) {
+		if (strcmp(opt + 13, "huge") == 0)
+			o->sealed_small = 0;
+		else if (strcmp(opt + 13, "small") == 0)
+			o->sealed_small = 1;
+		else
+			refuse("%s: must be huge or small", opt);
 	} else if (strncmp(opt, "io_uring=", 9) == 0) {
 		if (strcmp(opt + 9, "auto") == 0)
 			o->uring = 1;
@@ -905,6 +916,7 @@ main(int argc, char **argv)
 			refuse("spill_low=%u must be below spill_high=%u", lo, hi);
 		cfg.spill_high = hi;
 		cfg.sealed_max = o.sealed_max;
+		cfg.sealed_small = o.sealed_small;
 		cfg.spill_low = lo;
 	}
 	rc = objfs_store_open(&cfg, &store, &msg, &holder);

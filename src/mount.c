@@ -296,6 +296,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	pthread_mutex_init(&s->defer_lock, NULL);
 	pthread_mutex_init(&s->sealed_lock, NULL);
 	s->sealed_max_pct = cfg->sealed_max ? cfg->sealed_max : 50;
+	s->sealed_mnt = cfg->sealed_small ? -1 : -2;
 	s->pt_off_why = "daemon: no passthrough in this adapter";
 	rc = objfs_store_lock_dir(dirfd, &s->lockfd, holder, state,
 			sizeof(state));
@@ -762,6 +763,8 @@ objfs_store_close(struct objfs_store *s)
 	free(s->data_dir);
 	free(s->defer);
 	pthread_mutex_destroy(&s->defer_lock);
+	if (s->sealed_mnt >= 0)
+		close(s->sealed_mnt);
 	pthread_mutex_destroy(&s->sealed_lock);
 	free(s);
 	return rc;

@@ -50,28 +50,17 @@ piece_known(struct objfs_store *s, const struct objfs_chunk *c, uint32_t len,
 	return 0;
 }
 
-/* Bytes [@off, @off + @len) of the file into @buf, as a read gets them. */
+/* The pieces of a read, one after the other into the buffer @arg. */
 static int
-read_piece(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
-		uint32_t len, unsigned char *buf)
+gather(void *arg, struct iovec *iov, size_t n)
 {
-	struct objfs_iov v = { 0 };
-	size_t got = 0;
-	int rc;
+	unsigned char *buf = arg;
 
-	v.iov = malloc(objfs_data_iov_max(s, len) * sizeof(v.iov[0]));
-	if (!v.iov)
-		return -ENOMEM;
-	rc = objfs_data_read_iov(s, ip, off, len, &v);
-	for (size_t i = 0; rc == 0 && i < v.n; i++) {
-		memcpy(buf + got, v.iov[i].iov_base, v.iov[i].iov_len);
-		got += v.iov[i].iov_len;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(buf, iov[i].iov_base, iov[i].iov_len);
+		buf += iov[i].iov_len;
 	}
-	objfs_iov_release(&v);
-	free(v.iov);
-	if (rc == 0 && got != len)
-		rc = -EIO;	/* the size said there were @len bytes */
-	return rc;
+	return 0;
 }
 
 int
@@ -101,7 +90,7 @@ objfs_data_object_sum(struct objfs_store *s, struct objfs_inode *ip,
 			rc = -ENOMEM;
 			break;
 		}
-		rc = read_piece(s, ip, k * PIECE, len, buf);
+		rc = objfs_data_read_to(s, ip, k * PIECE, len, gather, buf);
 		if (rc < 0)
 			break;
 		objfs_osum_piece(o, objfs_chunk_csum(buf, len, SHIFT, tab));

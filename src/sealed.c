@@ -13,13 +13,16 @@
  * every change with EPERM (open for writing, truncate, setattr, rename,
  * unlink, link, xattrs), as ext4 does for an immutable file.
  *
- * The per-object file (struct objfs_sealed) is a memfd holding the
- * sealed object's bytes at their offsets, made at the first open that
- * passthrough can serve (objfs_sealed_open) or by objfsctl pin.  The
- * kernel serves read and mmap of such an open from it, without the
- * daemon (FUSE passthrough): every reader maps the same pages.  It is a
- * copy of durable bytes, never the only one: the chunk records stay the
- * truth, and a daemon that dies loses nothing by losing it.  Its memory
+ * The per-object file (struct objfs_sealed) holds the sealed object's
+ * bytes at their offsets: a file of a private tmpfs of 2 MiB pages,
+ * mounted nowhere (make_mount), or a memfd of 4 KiB pages (-o
+ * sealed_pages=small, or when that tmpfs cannot be made).  It is made
+ * at the first open that passthrough can serve (objfs_sealed_open) or
+ * by objfsctl pin.  The kernel serves read and mmap of such an open
+ * from it, without the daemon (FUSE passthrough): every reader maps
+ * the same pages.  It is a copy of durable bytes, never the only one:
+ * the chunk records stay the truth, and a daemon that dies loses
+ * nothing by losing it.  Its memory
  * counts against the arena: it holds arena blocks as large as its
  * pieces, their pages given back to the kernel (FALLOC_FL_PUNCH_HOLE),
  * so that arena plus per-object files never take more than the arena's
@@ -30,9 +33,10 @@
  * In use: a per-object file is in use while the kernel holds a file of
  * it, that is while a passthrough open or a mapping made through one
  * exists (a mapping keeps the file after close()).  The daemon asks the
- * kernel itself: a write lease (F_SETLEASE) on a read-only open of the
- * memfd is refused while any other open of it exists (i_readcount, the
- * backing files the kernel opens for each passthrough open).  Unsealing,
+ * kernel itself: a write lease (F_SETLEASE) on the daemon's one
+ * (read-only) open of the file is refused while any other open of it
+ * exists (i_readcount: the backing files the kernel opens for each
+ * passthrough open).  Unsealing,
  * evicting and dropping it all wait for that to say "free".
  *
  * Locking: ip->so and everything in it belong to the inode's lock.  The
@@ -51,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,8 +65,9 @@
 
 struct objfs_sealed {
 	uint64_t ino;
-	int fd;			/* the memfd: the object's bytes */
-	int probe_fd;		/* a read-only open of it: the lease probe */
+	int fd;			/* the object's bytes: a read-only open of
+				 * the per-object file (also the lease
+				 * probe: see probe_idle) */
 	uint64_t size;
 	int32_t bid;		/* the kernel's backing id while npt > 0 */
 	uint32_t npt;		/* passthrough opens (a mapping keeps its
@@ -87,13 +93,16 @@ objfs_sealed_is(const struct objfs_inode *ip)
 	return (ip->attr.pad & OBJFS_ATTR_SEALED) != 0;
 }
 
-/* 1 when nobody but the daemon holds the per-object file open or mapped. */
+/* 1 when nobody but the daemon holds the per-object file open or mapped:
+ * the kernel grants a write lease on a read-only open only while that
+ * open is the file's one open (i_readcount 1, i_writecount 0), and every
+ * passthrough open is an open of it (backing_file_open). */
 static int
 probe_idle(const struct objfs_sealed *so)
 {
-	if (fcntl(so->probe_fd, F_SETLEASE, F_WRLCK) < 0)
+	if (fcntl(so->fd, F_SETLEASE, F_WRLCK) < 0)
 		return 0;
-	fcntl(so->probe_fd, F_SETLEASE, F_UNLCK);
+	fcntl(so->fd, F_SETLEASE, F_UNLCK);
 	return 1;
 }
 
@@ -137,7 +146,6 @@ objfs_sealed_free(struct objfs_store *s, struct objfs_inode *ip)
 		s->pt_close(s->pt_arg, so->bid);
 	for (uint32_t i = 0; i < so->nres; i++)
 		objfs_arena_free(s->arena, so->res_off[i], so->res_cap[i]);
-	close(so->probe_fd);
 	close(so->fd);
 	free(so->res_off);
 	free(so->res_cap);
@@ -179,6 +187,37 @@ reserve(struct objfs_store *s, struct objfs_sealed *so, uint32_t len)
 	return 0;
 }
 
+struct out {
+	int fd;
+	uint64_t off;
+};
+
+/* Write the pieces of a read at o->off of o->fd (pwritev). */
+static int
+put(void *arg, struct iovec *iov, size_t n)
+{
+	struct out *o = arg;
+
+	for (size_t i = 0; i < n; ) {
+		int k = (int)(n - i < 1024 ? n - i : 1024);
+		ssize_t w = pwritev(o->fd, iov + i, k, (off_t)o->off);
+
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		o->off += (uint64_t)w;
+		/* Short: go on from where it stopped. */
+		while (i < n && (size_t)w >= iov[i].iov_len) {
+			w -= (ssize_t)iov[i].iov_len;
+			i++;
+		}
+		if (w > 0) {
+			iov[i].iov_base = (char *)iov[i].iov_base + w;
+			iov[i].iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
 /* Copy @len bytes at @off of the object to the same offset of the file
  * @fd (ip->lock held).  Written (pwritev), not copied into a mapping of
  * it: the daemon never maps a whole object (its address space), and the
@@ -187,38 +226,9 @@ static int
 copy_out(struct objfs_store *s, struct objfs_inode *ip, uint64_t off,
 		uint32_t len, int fd)
 {
-	struct objfs_iov v = { 0 };
-	size_t done = 0;
-	int rc;
+	struct out o = { fd, off };
 
-	v.iov = malloc(objfs_data_iov_max(s, len) * sizeof(v.iov[0]));
-	if (!v.iov)
-		return -ENOMEM;
-	rc = objfs_data_read_iov(s, ip, off, len, &v);
-	for (size_t i = 0; rc == 0 && i < v.n; ) {
-		int n = (int)(v.n - i < 1024 ? v.n - i : 1024);
-		ssize_t w = pwritev(fd, v.iov + i, n, (off_t)(off + done));
-
-		if (w < 0) {
-			rc = -errno;
-			break;
-		}
-		done += (size_t)w;
-		/* Short: go on from where it stopped. */
-		while (i < v.n && (size_t)w >= v.iov[i].iov_len) {
-			w -= (ssize_t)v.iov[i].iov_len;
-			i++;
-		}
-		if (w > 0) {
-			v.iov[i].iov_base = (char *)v.iov[i].iov_base + w;
-			v.iov[i].iov_len -= (size_t)w;
-		}
-	}
-	objfs_iov_release(&v);
-	free(v.iov);
-	if (rc == 0 && done != len)
-		rc = -EIO;
-	return rc;
+	return objfs_data_read_to(s, ip, off, len, put, &o);
 }
 
 /* The share of the arena per-object files may take, in bytes. */
@@ -232,6 +242,61 @@ sealed_limit(struct objfs_store *s)
 }
 
 /*
+ * The private tmpfs per-object files are made in: a detached mount
+ * (fsmount(2), attached nowhere, so no path reaches its files) with
+ * huge=within_size, so a file's pages are 2 MiB pages, physically
+ * contiguous whatever the arena's recycled pages look like, and a
+ * mapping needs a 512th of the page-table entries.  Its size is the
+ * arena's capacity: sealed_max keeps it well under.  -1 when it cannot
+ * be made (no new mount API, no CAP_SYS_ADMIN): memfds then.
+ */
+static int
+make_mount(struct objfs_store *s)
+{
+	struct objfs_arena_stats st;
+	char size[32];
+	int fs, mnt = -1, err;
+
+	objfs_arena_get_stats(s->arena, &st);
+	snprintf(size, sizeof(size), "%" PRIu64, st.capacity);
+	fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs >= 0) {
+		if (fsconfig(fs, FSCONFIG_SET_STRING, "huge", "within_size",
+				0) == 0 &&
+		    fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) == 0 &&
+		    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) == 0 &&
+		    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+			mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID |
+					MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+		err = errno;
+		close(fs);
+		errno = err;
+	}
+	if (mnt < 0)
+		objfs_log(OBJFS_LOG_INFO, "sealed: per-object files are "
+			"memfds (a private tmpfs: %s)", strerror(errno));
+	return mnt;
+}
+
+/* A new, empty per-object file open for writing: of the private tmpfs,
+ * else a memfd (*sealable 1). */
+static int
+new_file(struct objfs_store *s, int *sealable)
+{
+	int mnt;
+
+	pthread_mutex_lock(&s->sealed_lock);
+	if (s->sealed_mnt == -2)
+		s->sealed_mnt = make_mount(s);
+	mnt = s->sealed_mnt;
+	pthread_mutex_unlock(&s->sealed_lock);
+	*sealable = mnt < 0;
+	if (mnt >= 0)
+		return openat(mnt, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0400);
+	return memfd_create("objfs-sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+}
+
+/*
  * Make the per-object file of sealed @ip (ip->lock held).  On failure
  * *why says why the object stays served by the daemon.
  */
@@ -241,7 +306,7 @@ build(struct objfs_store *s, struct objfs_inode *ip, const char **why)
 	uint64_t size = ip->attr.size, need = 0, n, reserved;
 	struct objfs_sealed *so;
 	char path[64];
-	int rc = 0;
+	int rc = 0, wfd = -1, sealable = 0;
 
 	objfs_inode_assert_locked(ip);
 	n = (size + s->chunk_size - 1) >> s->chunk_shift;
@@ -267,18 +332,18 @@ build(struct objfs_store *s, struct objfs_inode *ip, const char **why)
 	}
 	so->ino = ip->ino;
 	so->size = size;
-	so->probe_fd = -1;
-	so->fd = memfd_create("objfs-sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (so->fd < 0 || ftruncate(so->fd, (off_t)size) < 0) {
+	so->fd = -1;
+	wfd = new_file(s, &sealable);
+	if (wfd < 0 || ftruncate(wfd, (off_t)size) < 0) {
 		rc = -errno;
-		*why = "memfd_create failed";
+		*why = "making the per-object file failed";
 		goto fail;
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		uint32_t len = data_extent_in_file(s, ip, i);
 		struct objfs_chunk *c;
 
-		rc = copy_out(s, ip, i << s->chunk_shift, len, so->fd);
+		rc = copy_out(s, ip, i << s->chunk_shift, len, wfd);
 		if (rc < 0) {
 			*why = "reading the object failed";
 			goto fail;
@@ -296,20 +361,24 @@ build(struct objfs_store *s, struct objfs_inode *ip, const char **why)
 			goto fail;
 		}
 	}
-	/* Nobody writes it from here on: the kernel refuses to. */
-	if (fcntl(so->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	/* Nobody writes it from here on: a memfd is sealed; a file of the
+	 * private tmpfs (which cannot be) has no name anyone can reach, and
+	 * the kernel opens it only for the read-only opens objfs hands it. */
+	if (sealable && fcntl(wfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
 			F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
 		rc = -errno;
 		*why = "sealing the memfd failed";
 		goto fail;
 	}
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", so->fd);
-	so->probe_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (so->probe_fd < 0) {
+	/* Kept read-only, so that it serves as the lease probe too. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", wfd);
+	so->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (so->fd < 0) {
 		rc = -errno;
-		*why = "reopening the memfd failed";
+		*why = "reopening the per-object file failed";
 		goto fail;
 	}
+	close(wfd);
 	so->last_use = objfs_mono_ns();
 	ip->so = so;
 	list_add(s, so);
@@ -318,10 +387,10 @@ build(struct objfs_store *s, struct objfs_inode *ip, const char **why)
 fail:
 	for (uint32_t i = 0; i < so->nres; i++)
 		objfs_arena_free(s->arena, so->res_off[i], so->res_cap[i]);
+	if (wfd >= 0)
+		close(wfd);
 	if (so->fd >= 0)
 		close(so->fd);
-	if (so->probe_fd >= 0)
-		close(so->probe_fd);
 	free(so->res_off);
 	free(so->res_cap);
 	free(so);
@@ -840,11 +909,15 @@ size_t
 objfs_sealed_status(struct objfs_store *s, char *buf, size_t size)
 {
 	uint64_t files, bytes, pinned;
-	int n;
+	int n, mnt;
 
 	objfs_sealed_figures(s, &files, &bytes, &pinned);
+	pthread_mutex_lock(&s->sealed_lock);
+	mnt = s->sealed_mnt;
+	pthread_mutex_unlock(&s->sealed_lock);
 	n = snprintf(buf, size,
 		"passthrough: %s\n"
+		"sealed_file_kind: %s\n"
 		"sealed_files: %" PRIu64 "\n"
 		"sealed_file_bytes: %" PRIu64 "\n"
 		"pinned_bytes: %" PRIu64 "\n"
@@ -852,7 +925,9 @@ objfs_sealed_status(struct objfs_store *s, char *buf, size_t size)
 		"sealed_files_made_total: %" PRIu64 "\n"
 		"sealed_files_shed_total: %" PRIu64 "\n"
 		"sealed_daemon_reads_total: %" PRIu64 "\n",
-		s->pt_open ? "on" : s->pt_off_why, files, bytes, pinned,
+		s->pt_open ? "on" : s->pt_off_why,
+		mnt >= 0 ? "tmpfs-huge" : mnt == -1 ? "memfd" : "none yet",
+		files, bytes, pinned,
 		atomic_load(&s->pt_opens), atomic_load(&s->sealed_builds),
 		atomic_load(&s->sealed_sheds),
 		atomic_load(&s->sealed_daemon_reads));

@@ -44,6 +44,8 @@ struct objfs_store_config {
 	unsigned spill_low;	/* % of the arena: stop spilling (0: 70) */
 	unsigned sealed_max;	/* % of the arena that per-object files of
 				 * sealed objects and pins may take (0: 50) */
+	int sealed_small;	/* their pages: memfds, not the private
+				 * tmpfs of 2 MiB pages (sealed.c) */
 	int no_dedup;		/* write equal chunks twice (-o dedup=off) */
 	/* The remote tier (tier.h), or NULL: a local tree. */
 	const struct objfs_tier_ops *tier_ops;

@@ -305,6 +305,10 @@ struct objfs_store {
 	void *pt_arg;
 	const char *pt_off_why;
 	unsigned sealed_max_pct;	/* -o sealed_max */
+	int sealed_mnt;			/* sealed_lock: the private tmpfs of
+					 * per-object files, -1 none (memfds:
+					 * sealed_pages=small, or it failed),
+					 * -2 not made yet (sealed.c) */
 	pthread_mutex_t sealed_lock;	/* a leaf: what follows */
 	struct objfs_sealed *sealed_head;
 	uint64_t sealed_files, sealed_bytes, pinned_bytes;
@@ -397,6 +401,11 @@ size_t objfs_data_iov_max(struct objfs_store *s, size_t len);
  * ip->lock stays held.  v->iov must have objfs_data_iov_max() entries. */
 int objfs_data_read_iov(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, size_t len, struct objfs_iov *v);
+/* Bytes [@off, @off + @len) of @ip, as a read gets them (ip->lock held),
+ * handed to @fn in one list (iov.c); -EIO when fewer came. */
+int objfs_data_read_to(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t off, uint32_t len,
+		int (*fn)(void *arg, struct iovec *iov, size_t n), void *arg);
 /* Free what a read's list holds besides the iovecs themselves. */
 void objfs_iov_release(struct objfs_iov *v);
 int objfs_data_write(struct objfs_store *s, struct objfs_inode *ip,

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Sealed objects (chattr +i, objfsctl seal): every change refused with
 # EPERM; the checksum recorded at the seal; read and mapped by the kernel
-# through FUSE passthrough without one READ reaching the daemon; eight
+# through FUSE passthrough without one READ reaching the daemon, from a
+# file of a private tmpfs mounted nowhere (memfds with sealed_pages=small); eight
 # processes mapping a 1 GiB object share one copy of it, and memory grows
 # by at most 1.1 GiB in all from before it was written; unseal and evict
 # refused (EBUSY) while another process maps it and allowed after; a
@@ -70,6 +71,16 @@ ok "... served by passthrough: no READ of it reached the daemon" bash -c \
 	 o=\$(sed -n 's/^passthrough_opens_total: //p' '$MNT/.objfs-status');
 	 echo \"reads $r0 -> \$r, passthrough opens $o0 -> \$o\"; [ \"\$r\" = $r0 ] && [ \"\$o\" -gt $o0 ]"
 ok "objfsctl stat says so" bash -c "'$CTL' stat '$P' | grep -q 'served    passthrough'"
+ok "... from a file of the private tmpfs of 2 MiB pages" test "$(stat_of sealed_file_kind)" = tmpfs-huge
+ok "... which is mounted nowhere (a file of a mount not in the daemon's table)" python3 -c "
+import os, re, sys
+d = '/proc/$OBJFS_PID'
+mounts = {l.split()[0] for l in open(d + '/mountinfo')}
+ids = [re.search(r'mnt_id:\s*(\d+)', open(d + '/fdinfo/' + f).read()).group(1)
+       for f in os.listdir(d + '/fd')
+       if re.fullmatch(r'/#\d+ \(deleted\)', os.readlink(d + '/fd/' + f))]
+print('per-object files on mounts', ids)
+sys.exit(0 if ids and not set(ids) & mounts else 1)"
 
 # Unseal and evict while another process maps it: EBUSY; after: fine.
 rm -f "$T/go"
@@ -151,6 +162,16 @@ ok "objfsctl stat says it is served by the daemon" bash -c "'$CTL' stat '$P' | g
 ok "the daemon serves the same bytes" bash -c "[ \"\$(md5sum < '$P' | cut -d' ' -f1)\" = \"\$(cat '$T/obj.md5')\" ]"
 ok "... its READs counted" test "$(stat_of sealed_daemon_reads_total)" -gt 0
 expect_errno "... and still refuses writes" EPERM "open('$P', 'ab')"
+ok "unmount" stop_objfs
+
+# sealed_pages=small: per-object files are memfds of 4 KiB pages.
+ok "mount with sealed_pages=small" start_objfs "$MNT" "$DATA" arena=256M,sealed_pages=small
+ok "... the status file says memfds" test "$(stat_of sealed_file_kind)" = memfd
+ok "... the object is served by passthrough with its bytes" bash -c \
+	"[ \"\$(md5sum < '$P' | cut -d' ' -f1)\" = \"\$(cat '$T/obj.md5')\" ] &&
+	 getfattr --only-values -n user.objfs.served '$P' | grep -q '^passthrough'"
+ok "... no READ of it reached the daemon" test "$(stat_of sealed_daemon_reads_total)" = 0
+ok "... unseal and evict work on it too" bash -c "'$CTL' unseal '$P' && '$CTL' evict '$P' && '$CTL' seal '$P' > /dev/null"
 ok "unmount" stop_objfs
 
 # The cap: per-object files and pins take at most sealed_max of the arena
