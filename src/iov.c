@@ -6,7 +6,6 @@
  */
 #include <config.h>
 
-#include <errno.h>
 #include <stdlib.h>
 
 #include "data_int.h"
@@ -58,34 +57,4 @@ objfs_iov_release(struct objfs_iov *v)
 	free(v->bounce);
 	v->bounce = NULL;
 	v->nbounce = 0;
-}
-
-/*
- * Bytes [@off, @off + @len) of @ip as a read gets them (ip->lock held),
- * handed to @fn as one list of pieces and then let go: how the daemon
- * reads an object for itself (its checksum, a sealed object's own file).
- * -EIO when fewer than @len bytes came (the size said there were more).
- */
-int
-objfs_data_read_to(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t off, uint32_t len,
-		int (*fn)(void *arg, struct iovec *iov, size_t n), void *arg)
-{
-	struct objfs_iov v = { 0 };
-	size_t got = 0;
-	int rc;
-
-	v.iov = malloc(objfs_data_iov_max(s, len) * sizeof(v.iov[0]));
-	if (!v.iov)
-		return -ENOMEM;
-	rc = objfs_data_read_iov(s, ip, off, len, &v);
-	for (size_t i = 0; rc == 0 && i < v.n; i++)
-		got += v.iov[i].iov_len;
-	if (rc == 0 && got != len)
-		rc = -EIO;
-	if (rc == 0)
-		rc = fn(arg, v.iov, v.n);
-	objfs_iov_release(&v);
-	free(v.iov);
-	return rc;
 }

@@ -9,7 +9,8 @@
  * without any I/O, a resident one is hashed where it is in the arena, a
  * hole is a constant.  Anything else (a PARTIAL chunk, a disk copy
  * shorter than the piece, a damaged object, other chunk or sub-block
- * sizes) is read as a reader would read it.  Called with ip->lock held.
+ * sizes) is read as a reader would read it (objfs_data_read_to, also
+ * how sealed.c fills a per-object file).  Called with ip->lock held.
  */
 #include <config.h>
 
@@ -48,6 +49,36 @@ piece_known(struct objfs_store *s, const struct objfs_chunk *c, uint32_t len,
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * Bytes [@off, @off + @len) of @ip as a read gets them (ip->lock held),
+ * handed to @fn as one list of pieces and then let go: how the daemon
+ * reads an object for itself (its checksum, a sealed object's own file).
+ * -EIO when fewer than @len bytes came (the size said there were more).
+ */
+int
+objfs_data_read_to(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t off, uint32_t len,
+		int (*fn)(void *arg, struct iovec *iov, size_t n), void *arg)
+{
+	struct objfs_iov v = { 0 };
+	size_t got = 0;
+	int rc;
+
+	v.iov = malloc(objfs_data_iov_max(s, len) * sizeof(v.iov[0]));
+	if (!v.iov)
+		return -ENOMEM;
+	rc = objfs_data_read_iov(s, ip, off, len, &v);
+	for (size_t i = 0; rc == 0 && i < v.n; i++)
+		got += v.iov[i].iov_len;
+	if (rc == 0 && got != len)
+		rc = -EIO;
+	if (rc == 0)
+		rc = fn(arg, v.iov, v.n);
+	objfs_iov_release(&v);
+	free(v.iov);
+	return rc;
 }
 
 /* The pieces of a read, one after the other into the buffer @arg. */

@@ -345,7 +345,7 @@ build(struct objfs_store *s, struct objfs_inode *ip, const char **why)
 
 		rc = copy_out(s, ip, i << s->chunk_shift, len, wfd);
 		if (rc < 0) {
-			*why = "reading the object failed";
+			*why = "copying the object into its file failed";
 			goto fail;
 		}
 		/* Its copy in the arena is not needed any more when the

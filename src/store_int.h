@@ -402,7 +402,7 @@ size_t objfs_data_iov_max(struct objfs_store *s, size_t len);
 int objfs_data_read_iov(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, size_t len, struct objfs_iov *v);
 /* Bytes [@off, @off + @len) of @ip, as a read gets them (ip->lock held),
- * handed to @fn in one list (iov.c); -EIO when fewer came. */
+ * handed to @fn in one list (objsum.c); -EIO when fewer came. */
 int objfs_data_read_to(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t off, uint32_t len,
 		int (*fn)(void *arg, struct iovec *iov, size_t n), void *arg);
