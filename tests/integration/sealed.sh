@@ -76,9 +76,13 @@ ok "... which is mounted nowhere (a file of a mount not in the daemon's table)" 
 import os, re, sys
 d = '/proc/$OBJFS_PID'
 mounts = {l.split()[0] for l in open(d + '/mountinfo')}
-ids = [re.search(r'mnt_id:\s*(\d+)', open(d + '/fdinfo/' + f).read()).group(1)
-       for f in os.listdir(d + '/fd')
-       if re.fullmatch(r'/#\d+ \(deleted\)', os.readlink(d + '/fd/' + f))]
+ids = []
+for f in os.listdir(d + '/fd'):
+    try:    # a descriptor the daemon closes meanwhile is not one of them
+        if re.fullmatch(r'/#\d+ \(deleted\)', os.readlink(d + '/fd/' + f)):
+            ids.append(re.search(r'mnt_id:\s*(\d+)', open(d + '/fdinfo/' + f).read()).group(1))
+    except OSError:
+        pass
 print('per-object files on mounts', ids)
 sys.exit(0 if ids and not set(ids) & mounts else 1)"
 
