@@ -251,14 +251,12 @@ sealed_limit(struct objfs_store *s)
  * be made (no new mount API, no CAP_SYS_ADMIN): memfds then.
  */
 static int
-make_mount(struct objfs_store *s)
+make_mount(uint64_t capacity)
 {
-	struct objfs_arena_stats st;
 	char size[32];
 	int fs, mnt = -1, err;
 
-	objfs_arena_get_stats(s->arena, &st);
-	snprintf(size, sizeof(size), "%" PRIu64, st.capacity);
+	snprintf(size, sizeof(size), "%" PRIu64, capacity);
 	fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
 	if (fs >= 0) {
 		if (fsconfig(fs, FSCONFIG_SET_STRING, "huge", "within_size",
@@ -283,11 +281,14 @@ make_mount(struct objfs_store *s)
 static int
 new_file(struct objfs_store *s, int *sealable)
 {
+	struct objfs_arena_stats st;
 	int mnt;
 
+	/* Outside sealed_lock, which takes no other lock. */
+	objfs_arena_get_stats(s->arena, &st);
 	pthread_mutex_lock(&s->sealed_lock);
 	if (s->sealed_mnt == -2)
-		s->sealed_mnt = make_mount(s);
+		s->sealed_mnt = make_mount(st.capacity);
 	mnt = s->sealed_mnt;
 	pthread_mutex_unlock(&s->sealed_lock);
 	*sealable = mnt < 0;
