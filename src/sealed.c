@@ -245,8 +245,9 @@ sealed_limit(struct objfs_store *s)
  * The private tmpfs per-object files are made in: a detached mount
  * (fsmount(2), attached nowhere, so no path reaches its files) with
  * huge=within_size, so a file's pages are 2 MiB pages, physically
- * contiguous whatever the arena's recycled pages look like, and a
- * mapping needs a 512th of the page-table entries.  Its size is the
+ * contiguous whatever the pages freed a moment before look like (reads
+ * of memfds filled from those ran at 0.87-0.92x /dev/shm; of these,
+ * faster than it: doc/benchmarks.md).  Its size is the
  * arena's capacity: sealed_max keeps it well under.  -1 when it cannot
  * be made (no new mount API, no CAP_SYS_ADMIN): memfds then.
  */
