@@ -188,6 +188,11 @@ open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
 	*cache = OBJFS_CACHE_BYPASS;
 	if (objfs_is_status_ino(ino))
 		return (flags & O_ACCMODE) == O_RDONLY ? 0 : -EACCES;
+	/* Shared mode, close-to-open: every version another node closed
+	 * before this open began is applied first (one read of the log's
+	 * next record, shared with concurrent opens). */
+	if (s->shared && (rc = s->tier_ops->view(s->tier)) < 0)
+		return rc;
 	rc = objfs_inode_get(s, ino, &ip);
 	/* Shared mode: an inode another mount deleted after the kernel
 	 * looked its name up (a rename over it): ESTALE makes the kernel
@@ -202,7 +207,9 @@ open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
 		rc = objfs_share_lease(s, ino);
 		if (rc < 0) {
 			objfs_inode_put(s, ip);
-			return rc;
+			/* A lease this node lost while writers here still
+			 * have the file open: no new writer until they close. */
+			return rc == -ENOLCK ? -EIO : rc;
 		}
 		leased = 1;
 	}
@@ -344,10 +351,26 @@ objfs_store_release_pt(struct objfs_store *s, uint64_t ino, int flags,
 	 * records go when it is let go). */
 	lease = s->shared && (flags & O_ACCMODE) != O_RDONLY && !ip->nwriters;
 	writer = lease && ip->attr.nlink && !ip->gone;
-	if (writer && S_ISREG(ip->attr.mode))
+	if (ip->fenced) {
+		/* A lease this node lost: nothing to publish or give back
+		 * (its close's FLUSH answered EIO); once its last writer
+		 * here is gone, the file may be written again. */
+		if ((flags & O_ACCMODE) != O_RDONLY)
+			rc = -EIO;
+		if (lease)
+			objfs_share_unfence(s, ip);
+		lease = writer = 0;
+	} else if (writer && S_ISREG(ip->attr.mode)) {
 		rc = objfs_data_flush(s, ip);
-	else if (ip->attr_dirty && ip->attr.nlink)
+	} else if (ip->attr_dirty && ip->attr.nlink) {
 		rc = objfs_inode_persist_attr(s, ip);
+	}
+	if (rc == -ENOLCK) {
+		objfs_share_fence(s, ip);
+		objfs_share_unfence(s, ip);
+		rc = -EIO;
+		lease = writer = 0;
+	}
 	if (last)
 		objfs_data_ra_release(ip);	/* no reader left */
 	if (last && s->shared)
@@ -573,6 +596,8 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 		rc = bytes_allowed(ip->attr.mode, -EINVAL);
 		if (rc == 0 && objfs_sealed_is(ip))
 			rc = -EPERM;
+		if (rc == 0 && ip->fenced)
+			rc = -EIO;	/* its lease is lost (shared.c) */
 		if (rc == 0)
 			rc = objfs_data_write(s, ip, off + done, p + done,
 					len - done, &n);
@@ -737,10 +762,16 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 		return rc;
 	for (int tries = 0; ; tries++) {
 		objfs_inode_lock(ip);
-		if (S_ISREG(ip->attr.mode) && ip->attr.nlink)
+		if (ip->fenced)
+			rc = -EIO;	/* its lease is lost (shared.c) */
+		else if (S_ISREG(ip->attr.mode) && ip->attr.nlink)
 			rc = objfs_data_flush(s, ip);
 		else if (ip->attr_dirty)
 			rc = objfs_inode_persist_attr(s, ip);
+		if (rc == -ENOLCK) {
+			objfs_share_fence(s, ip);
+			rc = -EIO;
+		}
 		objfs_inode_unlock(ip);
 		/* A full backing disk may hold space that deletes and
 		 * rewrites freed, given back only once the index is durable:

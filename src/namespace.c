@@ -77,12 +77,13 @@ dir_empty(struct objfs_store *s, uint64_t ino)
 	return rc;
 }
 
+static int lookup_once(struct objfs_store *s, uint64_t parent,
+		const char *name, size_t len, struct objfs_attr *out);
+
 int
 objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 		struct objfs_attr *out)
 {
-	struct objfs_inode *ip;
-	struct objfs_dirent d;
 	size_t len = strlen(name);
 	int rc;
 
@@ -92,6 +93,22 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 		objfs_status_node_attr(out);
 		return 0;
 	}
+	rc = lookup_once(s, parent, name, len, out);
+	/* Shared mode: a name another node made before this lookup began
+	 * is found (close-to-open: the path walk of an open). */
+	if (rc == -ENOENT && s->shared && s->tier_ops->view(s->tier) == 0)
+		rc = lookup_once(s, parent, name, len, out);
+	return rc;
+}
+
+static int
+lookup_once(struct objfs_store *s, uint64_t parent, const char *name,
+		size_t len, struct objfs_attr *out)
+{
+	struct objfs_inode *ip;
+	struct objfs_dirent d;
+	int rc;
+
 	rc = read_dirent(s, parent, name, len, &d);
 	if (rc < 0)
 		return rc;

@@ -272,6 +272,37 @@ pool_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	return 0;
 }
 
+/*
+ * A part of a chunk of the version a reader opened, which the index no
+ * longer names (shared mode: another node published a new version, or
+ * removed the file, while it was open here; the inode is detached): its
+ * sums are gone with its record, so the whole chunk is read and checked
+ * against the checksum in memory, and the part copied out as
+ * read_part's contract has it.
+ */
+static int
+read_part_whole(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		const struct objfs_chunk *c, void *buf, uint32_t lo, uint32_t hi)
+{
+	uint32_t shift = s->sub_shift, base, end;
+	unsigned char *whole = objfs_copy_buf(c->disk_len);
+	int rc;
+
+	if (!whole)
+		return -ENOMEM;
+	rc = pool_read(s, ip, idx, c, whole);
+	if (rc == 0) {
+		base = lo >> shift << shift;
+		end = (uint32_t)min64(((uint64_t)((hi - 1) >> shift) + 1) <<
+				shift, c->disk_len);
+		memcpy(buf, whole + base, end - base);
+		memset((unsigned char *)buf + (end - base), 0,
+			objfs_copy_span(end - base) - (end - base));
+	}
+	free(whole);
+	return rc;
+}
+
 static int
 pool_read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		const struct objfs_chunk *c, void *buf, uint32_t lo, uint32_t hi)
@@ -290,6 +321,10 @@ pool_read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		return rc;
 	rc = objfs_meta_chunk_get(t, ip->ino, idx, &r, tab);
 	objfs_meta_abort(t);
+	if ((rc == 0 || rc == -ENOENT) && ip->detached &&
+	    (rc == -ENOENT || r.slot != c->slot || r.home != c->home ||
+	     r.len != c->disk_len || r.shift != shift))
+		return read_part_whole(s, ip, idx, c, buf, lo, hi);
 	if (rc == 0 && (r.slot != c->slot || r.home != c->home ||
 	    r.len != c->disk_len || r.shift != shift))
 		rc = -EIO;

@@ -261,6 +261,26 @@ objfs_remote_hold_shared(struct objfs_remote *r, const char *name,
 }
 
 int
+objfs_remote_hold_renew(struct objfs_remote *r, const char *name,
+		const char *holder, unsigned seconds, int shared)
+{
+	struct timeval tv = { (time_t)seconds, 0 };
+	int rc;
+
+	/* MUST_RENEW: the OSD drops expired lockers first, so a lock that
+	 * lapsed answers ENOENT even when nobody took it meanwhile. */
+	if (shared)
+		rc = rados_lock_shared(r->io, name, HOLD_LOCK, holder,
+				"objfs-shared", "objfs shared mount", &tv,
+				LIBRADOS_LOCK_FLAG_MUST_RENEW);
+	else
+		rc = rados_lock_exclusive(r->io, name, HOLD_LOCK, holder,
+				"objfs mount", &tv,
+				LIBRADOS_LOCK_FLAG_MUST_RENEW);
+	return rc == -EBUSY || rc == -EEXIST ? -ENOENT : rc;
+}
+
+int
 objfs_remote_holder(struct objfs_remote *r, const char *name,
 		char *client, size_t clen, char *cookie, size_t klen)
 {

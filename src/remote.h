@@ -71,6 +71,12 @@ int objfs_remote_hold(struct objfs_remote *r, const char *name,
 int objfs_remote_hold_shared(struct objfs_remote *r, const char *name,
 		const char *holder, unsigned seconds, char *who,
 		size_t whosize);
+/* Renew a hold @holder has now (exclusive, or shared with @shared), for
+ * @seconds from now: -ENOENT when it does not have it any more (it
+ * lapsed, whether or not another took it since; then nothing is taken:
+ * a lapse is never hidden by taking the lock again). */
+int objfs_remote_hold_renew(struct objfs_remote *r, const char *name,
+		const char *holder, unsigned seconds, int shared);
 int objfs_remote_release(struct objfs_remote *r, const char *name,
 		const char *holder);
 /* Who holds @name: the client (client.N) and the holder's description;

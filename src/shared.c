@@ -60,6 +60,11 @@ objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries)
 
 	if (!s->shared)
 		return 0;
+	if (*rc == -ENOLCK) {
+		/* A file whose lease this node lost (fenced). */
+		*rc = -EIO;
+		return 0;
+	}
 	if (*rc == -ERESTART) {
 		if (tries >= SHARE_TRIES) {
 			*rc = -EAGAIN;
@@ -210,14 +215,81 @@ scan(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	return 0;
 }
 
+/* @ip (locked) as the index has it now: its chunk map and attributes
+ * loaded anew (what it held in memory, written or not, let go). */
+static void
+reload(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_meta_txn *tx;
+	struct objfs_attr a;
+	int rc = objfs_meta_begin(s->meta, 0, &tx);
+
+	objfs_data_unload(s, ip);
+	ip->attr_dirty = 0;
+	ip->detached = 0;
+	ip->cache_stale = 1;		/* the kernel's pages are old */
+	if (rc == 0) {
+		rc = objfs_meta_inode_get(tx, ip->ino, &a);
+		objfs_meta_abort(tx);
+	}
+	if (rc == 0) {
+		ip->attr = a;
+		rc = objfs_data_load(s, ip);
+	} else if (rc == -ENOENT) {
+		ip->gone = 1;
+		ip->attr.nlink = 0;
+		rc = 0;
+	}
+	if (rc < 0)
+		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": cannot load the "
+			"version the tree has: %s", ip->ino, strerror(-rc));
+}
+
+void
+objfs_share_fence(struct objfs_store *s, struct objfs_inode *ip)
+{
+	uint64_t dirty;
+
+	objfs_inode_assert_locked(ip);
+	if (ip->fenced)
+		return;
+	dirty = ip->chunks.ndirty;
+	ip->fenced = 1;
+	objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": fenced: this node lost "
+		"its write lease (another node broke it while this node's lock "
+		"had lapsed, and the tree has that node's version since); %"
+		PRIu64 " chunk(s) written here and never published are "
+		"dropped, and its writers here get EIO (write, fsync, close) "
+		"until they close it", ip->ino, dirty);
+	reload(s, ip);
+}
+
+void
+objfs_share_unfence(struct objfs_store *s, struct objfs_inode *ip)
+{
+	objfs_inode_assert_locked(ip);
+	if (!ip->fenced)
+		return;
+	ip->fenced = 0;
+	s->tier_ops->forget(s->tier, ip->ino);
+}
+
 /* Bring @ip (locked) in line with the index after a record changed it. */
 static void
 refresh(struct objfs_store *s, struct objfs_inode *ip)
 {
 	struct objfs_meta_txn *tx;
 	struct objfs_attr a;
-	int rc = objfs_meta_begin(s->meta, 0, &tx);
+	int rc;
 
+	/* A record that broke this node's lease of a file it writes: the
+	 * file is fenced at once (not at its writer's next fsync). */
+	if (ip->nwriters && !ip->fenced &&
+	    s->tier_ops->lease_state(s->tier, ip->ino) == -ENOLCK) {
+		objfs_share_fence(s, ip);
+		return;
+	}
+	rc = objfs_meta_begin(s->meta, 0, &tx);
 	if (rc < 0)
 		return;
 	rc = objfs_meta_inode_get(tx, ip->ino, &a);
@@ -243,13 +315,7 @@ refresh(struct objfs_store *s, struct objfs_inode *ip)
 		ip->detached = 1;
 		return;
 	}
-	objfs_data_unload(s, ip);
-	ip->attr = a;
-	ip->attr_dirty = 0;
-	ip->cache_stale = 1;		/* the kernel's pages are old */
-	if (objfs_data_load(s, ip) < 0)
-		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": cannot load the "
-			"version another mount published", ip->ino);
+	reload(s, ip);
 }
 
 void
@@ -396,7 +462,8 @@ objfs_share_created(struct objfs_store *s, struct objfs_inode *ip)
 
 /* The file's whole state as this index has it, in one commit that other
  * mounts apply at once (none when it is what this node published last);
- * with @release, the lease goes in the same one. */
+ * with @release, the lease goes in the same one.  The inode's lock is
+ * taken before the index's transaction, never under it (store_int.h). */
 static int
 publish_commit(struct objfs_store *s, struct objfs_inode *ip, int release)
 {
@@ -404,16 +471,17 @@ publish_commit(struct objfs_store *s, struct objfs_inode *ip, int release)
 	void *ents = NULL;
 	uint64_t sum = 0, last;
 	size_t n = 0;
-	int rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &tx);
+	int rc;
 
+	objfs_inode_lock(ip);
+	last = ip->pub_sum;
+	objfs_inode_unlock(ip);
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &tx);
 	if (rc < 0)
 		return rc;
 	rc = objfs_meta_inode_entries(tx, ip->ino, &ents, &n);
 	if (rc == 0) {
 		sum = objfs_csum64(ents, n);
-		objfs_inode_lock(ip);
-		last = ip->pub_sum;
-		objfs_inode_unlock(ip);
 		if (sum == last && !release) {
 			free(ents);
 			objfs_meta_abort(tx);
@@ -443,7 +511,19 @@ objfs_share_publish(struct objfs_store *s, struct objfs_inode *ip,
 {
 	int rc;
 
-	OBJFS_SHARED(s, rc, publish_commit(s, ip, release));
+	/* Acknowledged only while this node's lock is surely its own (a
+	 * node that stopped past its deadline proves it first). */
+	rc = s->tier_ops->fresh(s->tier);
+	if (rc == 0)
+		OBJFS_SHARED(s, rc, publish_commit(s, ip, release));
+	if (rc == -ENOLCK) {
+		objfs_inode_lock(ip);
+		objfs_share_fence(s, ip);
+		if (!ip->nwriters)
+			objfs_share_unfence(s, ip);
+		objfs_inode_unlock(ip);
+		return -EIO;
+	}
 	if (rc == -EBUSY) {
 		/* Another node has the file now: this node's lease was
 		 * broken while it could not renew its lock. */

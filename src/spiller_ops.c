@@ -10,6 +10,8 @@
  */
 #include <config.h>
 
+#include <errno.h>
+
 #include "data_int.h"
 
 static uint64_t
@@ -25,6 +27,12 @@ spill_evict(void *store, const struct objfs_arena_victim *v, int n, int *err)
 	objfs_inode_lock(ip);
 	/* A pinned object stays (objfsctl pin). */
 	rc = ip->pinned ? 0 : objfs_data_evict(s, ip, v, n, &freed);
+	if (rc == -ENOLCK) {
+		/* A file whose lease this node lost: its unpublished chunks
+		 * go, and with them the need to write them anywhere. */
+		objfs_share_fence(s, ip);
+		rc = 0;
+	}
 	objfs_inode_unlock(ip);
 	objfs_store_iput(s, ip);
 	if (rc < 0 && *err == 0)

@@ -133,6 +133,13 @@ struct objfs_inode {
 					 * another mount changed it while it
 					 * was open here; reloaded at the
 					 * last close */
+	int fenced;			/* protected by lock: shared mode,
+					 * this node lost its write lease
+					 * while writing it (another node
+					 * broke it): its unpublished bytes
+					 * were dropped, and writes, fsync
+					 * and close answer EIO until its
+					 * writers here close */
 	struct objfs_sealed *so;	/* protected by lock: the per-object
 					 * file of a sealed object (sealed.c),
 					 * or NULL */
@@ -391,6 +398,14 @@ int objfs_share_publish_all(struct objfs_store *s);
 /* @ip's last open closed (ip->lock held): load what another mount
  * published meanwhile. */
 void objfs_share_reload(struct objfs_store *s, struct objfs_inode *ip);
+/* @ip (locked) is a file whose write lease this node held and lost (a
+ * commit answered -ENOLCK): fenced, what was written here and never
+ * published dropped (said in the log), and the version the tree has
+ * loaded in its place. */
+void objfs_share_fence(struct objfs_store *s, struct objfs_inode *ip);
+/* The last writer here of fenced @ip (locked) closed: it may be written
+ * again (a new lease). */
+void objfs_share_unfence(struct objfs_store *s, struct objfs_inode *ip);
 
 /* data.c: all called with ip->lock held. */
 int objfs_data_load(struct objfs_store *s, struct objfs_inode *ip);

@@ -816,7 +816,11 @@ const struct objfs_tier_ops objfs_tier_rados = {
 	.attach = tier_attach,
 	.quiesce = tier_quiesce,
 	.catch_up = tier_share_catch_up,
+	.view = tier_share_view,
 	.lease = tier_share_lease,
 	.unblock = tier_share_unblock,
 	.publishing = tier_share_publishing,
+	.fresh = tier_share_fresh,
+	.lease_state = tier_share_lease_state,
+	.forget = tier_share_forget,
 };

@@ -80,6 +80,11 @@ struct objfs_tier_ops {
 	/* Apply every record of the pool's log that this mount has not
 	 * (objfs_store_apply_remote each), with no store lock held. */
 	int (*catch_up)(struct objfs_tier *t);
+	/* The same for an open or a lookup (close-to-open): every record
+	 * put before this call began is applied when it returns; concurrent
+	 * calls share one reading of the log.  The kernel's caches are told
+	 * by the follower, not by the caller. */
+	int (*view)(struct objfs_tier *t);
 	/* In @tx: take (@take 1) or give back (0) this node's write lease
 	 * of @ino.  Taking: -EBUSY while another node holds it (noted for
 	 * unblock()). */
@@ -91,6 +96,27 @@ struct objfs_tier_ops {
 	int (*unblock)(struct objfs_tier *t);
 	/* This thread's next commit publishes @ino whole (0: none). */
 	void (*publishing)(struct objfs_tier *t, uint64_t ino);
+	/*
+	 * Fencing (doc/design.md, "Many nodes", invariants 2 and 3).  A
+	 * commit that touches a file whose lease this node held and lost
+	 * (another node broke it after this node's lock lapsed) fails with
+	 * -ENOLCK and changes nothing; so does taking or giving back such a
+	 * lease.  The store answers EIO for it, and the file stays fenced
+	 * until its writers here close it.
+	 */
+	/* Before an acknowledgement that rests on this node's leases (a
+	 * publish): 0 while its lock is surely held (its last renewal plus
+	 * remote_lease, less a margin, is ahead), else after a renewal that
+	 * proves it, or finds it lapsed (then every lease is checked
+	 * against the log, and the lost ones fenced); -errno when the
+	 * cluster does not answer. */
+	int (*fresh)(struct objfs_tier *t);
+	/* 0 when this node holds @ino's lease, or does not think it does;
+	 * -ENOLCK when it held it and lost it. */
+	int (*lease_state)(struct objfs_tier *t, uint64_t ino);
+	/* This node forgets what it held of @ino's lease (its last fenced
+	 * writer closed, or the inode is destroyed). */
+	void (*forget)(struct objfs_tier *t, uint64_t ino);
 };
 
 /* objfsctl check --remote: the way to the pool that check.c reads

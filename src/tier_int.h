@@ -133,12 +133,28 @@ struct objfs_tier {
 	int quiesced;			/* tier_share_quiesce done */
 	int took_over;			/* ... and took this data directory's
 					 * killed daemon's leases over */
+	/* The write leases this node holds, each with its grant: lease_mu
+	 * guards held[] (open addressing by inode, ino 0 free).  A leaf:
+	 * taken under the index's lock (the commit hook), and no other
+	 * lock is taken under it. */
+	pthread_mutex_t lease_mu;
+	struct tier_lease {
+		uint64_t ino;
+		uint64_t tok;		/* the log position that granted it */
+		int fenced;		/* found lost: never published */
+	} *held;
+	size_t held_n, held_cap;
+	_Atomic uint64_t sh_fenced, sh_lapses;
+	_Atomic uint64_t view_ns;	/* the last catch-up that reached the
+					 * log's end began then (monotonic) */
 };
 
 /* ---- tier_share.c: shared mode ---- */
 
 #define TIER_NODE_FMT	"objfs.node.%016" PRIx64
 #define TIER_LEASE_FMT	"w%016" PRIx64	/* a super key: the writer's node */
+#define TIER_GRANT_FMT	"g%016" PRIx64	/* ... and the log position at which
+					 * the lease was granted (its token) */
 /* How often a node looks for records it has not applied (it is also told
  * at once by a notify). */
 #define TIER_FOLLOW_MS	100u
@@ -160,6 +176,10 @@ int tier_share_lease(struct objfs_tier *t, struct objfs_meta_txn *tx,
 		uint64_t ino, int take);
 int tier_share_unblock(struct objfs_tier *t);
 void tier_share_publishing(struct objfs_tier *t, uint64_t ino);
+int tier_share_fresh(struct objfs_tier *t);
+int tier_share_view(struct objfs_tier *t);
+int tier_share_lease_state(struct objfs_tier *t, uint64_t ino);
+void tier_share_forget(struct objfs_tier *t, uint64_t ino);
 
 /* ---- tier_tree.c: the tree's layout in the pool ---- */
 

@@ -58,18 +58,169 @@ lease_key(char k[24], uint64_t ino)
 	snprintf(k, 24, TIER_LEASE_FMT, ino);
 }
 
+static void
+grant_key(char k[24], uint64_t ino)
+{
+	snprintf(k, 24, TIER_GRANT_FMT, ino);
+}
+
+static int
+super_or_0(struct objfs_meta_txn *tx, const char *k, uint64_t *v)
+{
+	int rc = objfs_meta_super_get(tx, k, v);
+
+	if (rc == -ENOENT) {
+		*v = 0;
+		rc = 0;
+	}
+	return rc;
+}
+
 static int
 lease_get(struct objfs_meta_txn *tx, uint64_t ino, uint64_t *node)
 {
 	char k[24];
-	int rc;
 
 	lease_key(k, ino);
-	rc = objfs_meta_super_get(tx, k, node);
-	if (rc == -ENOENT) {
-		*node = 0;
-		rc = 0;
+	return super_or_0(tx, k, node);
+}
+
+/* The lease of @ino as the tree has it: its node and its grant. */
+static int
+lease_get2(struct objfs_meta_txn *tx, uint64_t ino, uint64_t *node,
+		uint64_t *tok)
+{
+	char k[24];
+	int rc = lease_get(tx, ino, node);
+
+	grant_key(k, ino);
+	if (rc == 0)
+		rc = super_or_0(tx, k, tok);
+	return rc;
+}
+
+/* ---- the leases this node holds (lease_mu) ---------------------------- */
+
+static size_t
+held_slot(const struct objfs_tier *t, uint64_t ino)
+{
+	return (size_t)(ino * 0x9e3779b97f4a7c15ull >> 20) &
+		(t->held_cap - 1);
+}
+
+/* The entry of @ino, or NULL (lease_mu held). */
+static struct tier_lease *
+held_find(struct objfs_tier *t, uint64_t ino)
+{
+	if (!t->held_n)
+		return NULL;
+	for (size_t i = held_slot(t, ino); t->held[i].ino;
+	     i = (i + 1) & (t->held_cap - 1))
+		if (t->held[i].ino == ino)
+			return &t->held[i];
+	return NULL;
+}
+
+static int
+held_put(struct objfs_tier *t, uint64_t ino, uint64_t tok)
+{
+	struct tier_lease *e = held_find(t, ino);
+	size_t i;
+
+	if (e) {
+		e->tok = tok;
+		e->fenced = 0;
+		return 0;
 	}
+	if (2 * (t->held_n + 1) > t->held_cap) {
+		size_t cap = t->held_cap ? 2 * t->held_cap : 64;
+		struct tier_lease *v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (size_t k = 0; k < t->held_cap; k++) {
+			if (!t->held[k].ino)
+				continue;
+			for (i = (size_t)(t->held[k].ino *
+				0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+			     v[i].ino; i = (i + 1) & (cap - 1))
+				;
+			v[i] = t->held[k];
+		}
+		free(t->held);
+		t->held = v;
+		t->held_cap = cap;
+	}
+	for (i = held_slot(t, ino); t->held[i].ino;
+	     i = (i + 1) & (t->held_cap - 1))
+		;
+	t->held[i] = (struct tier_lease){ ino, tok, 0 };
+	t->held_n++;
+	return 0;
+}
+
+/* Forget @ino (lease_mu held): the entries after it in its run move
+ * back, so that no search stops early. */
+static void
+held_del(struct objfs_tier *t, uint64_t ino)
+{
+	struct tier_lease *e = held_find(t, ino);
+	size_t i, j, home;
+
+	if (!e)
+		return;
+	i = (size_t)(e - t->held);
+	t->held[i].ino = 0;
+	t->held_n--;
+	for (j = (i + 1) & (t->held_cap - 1); t->held[j].ino;
+	     j = (j + 1) & (t->held_cap - 1)) {
+		home = held_slot(t, t->held[j].ino);
+		/* Entry j stays unless its home lies cyclically in (i, j]. */
+		if ((j > i && (home <= i || home > j)) ||
+		    (j < i && home <= i && home > j)) {
+			t->held[i] = t->held[j];
+			t->held[j].ino = 0;
+			i = j;
+		}
+	}
+}
+
+/* @ino's lease, which this node held, is lost (lease_mu held). */
+static void
+held_fence(struct objfs_tier *t, struct tier_lease *e)
+{
+	if (e->fenced)
+		return;
+	e->fenced = 1;
+	atomic_fetch_add(&t->sh_fenced, 1);
+	objfs_log(OBJFS_LOG_ERR, "remote: %s: inode %" PRIu64 ": this node's "
+		"write lease (granted at log record %" PRIu64 ") was broken by "
+		"another node while this node's lock had lapsed: what was "
+		"written to it here since its last publish is not published, "
+		"and its writers here get EIO until they close it", t->spec,
+		e->ino, e->tok);
+}
+
+/*
+ * Is this node's lease of @ino, as the tree in @tx has it, the one it
+ * holds?  0 yes, or not held here (*@held 0); -ENOLCK when it held it and
+ * lost it (then fenced from now on).
+ */
+static int
+held_check(struct objfs_tier *t, uint64_t ino, uint64_t node, uint64_t tok,
+		int *held)
+{
+	struct tier_lease *e;
+	int rc = 0;
+
+	pthread_mutex_lock(&t->lease_mu);
+	e = held_find(t, ino);
+	*held = e != NULL;
+	if (e && (e->fenced || node != t->node || tok != e->tok)) {
+		held_fence(t, e);
+		rc = -ENOLCK;
+	}
+	pthread_mutex_unlock(&t->lease_mu);
 	return rc;
 }
 
@@ -122,6 +273,8 @@ struct filt {
 	int many;			/* more than FILT_LEASES */
 	uint64_t last_ino, last_node;	/* the last lease read: a file's
 					 * records come together */
+	uint64_t last_tok;		/* ... its grant */
+	int last_checked;		/* ... checked against ours */
 	uint64_t *held;			/* this node's leased inodes whose
 					 * entries were left out */
 	size_t nheld, capheld;
@@ -250,12 +403,26 @@ filter_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 			return -EIO;
 		ino = get_be64(k);
 		if (ino != f->last_ino) {
-			rc = lease_get(f->tx, ino, &f->last_node);
+			rc = lease_get2(f->tx, ino, &f->last_node,
+					&f->last_tok);
 			if (rc < 0)
 				return rc;
 			f->last_ino = ino;
+			f->last_checked = 0;
 		}
 		node = f->last_node;
+		/* A file whose lease this node holds: the lease must be the
+		 * one it was granted, in the tree as the log has it just
+		 * before this record (fencing).  A commit that changes the
+		 * lease itself checked it before (tier_share_lease). */
+		if (!f->last_checked && !lease_changed(f, ino)) {
+			int held;
+
+			rc = held_check(f->t, ino, node, f->last_tok, &held);
+			if (rc < 0)
+				return rc;
+			f->last_checked = 1;
+		}
 		if (node && node != f->t->node) {
 			/* Another node writes it. */
 			tl_blocked_ino = ino;
@@ -315,18 +482,82 @@ same_record(struct objfs_tier *t, uint64_t g, const void *rec, size_t len)
 	return rc;
 }
 
+/* A lease or grant key of the tree that a payload puts or deletes. */
+static uint64_t
+lease_entry(int db, const unsigned char *k, size_t klen, int *grant)
+{
+	char hex[17];
+	char *end;
+	uint64_t ino;
+
+	if (db != OBJFS_MDB_SUPER || klen != 17 || (k[0] != 'w' && k[0] != 'g'))
+		return 0;
+	memcpy(hex, k + 1, 16);
+	hex[16] = '\0';
+	ino = strtoull(hex, &end, 16);
+	*grant = k[0] == 'g';
+	return *end ? 0 : ino;
+}
+
+struct lease_moves {
+	struct objfs_tier *t;
+	int own;		/* this node's commit, appended */
+};
+
+/*
+ * The leases a payload changes, against those this node holds: another
+ * node's record that deletes or replaces one fences it (a break); this
+ * node's own appended commit makes the table follow it (granted: held
+ * with its token; given back: forgotten).
+ */
+static int
+lease_moved(void *arg, int op, int db, const unsigned char *k, size_t klen,
+		const unsigned char *v, size_t vlen)
+{
+	struct lease_moves *lm = arg;
+	struct objfs_tier *t = lm->t;
+	struct tier_lease *e;
+	uint64_t val = 0;
+	int grant;
+	uint64_t ino = lease_entry(db, k, klen, &grant);
+
+	if (!ino)
+		return 0;
+	if (op == OBJFS_JOURNAL_PUT && vlen >= 8)
+		memcpy(&val, v, 8);
+	pthread_mutex_lock(&t->lease_mu);
+	e = held_find(t, ino);
+	if (!lm->own) {
+		if (e && (op != OBJFS_JOURNAL_PUT ||
+		    (grant ? val != e->tok : val != t->node)))
+			held_fence(t, e);
+	} else if (op == OBJFS_JOURNAL_PUT && grant) {
+		(void)held_put(t, ino, val);
+	} else if (op != OBJFS_JOURNAL_PUT && !grant && e && !e->fenced) {
+		held_del(t, ino);
+	}
+	pthread_mutex_unlock(&t->lease_mu);
+	return 0;
+}
+
 static int
 share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		uint64_t *pos)
 {
 	struct objfs_tier *t = arg;
-	struct filt f = { t, tx, NULL, 0, 0, { 0 }, 0, 0, 0, 0, NULL, 0, 0, 0 };
+	struct filt f = { 0 };
+	struct lease_moves lm = { t, 0 };
 	unsigned char *rec;
 	uint64_t cur = 0, t0;
 	size_t len;
 	int rc;
 
+	f.t = t;
+	f.tx = tx;
 	if (tl_applying) {
+		/* Another node's record (or this node's, found in the log
+		 * by the follower): a lease it breaks is lost here. */
+		(void)objfs_meta_payload_walk(pl, n, lease_moved, &lm);
 		*pos = tl_applying;
 		return 0;
 	}
@@ -377,6 +608,9 @@ share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		return rc;
 	objfs_tier_count(&t->logs, len, t0);
 	atomic_fetch_add(&t->sh_appended, 1);
+	/* The leases this commit granted or gave back are (not) held. */
+	lm.own = 1;
+	(void)objfs_meta_payload_walk(pl, n, lease_moved, &lm);
 	/* The other mounts look now rather than at their next poll. */
 	(void)objfs_remote_notify(t->r, TIER_WATCH);
 	atomic_store(&t->pos, cur + 1);
@@ -415,16 +649,32 @@ apply_commit(void *arg, uint64_t seq, const void *pl, size_t n)
 	return rc;
 }
 
-int
-tier_share_catch_up(struct objfs_tier *t)
+/*
+ * Apply the log up to its end.  With @since (a monotonic time), a pass
+ * begun after it that reached the end is enough: concurrent callers
+ * share one pass (an open waits for at most the pass under way and one
+ * more).  *@applied: how many commits were applied.
+ */
+static int
+catch_up(struct objfs_tier *t, uint64_t since, uint64_t *applied)
 {
 	static const size_t first_cap = 64 << 10;
-	unsigned char *buf = malloc(first_cap);
+	unsigned char *buf;
+	uint64_t start, before = atomic_load(&t->sh_applied);
 	int rc = 0;
 
+	if (since && atomic_load(&t->view_ns) > since)
+		return 0;
+	buf = malloc(first_cap);
 	if (!buf)
 		return -ENOMEM;
 	pthread_mutex_lock(&t->catch_mu);
+	start = objfs_mono_ns();
+	if (since && atomic_load(&t->view_ns) > since) {
+		pthread_mutex_unlock(&t->catch_mu);
+		free(buf);
+		return 0;
+	}
 	for (;;) {
 		uint64_t pos, last;
 		void *big = NULL;
@@ -444,6 +694,8 @@ tier_share_catch_up(struct objfs_tier *t)
 			p = big;
 		}
 		if (rc == -ENOENT) {
+			/* The end: every record put before @start is applied. */
+			atomic_store(&t->view_ns, start);
 			rc = 0;
 			break;
 		}
@@ -461,7 +713,15 @@ tier_share_catch_up(struct objfs_tier *t)
 	}
 	pthread_mutex_unlock(&t->catch_mu);
 	free(buf);
+	if (applied)
+		*applied = atomic_load(&t->sh_applied) - before;
 	return rc;
+}
+
+int
+tier_share_catch_up(struct objfs_tier *t)
+{
+	return catch_up(t, 0, NULL);
 }
 
 /* A notify came (another mount appended): the follower looks now. */
@@ -474,6 +734,20 @@ kick(void *arg)
 	t->kicked = 1;
 	pthread_cond_broadcast(&t->cv);
 	pthread_mutex_unlock(&t->lock);
+}
+
+int
+tier_share_view(struct objfs_tier *t)
+{
+	uint64_t applied = 0;
+	int rc = catch_up(t, objfs_mono_ns(), &applied);
+
+	/* The kernel's caches are told by the follower: a request must not
+	 * wait for the kernel to drop a name its own caller may hold the
+	 * directory of. */
+	if (applied)
+		kick(t);
+	return rc;
 }
 
 static void *
@@ -514,23 +788,41 @@ int
 tier_share_lease(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t ino,
 		int take)
 {
-	char k[24];
-	uint64_t node;
-	int rc = lease_get(tx, ino, &node);
+	char k[24], g[24];
+	uint64_t node, tok, pos;
+	int held, rc = lease_get2(tx, ino, &node, &tok);
 
 	if (rc < 0)
 		return rc;
 	lease_key(k, ino);
-	if (!take)
-		return node == t->node ? objfs_meta_super_del(tx, k) : 0;
-	if (node == t->node)
-		return 0;
-	if (node) {
+	grant_key(g, ino);
+	/* The lease this node holds must still be the one it was granted
+	 * (in the tree as the log has it up to this commit), whether it is
+	 * given back or taken again by another open here. */
+	rc = held_check(t, ino, node, tok, &held);
+	if (rc < 0 || (held && take))
+		return rc;
+	if (!take) {
+		if (node != t->node)
+			return 0;
+		rc = objfs_meta_super_del(tx, k);
+		if (rc == 0)
+			rc = objfs_meta_super_del(tx, g);
+		return rc == -ENOENT ? 0 : rc;
+	}
+	if (node && node != t->node) {
 		tl_blocked_ino = ino;
 		tl_blocked_node = node;
 		return -EBUSY;
 	}
-	return objfs_meta_super_put(tx, k, t->node);
+	/* Granted in the record this commit becomes: the log position after
+	 * the one this index has applied.  Its token from now on. */
+	rc = objfs_meta_super_get(tx, OBJFS_SUPER_REMOTE_POS, &pos);
+	if (rc == 0)
+		rc = objfs_meta_super_put(tx, k, t->node);
+	if (rc == 0)
+		rc = objfs_meta_super_put(tx, g, pos + 1);
+	return rc == -ENOENT ? -EIO : rc;
 }
 
 void
@@ -538,6 +830,27 @@ tier_share_publishing(struct objfs_tier *t, uint64_t ino)
 {
 	(void)t;
 	tl_publish = ino;
+}
+
+int
+tier_share_lease_state(struct objfs_tier *t, uint64_t ino)
+{
+	struct tier_lease *e;
+	int rc;
+
+	pthread_mutex_lock(&t->lease_mu);
+	e = held_find(t, ino);
+	rc = e && e->fenced ? -ENOLCK : 0;
+	pthread_mutex_unlock(&t->lease_mu);
+	return rc;
+}
+
+void
+tier_share_forget(struct objfs_tier *t, uint64_t ino)
+{
+	pthread_mutex_lock(&t->lease_mu);
+	held_del(t, ino);
+	pthread_mutex_unlock(&t->lease_mu);
 }
 
 /* 1 when node @node holds its lock (it lives), 0 when not, or -errno. */
@@ -613,6 +926,14 @@ rewrite_leases(struct objfs_tier *t, uint64_t owner, uint64_t only,
 				continue;
 			}
 			rc = objfs_meta_super_del(tx, k);
+			if (rc == 0) {
+				char g[24];
+
+				grant_key(g, ls.v[i]);
+				rc = objfs_meta_super_del(tx, g);
+				if (rc == -ENOENT)
+					rc = 0;	/* granted before grants */
+			}
 			if (rc == 0)
 				rc = objfs_meta_inode_entries(tx, ls.v[i], &ents,
 						&n);
@@ -679,6 +1000,7 @@ tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize)
 
 	t->node = tier_random64();
 	pthread_mutex_init(&t->catch_mu, NULL);
+	pthread_mutex_init(&t->lease_mu, NULL);
 	rc = objfs_remote_hold_shared(t->r, TIER_HOLD, t->holder, t->hold_s,
 			who, sizeof(who));
 	if (rc == -EBUSY) {
@@ -710,20 +1032,84 @@ tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize)
 	return 0;
 }
 
+/* This node's lock lapsed (a pause, a partition, an unreachable cluster
+ * longer than remote_lease): another node may have broken any of its
+ * leases meanwhile.  The lock is taken again, and the log applied: a
+ * break in it fences the lease it broke (lease_moved), and the rest are
+ * still this node's (a break after this is a record after this, and a
+ * publish of a broken lease fails its check in the log's order). */
+static int
+lapsed(struct objfs_tier *t, const char *name)
+{
+	int rc;
+
+	atomic_fetch_add(&t->sh_lapses, 1);
+	objfs_log(OBJFS_LOG_WARNING, "remote: %s: this node's lock (%s) had "
+		"lapsed: taking it again, and checking its write leases "
+		"against the log (a lease another node broke meanwhile is "
+		"lost: its writers here get EIO)", t->spec, name);
+	rc = objfs_remote_hold(t->r, name, t->holder, t->lease_s, NULL, 0);
+	if (rc == 0)
+		rc = tier_share_catch_up(t);
+	return rc;
+}
+
 int
 tier_share_renew(struct objfs_tier *t)
 {
 	char name[64];
-	int rc = objfs_remote_hold_shared(t->r, TIER_HOLD, t->holder, t->hold_s,
-			NULL, 0);
+	int rc = objfs_remote_hold_renew(t->r, TIER_HOLD, t->holder, t->hold_s,
+			1);
 
+	/* The shared hold only keeps exclusive mounts out (and an
+	 * exclusive mount that took it fences the epoch's log: the next
+	 * append here finds it): taken again if it lapsed. */
+	if (rc == -ENOENT)
+		rc = objfs_remote_hold_shared(t->r, TIER_HOLD, t->holder,
+				t->hold_s, NULL, 0);
 	node_name(name, t->node);
-	if (rc == 0)
-		rc = objfs_remote_hold(t->r, name, t->holder, t->lease_s, NULL,
+	if (rc == 0) {
+		rc = objfs_remote_hold_renew(t->r, name, t->holder, t->lease_s,
 				0);
+		if (rc == -ENOENT)
+			rc = lapsed(t, name);
+	}
 	return rc;
 }
 
+/* The margin the local deadline keeps before the lock could lapse. */
+static uint64_t
+lease_margin_ns(const struct objfs_tier *t)
+{
+	uint64_t m = (uint64_t)t->lease_s * 1000000000u / 4;
+
+	return m < 2000000000u ? m : 2000000000u;
+}
+
+int
+tier_share_fresh(struct objfs_tier *t)
+{
+	uint64_t t0 = objfs_mono_ns(), lease;
+	int rc;
+
+	pthread_mutex_lock(&t->lock);
+	lease = t->lease_ns;
+	pthread_mutex_unlock(&t->lock);
+	if (t0 + lease_margin_ns(t) < lease)
+		return 0;
+	/* Past the local deadline (this node stopped, or could not renew):
+	 * nothing is acknowledged before the lock is proved held, or found
+	 * lapsed and the leases checked. */
+	rc = tier_share_renew(t);
+	objfs_tier_note(t, rc, "renewing the hold");
+	if (rc == 0) {
+		pthread_mutex_lock(&t->lock);
+		if (t->lease_ns < t0 + (uint64_t)t->lease_s * 1000000000u)
+			t->lease_ns = t0 + (uint64_t)t->lease_s * 1000000000u;
+		pthread_mutex_unlock(&t->lock);
+	}
+	return rc;
+}
 
 /* Inodes with bytes the killed daemon wrote (adopted from the arena) to a
  * file whose lease it lost: another node published the file since, and
@@ -932,6 +1318,8 @@ tier_share_close(struct objfs_tier *t)
 	(void)objfs_remote_release(t->r, name, t->holder);
 	(void)objfs_remote_release(t->r, TIER_HOLD, t->holder);
 	pthread_mutex_destroy(&t->catch_mu);
+	pthread_mutex_destroy(&t->lease_mu);
+	free(t->held);
 }
 
 struct lease_count {
@@ -969,13 +1357,17 @@ tier_share_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_lease_refusals: %" PRIu64 "\n"
 		"remote_leases_broken: %" PRIu64 "\n"
 		"remote_leases_here: %" PRIu64 "\n"
-		"remote_leases_elsewhere: %" PRIu64 "\n",
+		"remote_leases_elsewhere: %" PRIu64 "\n"
+		"remote_leases_fenced: %" PRIu64 "\n"
+		"remote_lock_lapses: %" PRIu64 "\n",
 		t->node, (uint64_t)atomic_load(&t->pos),
 		(uint64_t)atomic_load(&t->sh_appended),
 		(uint64_t)atomic_load(&t->sh_applied),
 		(uint64_t)atomic_load(&t->sh_conflicts),
 		(uint64_t)atomic_load(&t->sh_refused),
-		(uint64_t)atomic_load(&t->sh_broken), lc.mine, lc.others);
+		(uint64_t)atomic_load(&t->sh_broken), lc.mine, lc.others,
+		(uint64_t)atomic_load(&t->sh_fenced),
+		(uint64_t)atomic_load(&t->sh_lapses));
 
 	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
 }

@@ -179,6 +179,8 @@ objfs_data_flush(struct objfs_store *s, struct objfs_inode *ip)
 	int rc;
 
 	objfs_inode_assert_locked(ip);
+	if (ip->fenced)
+		return -EIO;	/* shared mode: its lease is lost */
 	if (!ip->chunks.ndirty && !ip->attr_dirty)
 		return 0;
 	/* The dirty chunks only: the walk skips the clean parts of the map. */
