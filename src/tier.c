@@ -473,8 +473,11 @@ ship_one(struct objfs_tier *t, struct batch *b)
 		tier_log_name(name, t->epoch, b->first);
 		rc = objfs_remote_get_all(t->r, name, &have, &len);
 		if (rc == 0) {
-			rc = tier_log_walk(have, len, b->first, &last, NULL,
-					NULL) == 0 ? 0 : -ESTALE;
+			/* A fence: another mount took the namespace over
+			 * and reads the log up to here (tier_fence_epoch). */
+			rc = tier_log_is_fence(have, len) ? -ESTALE :
+				tier_log_walk(have, len, b->first, &last,
+					NULL, NULL) == 0 ? 0 : -ESTALE;
 			free(have);
 		}
 		if (rc == 0)
@@ -586,8 +589,19 @@ renew_main(void *arg)
 			objfs_tier_note(t, rc, "renewing the hold");
 			goto renewed;
 		}
-		rc = objfs_remote_hold(t->r, TIER_HOLD, t->holder, t->hold_s,
-				who, sizeof(who));
+		/* A lapse is noticed, never hidden by a renewal that takes
+		 * the hold again: then it is taken again only if nobody has
+		 * it, and kept only if nobody had it meanwhile (the head). */
+		rc = objfs_remote_hold_renew(t->r, TIER_HOLD, t->holder,
+				t->hold_s, 0);
+		if (rc == -ENOENT) {
+			objfs_log(OBJFS_LOG_WARNING, "remote: %s: the hold had "
+				"lapsed; taking it again if nobody has it",
+				t->spec);
+			rc = objfs_remote_hold(t->r, TIER_HOLD, t->holder,
+					t->hold_s, who, sizeof(who));
+			lease = 0;	/* lapsed: the head says the rest */
+		}
 		objfs_tier_note(t, rc == -EBUSY ? 0 : rc, "renewing the hold");
 		/* Taken again after it had lapsed: another mount may have had
 		 * it meanwhile, and then the head says so. */

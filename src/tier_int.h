@@ -52,6 +52,7 @@ struct objfs_tier {
 					 * does not have (prepare) */
 	int built;			/* prepare built the index from the
 					 * pool in this mount */
+	uint64_t fenced;		/* the epoch whose log prepare fenced */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cv;		/* shipped moved, or work for the
@@ -192,6 +193,7 @@ void tier_share_forget(struct objfs_tier *t, uint64_t ino);
 #define TIER_HOLD	"objfs.hold"
 #define TIER_HEAD_MAX	512
 #define TIER_LOG_MAGIC	0x474f4c4fu	/* "OLOG" */
+#define TIER_FENCE_MAGIC 0x434e464fu	/* "OFNC": the epoch's log ends here */
 #define TIER_SNAP_MAGIC	0x504e534fu	/* "OSNP" */
 #define TIER_LOG_HDR	32
 #define TIER_SNAP_HDR	24
@@ -208,6 +210,14 @@ int tier_log_walk(const unsigned char *p, size_t len, uint64_t first,
 		uint64_t *last,
 		int (*cb)(void *arg, uint64_t seq, const void *pl, size_t n),
 		void *arg);
+/* Is log record @p (@len bytes) a fence: the end of its epoch's log,
+ * put by a mount that took the namespace over? */
+int tier_log_is_fence(const unsigned char *p, size_t len);
+/* Fence epoch @epoch's log after its last record (from @base + 1 on):
+ * no mount of it can add a record any more.  *@end: the fence's number
+ * (every record before it is the log). */
+int tier_fence_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t base,
+		uint64_t *end);
 /* Snapshot part @k checked: 0 or -EPROTO. */
 int tier_snap_check(const unsigned char *p, size_t len, uint64_t k);
 size_t tier_head_text(const struct head *h, char *buf, size_t size);

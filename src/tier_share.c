@@ -554,6 +554,11 @@ share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 
 	f.t = t;
 	f.tx = tx;
+	pthread_mutex_lock(&t->lock);
+	rc = t->lost;
+	pthread_mutex_unlock(&t->lock);
+	if (rc)
+		return -EIO;	/* the epoch's log is fenced (fenced_out) */
 	if (tl_applying) {
 		/* Another node's record (or this node's, found in the log
 		 * by the follower): a lease it breaks is lost here. */
@@ -649,6 +654,20 @@ apply_commit(void *arg, uint64_t seq, const void *pl, size_t n)
 	return rc;
 }
 
+static void
+fenced_out(struct objfs_tier *t, uint64_t seq)
+{
+	pthread_mutex_lock(&t->lock);
+	if (!t->lost)
+		objfs_log(OBJFS_LOG_ERR, "remote: %s: the log of epoch %" PRIu64
+			" was fenced at record %" PRIu64 " by a mount that took "
+			"the namespace over while this node's hold had lapsed: "
+			"nothing more is written here (EIO); unmount, and mount "
+			"again", t->spec, t->epoch, seq);
+	t->lost = 1;
+	pthread_mutex_unlock(&t->lock);
+}
+
 /*
  * Apply the log up to its end.  With @since (a monotonic time), a pass
  * begun after it that reached the end is enough: concurrent callers
@@ -702,6 +721,15 @@ catch_up(struct objfs_tier *t, uint64_t since, uint64_t *applied)
 		objfs_tier_note(t, rc, "reading the pool's log");
 		if (rc < 0)
 			break;
+		if (tier_log_is_fence(p, len)) {
+			/* An exclusive mount took the namespace over while
+			 * this node's shared hold had lapsed: this epoch's log
+			 * ends here, and this node can add nothing to it. */
+			free(big);
+			fenced_out(t, pos + 1);
+			rc = -ESTALE;
+			break;
+		}
 		rc = tier_log_walk(p, len, pos + 1, &last, apply_commit, t);
 		free(big);
 		if (rc == -EPROTO)
@@ -1185,6 +1213,18 @@ tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 	}
 	objfs_meta_set_hook(t->m, share_hook, t);
 	rc = tier_share_catch_up(t);
+	if (rc == -ESTALE) {
+		/* The head's epoch was fenced by an exclusive mount that
+		 * stopped before its own head: this mount begins a new
+		 * epoch from the tree as the log has it up to the fence. */
+		objfs_meta_set_hook(t->m, NULL, NULL);
+		pthread_mutex_lock(&t->lock);
+		t->lost = 0;
+		pthread_mutex_unlock(&t->lock);
+		objfs_log(OBJFS_LOG_INFO, "remote: %s: the head's epoch is "
+			"fenced; this mount begins a new one", t->spec);
+		return 0;
+	}
 	if (rc < 0) {
 		snprintf(msg, msgsize, "%s: cannot apply the pool's log: %s",
 			t->spec, strerror(-rc));

@@ -181,6 +181,86 @@ tier_snap_check(const unsigned char *p, size_t len, uint64_t k)
 	return 0;
 }
 
+#define FENCE_LEN	32
+
+int
+tier_log_is_fence(const unsigned char *p, size_t len)
+{
+	uint32_t magic;
+
+	if (len != FENCE_LEN)
+		return 0;
+	memcpy(&magic, p, 4);
+	return magic == TIER_FENCE_MAGIC &&
+		objfs_csum64(p, 24) == get_be64(p + 24);
+}
+
+/*
+ * A mount taking the namespace over (exclusive) fences the head's epoch
+ * before it reads that epoch's log: a record "fence" is created at the
+ * first number the log does not have.  Log records are created only
+ * where none is, one number after another, so a mount of that epoch that
+ * stopped (a pause, a partition) and comes back can never add one after
+ * it: its next put finds the fence and it knows it lost the namespace.
+ * Every record it put before is one this mount replays.  A put that
+ * lands first moves the fence one further.
+ */
+int
+tier_fence_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t base,
+		uint64_t *end)
+{
+	unsigned char f[FENCE_LEN];
+	uint32_t magic = TIER_FENCE_MAGIC, zero = 0;
+	uint64_t seq = base + 1, last;
+	char name[64];
+
+	for (int tries = 0; tries < 1000000; tries++) {
+		void *buf;
+		size_t len;
+		int rc;
+
+		tier_log_name(name, epoch, seq);
+		rc = objfs_remote_get_all(t->r, name, &buf, &len);
+		if (rc == 0) {
+			if (tier_log_is_fence(buf, len)) {
+				free(buf);
+				*end = seq;	/* fenced already */
+				return 0;
+			}
+			rc = tier_log_walk(buf, len, seq, &last, NULL, NULL);
+			free(buf);
+			if (rc < 0) {
+				/* Damaged: the tree ends before it (as a
+				 * build sees it); it stays as it is. */
+				*end = seq;
+				return 0;
+			}
+			seq = last + 1;
+			continue;
+		}
+		if (rc != -ENOENT)
+			return rc;
+		memcpy(f, &magic, 4);
+		memcpy(f + 4, &zero, 4);
+		put_be64(f + 8, seq);
+		put_be64(f + 16, tier_random64());
+		put_be64(f + 24, objfs_csum64(f, 24));
+		rc = objfs_remote_log_put(t->r, epoch, seq, f, sizeof(f));
+		if (rc == 0) {
+			objfs_log(OBJFS_LOG_INFO, "remote: %s: epoch %" PRIu64
+				"'s log fenced at record %" PRIu64 ": a mount "
+				"of it that is still running can add nothing",
+				t->spec, epoch, seq);
+			*end = seq;
+			return 0;
+		}
+		if (rc != -EEXIST)
+			return rc;
+		/* A record landed just now: it is in the log; look again. */
+	}
+	return -EAGAIN;
+}
+
 static int
 import_commit(void *arg, uint64_t seq, const void *p, size_t n)
 {
@@ -211,6 +291,10 @@ walk_logs(struct objfs_tier *t, struct objfs_meta *m, uint64_t *end,
 			break;
 		if (rc < 0)
 			return rc;
+		if (tier_log_is_fence(buf, len)) {
+			free(buf);
+			break;		/* the log ends there */
+		}
 		rc = tier_log_walk(buf, len, seq, &last, m ? import_commit : NULL, m);
 		free(buf);
 		if (rc == -EPROTO)
@@ -351,6 +435,20 @@ tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,
 	rc = read_head(t, &h, msg, msgsize);
 	if (rc < 0)
 		return rc;
+	/* An exclusive mount has the namespace now: whatever mount had the
+	 * head's epoch before can add nothing to its log from here on
+	 * (stopped, not dead, it may come back), so that every record it
+	 * acknowledged is in what this mount reads. */
+	if (!t->shared && t->have_head && t->fenced != h.epoch) {
+		rc = tier_fence_epoch(t, h.epoch, h.base, &end);
+		if (rc < 0) {
+			snprintf(msg, msgsize, "%s: cannot fence the log of epoch "
+				"%" PRIu64 ": %s", t->spec, h.epoch,
+				strerror(-rc));
+			return rc;
+		}
+		t->fenced = h.epoch;
+	}
 	if (!m) {
 		if (!t->have_head)
 			return 0;
