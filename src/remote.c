@@ -332,33 +332,83 @@ watch_cb(void *arg, uint64_t notify_id, uint64_t cookie, uint64_t notifier,
 	struct objfs_remote *r = arg;
 
 	(void)notifier;
-	(void)data;
-	(void)len;
-	(void)rados_notify_ack(r->io, r->watch_name, notify_id, cookie, NULL,
-			0);
+	if (!len || !data) {
+		(void)rados_notify_ack(r->io, r->watch_name, notify_id, cookie,
+				NULL, 0);
+		data = NULL;
+		len = 0;
+	}
 	if (r->watch_cb)
-		r->watch_cb(r->watch_arg);
+		r->watch_cb(r->watch_arg, notify_id, cookie, data, len);
+	else if (len)
+		(void)rados_notify_ack(r->io, r->watch_name, notify_id, cookie,
+				NULL, 0);
 }
 
-/* The watch was lost (the OSD restarted, say): the caller's own polling
- * covers what a notify would have said. */
+/* The watch was lost (the OSD restarted, say): the caller watches again,
+ * its own polling covering what a notify would have said meanwhile. */
 static void
 watch_err(void *arg, uint64_t cookie, int err)
 {
-	(void)arg;
+	struct objfs_remote *r = arg;
+
 	(void)cookie;
-	objfs_log(OBJFS_LOG_WARNING, "remote: a watch was lost (%s): changes "
-		"are seen by polling only", strerror(-err));
+	if (!atomic_exchange(&r->watch_lost, 1))
+		objfs_log(OBJFS_LOG_WARNING, "remote: a watch was lost (%s): "
+			"watching again", strerror(-err));
 }
 
 int
 objfs_remote_watch(struct objfs_remote *r, const char *name,
-		void (*cb)(void *arg), void *arg, uint64_t *cookie)
+		unsigned timeout_s, void (*cb)(void *arg, uint64_t notify_id, uint64_t cookie,
+			const void *data, size_t len),
+		void *arg, uint64_t *cookie)
 {
 	snprintf(r->watch_name, sizeof(r->watch_name), "%s", name);
 	r->watch_cb = cb;
 	r->watch_arg = arg;
-	return rados_watch3(r->io, name, cookie, watch_cb, watch_err, 30, r);
+	atomic_store(&r->watch_lost, 0);
+	return rados_watch3(r->io, name, cookie, watch_cb, watch_err,
+			timeout_s < 5 ? 5 : timeout_s, r);
+}
+
+int
+objfs_remote_watch_lost(struct objfs_remote *r)
+{
+	return atomic_load(&r->watch_lost);
+}
+
+int
+objfs_remote_notify_ack(struct objfs_remote *r, uint64_t notify_id,
+		uint64_t cookie, const void *buf, size_t len)
+{
+	return rados_notify_ack(r->io, r->watch_name, notify_id, cookie,
+			(const char *)buf, (int)len);
+}
+
+int
+objfs_remote_ask(struct objfs_remote *r, const char *name, const void *buf,
+		size_t len, unsigned timeout_ms,
+		void (*cb)(void *arg, const void *data, size_t len), void *arg)
+{
+	struct notify_ack_t *acks = NULL;
+	struct notify_timeout_t *touts = NULL;
+	size_t nacks = 0, ntouts = 0, rlen = 0;
+	char *reply = NULL;
+	int rc = rados_notify2(r->io, name, (const char *)buf, (int)len,
+			timeout_ms, &reply, &rlen);
+
+	if (reply && rados_decode_notify_response(reply, rlen, &acks, &nacks,
+			&touts, &ntouts) == 0) {
+		for (size_t i = 0; i < nacks; i++)
+			cb(arg, acks[i].payload, acks[i].payload_len);
+		if (ntouts && rc == 0)
+			rc = -ETIMEDOUT;
+		rados_free_notify_response(acks, nacks, touts);
+	}
+	if (reply)
+		rados_buffer_free(reply);
+	return rc;
 }
 
 /* Release the notifies that were answered (all, with @all: waiting). */

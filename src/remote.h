@@ -105,15 +105,33 @@ int objfs_remote_age_ver(struct objfs_remote *r, const char *name,
  * caller if it likes). */
 int objfs_remote_remove_at(struct objfs_remote *r, const char *name,
 		uint64_t ver);
-/* Watch @name: @cb(@arg) runs (in a librados thread, briefly) for each
- * notify sent to it; the notify is acknowledged.  *@cookie is for
- * objfs_remote_unwatch. */
+/* Watch @name: @cb runs (in a librados thread, briefly) for each notify
+ * sent to it.  A notify with no payload is acknowledged before @cb runs
+ * (@data NULL); one with a payload is a request that @cb (or a thread it
+ * wakes) answers with objfs_remote_notify_ack(@notify_id, @cookie).
+ * The OSD drops a watcher it has not heard from for @timeout_s seconds.
+ * *@cookie is for objfs_remote_unwatch. */
 int objfs_remote_watch(struct objfs_remote *r, const char *name,
-		void (*cb)(void *arg), void *arg, uint64_t *cookie);
+		unsigned timeout_s, void (*cb)(void *arg, uint64_t notify_id, uint64_t cookie,
+			const void *data, size_t len),
+		void *arg, uint64_t *cookie);
 void objfs_remote_unwatch(struct objfs_remote *r, uint64_t cookie);
+/* 1 when the watch was lost since it was made (an OSD restarted, or did
+ * not answer): the caller watches again. */
+int objfs_remote_watch_lost(struct objfs_remote *r);
+/* Answer notify @notify_id with @len bytes of @buf. */
+int objfs_remote_notify_ack(struct objfs_remote *r, uint64_t notify_id,
+		uint64_t cookie, const void *buf, size_t len);
 /* Notify @name's watchers, without waiting for them (the answers are
  * collected by later calls, and by unwatch). */
 int objfs_remote_notify(struct objfs_remote *r, const char *name);
+/* Notify @name's watchers with @len bytes of @buf and wait up to
+ * @timeout_ms for every one to answer: @cb gets each answer's payload.
+ * -ETIMEDOUT when one did not answer in time (the others' answers are
+ * given still). */
+int objfs_remote_ask(struct objfs_remote *r, const char *name,
+		const void *buf, size_t len, unsigned timeout_ms,
+		void (*cb)(void *arg, const void *data, size_t len), void *arg);
 /* The cluster's raw space and what is free of it. */
 int objfs_remote_df(struct objfs_remote *r, uint64_t *total, uint64_t *avail);
 /* An object's size and bytes, however long: *@buf malloc'd (the caller

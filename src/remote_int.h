@@ -8,6 +8,7 @@
 #define OBJFS_REMOTE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <rados/librados.h>
 #include <stdint.h>
 
@@ -32,9 +33,11 @@ struct objfs_remote {
 	} notifies[REMOTE_NOTIFIES];
 	unsigned nnotifies;
 	/* The watch (one at most): its callback. */
-	void (*watch_cb)(void *arg);
+	void (*watch_cb)(void *arg, uint64_t notify_id, uint64_t cookie,
+			const void *data, size_t len);
 	void *watch_arg;
 	char watch_name[64];
+	_Atomic int watch_lost;		/* its error callback ran */
 };
 
 /* A find of chunk @name (its sums @x, @xlen bytes) made a write: the

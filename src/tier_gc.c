@@ -205,13 +205,40 @@ tier_name_cmp(const void *a, const void *b)
 
 /* ---- sweep -------------------------------------------------------------- */
 
+/* A chunk named by a version open on some node (tier_share_pins). */
+static int
+mark_pin(void *arg, uint64_t hi, uint64_t lo, uint32_t len)
+{
+	struct objfs_chunk_rec r = { .slot = hi, .home = lo, .len = len };
+
+	return mark_one(arg, 0, 0, &r);
+}
+
 struct sweep {
 	struct objfs_tier *t;
 	struct marks *m;
 	char (*cand)[64];		/* objects to look at */
 	size_t n, cap;
 	uint64_t listed, marked;
+	uint64_t *nodes;		/* shared mode: nodes with a lock */
+	size_t nnodes, capnodes;
 };
+
+static int
+node_listed(struct sweep *w, uint64_t node)
+{
+	if (w->nnodes == w->capnodes) {
+		size_t cap = w->capnodes ? 2 * w->capnodes : 16;
+		uint64_t *v = realloc(w->nodes, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		w->nodes = v;
+		w->capnodes = cap;
+	}
+	w->nodes[w->nnodes++] = node;
+	return 0;
+}
 
 static int
 list_one(void *arg, const char *name)
@@ -236,6 +263,8 @@ list_one(void *arg, const char *name)
 		if (e > w->t->epoch || (e == w->t->epoch &&
 		    x > w->t->head_base))
 			return 0;
+	} else if (sscanf(name, "objfs.node.%16" SCNx64, &e) == 1) {
+		return w->t->shared ? node_listed(w, e) : 0;
 	} else {
 		return 0;	/* the head, the hold, anything not ours */
 	}
@@ -273,13 +302,19 @@ int
 tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 {
 	struct marks m = { 0 };
-	struct sweep w = { t, &m, NULL, 0, 0, 0, 0 };
+	struct sweep w = { 0 };
 	struct objfs_meta_txn *tx;
 	uint64_t seq, t0 = objfs_mono_ns(), removed = 0, bytes = 0, young = 0,
-		 noted = 0, other = 0;
+		 noted = 0, other = 0, pins = 0;
 	int64_t now = (int64_t)time(NULL);
+	uint64_t *answered = NULL;
+	size_t nanswered = 0;
+	char why[200] = "";
 	unsigned old;
 	int rc;
+
+	w.t = t;
+	w.m = &m;
 
 	if (t->shared) {
 		/* A file another node writes has chunks only its index names
@@ -335,6 +370,15 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 		rc = objfs_meta_chunk_all(tx, mark_one, &m);
 		objfs_meta_abort(tx);
 	}
+	/* Shared mode: the versions open on every node are kept too; each
+	 * node applies the log (past this mark) before it names them. */
+	if (rc == 0 && t->shared) {
+		size_t before = m.n;
+
+		rc = tier_share_pins(t, mark_pin, &m, &answered, &nanswered,
+				why, sizeof(why));
+		pins = m.n - before;
+	}
 	if (rc == 0 && m.n)
 		qsort(m.v, m.n, sizeof(*m.v), tier_name_cmp);
 	/* 3: the pool's tree at least as new as the mark. */
@@ -343,6 +387,16 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 	/* 4: sweep. */
 	if (rc == 0)
 		rc = objfs_remote_list(t->r, list_one, &w);
+	/* Every node that has a lock answered, or is gone. */
+	for (size_t k = 0; rc == 0 && k < w.nnodes; k++) {
+		size_t i;
+
+		for (i = 0; i < nanswered && answered[i] != w.nodes[k]; i++)
+			;
+		if (i == nanswered)
+			rc = tier_share_unanswered(t, w.nodes[k], why,
+					sizeof(why));
+	}
 	for (size_t k = 0; rc == 0 && k < w.n; k++) {
 		const char *name = w.cand[k];
 		struct gc_name n;
@@ -356,7 +410,11 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 			rc = r;
 			break;
 		}
-		if (now - mtime < (int64_t)grace_s) {
+		/* Shared mode: a chunk put or found since the collection
+		 * began (by a node whose commit may follow the mark) stays,
+		 * whatever the grace. */
+		if (now - mtime < (int64_t)grace_s ||
+		    (t->shared && mtime >= now)) {
 			young++;
 			continue;
 		}
@@ -397,13 +455,17 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 		atomic_fetch_add(&t->gc_removed, removed);
 		atomic_fetch_add(&t->gc_removed_bytes, bytes);
 		snprintf(report, size, "%" PRIu64 " objects listed, %" PRIu64
-			" chunks named by the tree (%zu records), %" PRIu64
+			" chunks named by the tree (%zu records, %" PRIu64
+			" of open versions), %" PRIu64
 			" chunks removed (%" PRIu64 " bytes), %" PRIu64 " old "
 			"snapshot or log objects removed, %" PRIu64 " kept "
 			"younger than %u s, %" PRIu64 " kept as put meanwhile, "
-			"in %.1f s", w.listed, w.marked, m.n, removed, bytes,
+			"in %.1f s", w.listed, w.marked, m.n - pins, pins,
+			removed, bytes,
 			other, young, grace_s, noted,
 			(double)(objfs_mono_ns() - t0) / 1e9);
+	} else if (why[0]) {
+		snprintf(report, size, "%s", why);
 	} else {
 		snprintf(report, size, "stopped: %s (%" PRIu64 " chunks removed "
 			"before)", strerror(-rc), removed);
@@ -415,6 +477,8 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 		"remote: %s: garbage collection: %s", t->spec, report);
 	free(m.v);
 	free(w.cand);
+	free(w.nodes);
+	free(answered);
 	return rc;
 }
 

@@ -28,6 +28,14 @@ struct tier_counter {
 #define TIER_PREFETCH_MAX	64
 #define TIER_PREFETCH_AHEAD	32
 
+/* Collections asking this node at once, at most (more are answered
+ * with nothing, and defer). */
+#define TIER_PINS_REQS	8
+/* What a collector asks every node with (a notify's payload). */
+#define TIER_PINS_ASK	"objfs-pins"
+#define TIER_PINS_FMT	"objfs.pins.%016" PRIx64
+#define TIER_PINS_MAGIC	0x4e49504fu	/* "OPIN" */
+
 /* A chunk's object, by its name's parts (pool.c). */
 struct gc_name {
 	uint64_t hi, lo;
@@ -148,6 +156,10 @@ struct objfs_tier {
 	_Atomic uint64_t sh_fenced, sh_lapses;
 	_Atomic uint64_t view_ns;	/* the last catch-up that reached the
 					 * log's end began then (monotonic) */
+	/* A collector's requests for this node's pins (t->lock), answered
+	 * by the follower: notify ids and watch cookies. */
+	struct { uint64_t id, cookie; } pins_req[TIER_PINS_REQS];
+	unsigned pins_n;
 };
 
 /* ---- tier_share.c: shared mode ---- */
@@ -181,6 +193,20 @@ int tier_share_fresh(struct objfs_tier *t);
 int tier_share_view(struct objfs_tier *t);
 int tier_share_lease_state(struct objfs_tier *t, uint64_t ino);
 void tier_share_forget(struct objfs_tier *t, uint64_t ino);
+/* The collector's side of pins (doc/design.md, "Garbage"): every node
+ * watching the head is asked to apply the log and name the chunks of the
+ * versions open on it (its object objfs.pins.<node>); @add gets each of
+ * them, *@nodes (malloc'd, *@n of them) the nodes that answered.  -EBUSY
+ * (why in @why) when one did not answer in time. */
+int tier_share_pins(struct objfs_tier *t,
+		int (*add)(void *arg, uint64_t hi, uint64_t lo, uint32_t len),
+		void *arg, uint64_t **nodes, size_t *n, char *why,
+		size_t whysize);
+/* Node @node has a lock object in the pool and did not answer: 0 when it
+ * is gone (its objects are removed), -EBUSY (why in @why) when it lives,
+ * or -errno. */
+int tier_share_unanswered(struct objfs_tier *t, uint64_t node, char *why,
+		size_t whysize);
 
 /* ---- tier_tree.c: the tree's layout in the pool ---- */
 
