@@ -380,6 +380,18 @@ objfs_store_release_pt(struct objfs_store *s, uint64_t ino, int flags,
 		rc = objfs_share_publish(s, ip, 1);
 	else if (lease && !writer)
 		rc = objfs_share_unlease(s, ino);
+	/* Not published (the cluster did not answer, the pool was full):
+	 * the lease stays while the bytes are only here, and the follower
+	 * publishes them and gives it back once it can. */
+	if (rc < 0 && (writer || lease)) {
+		int fenced;
+
+		objfs_inode_lock(ip);
+		fenced = ip->fenced;
+		objfs_inode_unlock(ip);
+		if (!fenced)
+			objfs_share_defer(s, ino, !writer);
+	}
 	objfs_inode_put(s, ip);
 	return rc;
 }

@@ -295,7 +295,13 @@ release(struct objfs_store *s, struct objfs_inode *ip)
 	}
 	if (ip->attr.nlink == 0) {
 		rc = objfs_data_destroy(s, ip);
-		if (rc < 0) {
+		if (rc < 0 && s->shared) {
+			/* The log moved on, or the cluster did not answer:
+			 * catching up here could wait for a request that waits
+			 * for this inode.  The follower removes its records. */
+			objfs_share_defer(s, ip->ino, 1);
+			objfs_data_unload(s, ip);
+		} else if (rc < 0) {
 			/* Stays an orphan in the index; the next mount
 			 * removes it.  (Shared mode: -ERESTART, another
 			 * mount's commit came first; catching up here could

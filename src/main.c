@@ -72,6 +72,7 @@ struct opts {
 	unsigned remote_hold;		/* -o remote_hold=SECONDS */
 	int remote_shared;		/* -o shared */
 	unsigned remote_lease;		/* -o remote_lease=SECONDS */
+	long remote_compact;		/* -o remote_compact=RECORDS, -1: unset */
 	char *passthrough;	/* options for libfuse and the kernel */
 	size_t passlen;
 };
@@ -363,6 +364,10 @@ usage(FILE *f)
 "    -o remote_lease=S      shared: a dead node's write leases lapse S\n"
 "                           seconds after its last renewal (default:\n"
 "                           remote_hold)\n"
+"    -o remote_compact=N    shared: a node compacts the shared log into a\n"
+"                           snapshot once N records (at least, and more\n"
+"                           for a large tree) follow the last one\n"
+"                           (default 1000; 0: never)\n"
 "    -o remote_hold=S       the namespace's hold lapses S seconds after\n"
 "                           its mount stops renewing it (default 30)\n"
 "    -o metrics_file=FILE   write the figures in Prometheus text format to\n"
@@ -530,6 +535,14 @@ parse_one_option(struct opts *o, const char *opt)
 		o->remote_id = strdup(opt + 10);
 	} else if (strcmp(opt, "shared") == 0) {
 		o->remote_shared = 1;
+	} else if (strncmp(opt, "remote_compact=", 15) == 0) {
+		char *end;
+		long n = strtol(opt + 15, &end, 10);
+
+		if (end == opt + 15 || *end || n < 0 || n > 100000000)
+			refuse("%s: must be a number of log records from 0 "
+				"(never) to 100000000", opt);
+		o->remote_compact = n;
 	} else if (strncmp(opt, "remote_timeout=", 15) == 0 ||
 		   strncmp(opt, "remote_hold=", 12) == 0 ||
 		   strncmp(opt, "remote_lease=", 13) == 0) {
@@ -839,6 +852,7 @@ main(int argc, char **argv)
 	struct opts o = { .max_threads = 16, .direct_io = OBJFS_DIO_AUTO,
 			  .uring = 1,
 			  .fuse_pt = 1,
+			  .remote_compact = -1,
 			  .readahead = 1 << 20 };
 	struct objfs_fuse_opts fo;
 	const char *msg;
@@ -901,12 +915,17 @@ main(int argc, char **argv)
 		cfg.remote_hold = o.remote_hold;
 		cfg.remote_shared = o.remote_shared;
 		cfg.remote_lease = o.remote_lease;
+		cfg.remote_compact = o.remote_compact;
 		if (o.remote_lease && !o.remote_shared)
 			refuse("remote_lease= is for shared mounts (-o shared)");
+		if (o.remote_compact >= 0 && !o.remote_shared)
+			refuse("remote_compact= is for shared mounts (-o shared)");
 	} else if (o.remote_conf || o.remote_id || o.remote_timeout ||
-		   o.remote_hold || o.remote_shared || o.remote_lease) {
+		   o.remote_hold || o.remote_shared || o.remote_lease ||
+		   o.remote_compact >= 0) {
 		refuse("remote_conf, remote_id, remote_timeout, remote_hold, "
-			"shared and remote_lease need remote=rados:POOL");
+			"shared, remote_lease and remote_compact need "
+			"remote=rados:POOL");
 	}
 	{
 		unsigned hi = o.spill_high ? o.spill_high : 90;

@@ -212,6 +212,8 @@ destroy_locks(struct objfs_store *s)
 	pthread_rwlock_destroy(&s->apply_lock);
 	objfs_store_notify_send(s);	/* frees what is queued */
 	pthread_mutex_destroy(&s->notify_mu);
+	pthread_mutex_destroy(&s->todo_mu);
+	free(s->todo);
 }
 
 /*
@@ -295,6 +297,13 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	s->lockfd = -1;
 	pthread_mutex_init(&s->defer_lock, NULL);
 	pthread_mutex_init(&s->sealed_lock, NULL);
+	if (objfs_cond_init(&s->sealed_cv) != 0) {
+		rc = -ENOMEM;
+		pthread_mutex_destroy(&s->sealed_lock);
+		pthread_mutex_destroy(&s->defer_lock);
+		free(s);
+		goto err_dirfd;
+	}
 	s->sealed_max_pct = cfg->sealed_max ? cfg->sealed_max : 50;
 	s->sealed_mnt = cfg->sealed_small ? -1 : -2;
 	s->pt_off_why = "daemon: no passthrough in this adapter";
@@ -453,6 +462,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		pthread_rwlockattr_destroy(&ra);
 	}
 	pthread_mutex_init(&s->notify_mu, NULL);
+	pthread_mutex_init(&s->todo_mu, NULL);
 	s->notify_tail = &s->notify_head;
 	s->nbuckets = 1024;
 	s->table = calloc(s->nbuckets, sizeof(*s->table));
@@ -551,6 +561,7 @@ err_free:
 	free(s->defer);
 	pthread_mutex_destroy(&s->defer_lock);
 	pthread_mutex_destroy(&s->sealed_lock);
+	pthread_cond_destroy(&s->sealed_cv);
 	free(s);
 err_dirfd:
 	close(dirfd);
@@ -766,6 +777,7 @@ objfs_store_close(struct objfs_store *s)
 	if (s->sealed_mnt >= 0)
 		close(s->sealed_mnt);
 	pthread_mutex_destroy(&s->sealed_lock);
+	pthread_cond_destroy(&s->sealed_cv);
 	free(s);
 	return rc;
 }

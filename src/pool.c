@@ -275,9 +275,9 @@ pool_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 /*
  * A part of a chunk of the version a reader opened, which the index no
  * longer names (shared mode: another node published a new version, or
- * removed the file, while it was open here; the inode is detached): its
- * sums are gone with its record, so the whole chunk is read and checked
- * against the checksum in memory, and the part copied out as
+ * removed the file, while it was open here; the inode is detached, or
+ * gone): its sums are gone with its record, so the whole chunk is read
+ * and checked against the checksum in memory, and the part copied out as
  * read_part's contract has it.
  */
 static int
@@ -321,7 +321,7 @@ pool_read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		return rc;
 	rc = objfs_meta_chunk_get(t, ip->ino, idx, &r, tab);
 	objfs_meta_abort(t);
-	if ((rc == 0 || rc == -ENOENT) && ip->detached &&
+	if ((rc == 0 || rc == -ENOENT) && (ip->detached || ip->gone) &&
 	    (rc == -ENOENT || r.slot != c->slot || r.home != c->home ||
 	     r.len != c->disk_len || r.shift != shift))
 		return read_part_whole(s, ip, idx, c, buf, lo, hi);

@@ -387,6 +387,64 @@ objfs_remote_notify_ack(struct objfs_remote *r, uint64_t notify_id,
 }
 
 int
+objfs_remote_omap_set(struct objfs_remote *r, const char *name,
+		const char *key, const void *val, size_t len)
+{
+	rados_write_op_t op = rados_create_write_op();
+	const char *keys[1] = { key }, *vals[1] = { val };
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	if (val) {
+		rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+		rados_write_op_omap_set(op, keys, vals, &len, 1);
+	} else {
+		rados_write_op_omap_rm_keys(op, keys, 1);
+	}
+	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rados_release_write_op(op);
+	return rc == -ENOENT && !val ? 0 : rc;
+}
+
+int
+objfs_remote_omap_list(struct objfs_remote *r, const char *name,
+		int (*cb)(void *arg, const char *key, const void *val,
+			size_t len), void *arg)
+{
+	char after[256] = "";
+	unsigned char more = 1;
+	int rc = 0;
+
+	while (rc == 0 && more) {
+		rados_read_op_t op = rados_create_read_op();
+		rados_omap_iter_t it = NULL;
+		int rv = 0;
+
+		if (!op)
+			return -ENOMEM;
+		more = 0;
+		rados_read_op_omap_get_vals2(op, after, "", 512, &it, &more, &rv);
+		rc = rados_read_op_operate(op, r->io, name, 0);
+		if (rc == 0)
+			rc = rv;
+		while (rc == 0) {
+			char *k, *v;
+			size_t kl, vl;
+
+			if (rados_omap_get_next2(it, &k, &v, &kl, &vl) < 0 || !k)
+				break;
+			snprintf(after, sizeof(after), "%.*s", (int)kl, k);
+			rc = cb(arg, after, v, vl);
+		}
+		if (it)
+			rados_omap_get_end(it);
+		rados_release_read_op(op);
+	}
+	return rc;
+}
+
+int
 objfs_remote_ask(struct objfs_remote *r, const char *name, const void *buf,
 		size_t len, unsigned timeout_ms,
 		void (*cb)(void *arg, const void *data, size_t len), void *arg)

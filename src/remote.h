@@ -122,6 +122,15 @@ int objfs_remote_watch_lost(struct objfs_remote *r);
 /* Answer notify @notify_id with @len bytes of @buf. */
 int objfs_remote_notify_ack(struct objfs_remote *r, uint64_t notify_id,
 		uint64_t cookie, const void *buf, size_t len);
+/* A key of @name's omap (the object made if absent) set to @val (@len
+ * bytes), or removed (@val NULL; absent is not an error). */
+int objfs_remote_omap_set(struct objfs_remote *r, const char *name,
+		const char *key, const void *val, size_t len);
+/* Every key of @name's omap: @cb(@arg, key, value, its length) until it
+ * returns non-zero (that is the result).  -ENOENT when @name is absent. */
+int objfs_remote_omap_list(struct objfs_remote *r, const char *name,
+		int (*cb)(void *arg, const char *key, const void *val,
+			size_t len), void *arg);
 /* Notify @name's watchers, without waiting for them (the answers are
  * collected by later calls, and by unwatch). */
 int objfs_remote_notify(struct objfs_remote *r, const char *name);

@@ -457,6 +457,16 @@ objfs_sealed_open(struct objfs_store *s, struct objfs_inode *ip, int32_t tgid,
 		*why = s->pt_off_why;
 		return;
 	}
+	/* Another open is filling the per-object file (its build lets the
+	 * lock go while it waits for a read-ahead): this one waits for it,
+	 * and is then served as it is.  Else this one would be served by
+	 * the daemon while that one gets passthrough, and the kernel would
+	 * refuse whichever answer came second (EIO). */
+	while (ip->so_building)
+		objfs_inode_wait(ip, &s->sealed_cv);
+	so = ip->so;
+	if (!objfs_sealed_is(ip) && !(so && so->npt))
+		return;		/* unsealed meanwhile */
 	/* The kernel refuses a passthrough open while it has the object
 	 * open through its page cache, and the other way round: while any
 	 * open here is served by the daemon, this one is too. */
@@ -466,7 +476,13 @@ objfs_sealed_open(struct objfs_store *s, struct objfs_inode *ip, int32_t tgid,
 		return;
 	}
 	if (!so) {
-		if (build(s, ip, why) < 0)
+		int rc;
+
+		ip->so_building = 1;
+		rc = build(s, ip, why);
+		ip->so_building = 0;
+		pthread_cond_broadcast(&s->sealed_cv);
+		if (rc < 0)
 			return;
 		so = ip->so;
 	}

@@ -65,6 +65,14 @@ objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries)
 		*rc = -EIO;
 		return 0;
 	}
+	if (*rc == -ETIME) {
+		/* Past this node's deadline: its lock proved first. */
+		r = s->tier_ops->fresh(s->tier);
+		if (r == 0 && tries < SHARE_TRIES)
+			return 1;
+		*rc = r < 0 ? r : -EAGAIN;
+		return 0;
+	}
 	if (*rc == -ERESTART) {
 		if (tries >= SHARE_TRIES) {
 			*rc = -EAGAIN;
@@ -557,6 +565,117 @@ objfs_share_publish_all(struct objfs_store *s)
 	}
 	objfs_inode_put_all(s, all, k);
 	return rc;
+}
+
+/* ---- what the follower does later ----------------------------------- */
+
+void
+objfs_share_defer(struct objfs_store *s, uint64_t ino, int destroy)
+{
+	pthread_mutex_lock(&s->todo_mu);
+	for (size_t i = 0; i < s->ntodo; i++)
+		if (s->todo[i].ino == ino) {
+			s->todo[i].destroy |= destroy;
+			pthread_mutex_unlock(&s->todo_mu);
+			return;
+		}
+	if (s->ntodo == s->captodo) {
+		size_t cap = s->captodo ? 2 * s->captodo : 16;
+		struct objfs_todo *v = realloc(s->todo, cap * sizeof(*v));
+
+		if (!v) {
+			pthread_mutex_unlock(&s->todo_mu);
+			objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": out of memory "
+				"to remember it; this data directory's next "
+				"mount finishes it", ino);
+			return;
+		}
+		s->todo = v;
+		s->captodo = cap;
+	}
+	s->todo[s->ntodo++] = (struct objfs_todo){ ino, destroy };
+	pthread_mutex_unlock(&s->todo_mu);
+}
+
+/* Remove what the tree has of @ino, which has no name left and no inode
+ * in memory any more (its destroy failed). */
+static int
+destroy_commit(struct objfs_store *s, uint64_t ino)
+{
+	struct objfs_meta_txn *tx;
+	int rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &tx);
+
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_inode_del(tx, ino);
+	if (rc == -ENOENT)
+		rc = 0;
+	if (rc == 0)
+		rc = objfs_meta_orphan_del(tx, ino);
+	if (rc == -ENOENT)
+		rc = 0;
+	if (rc == 0)
+		rc = s->tier_ops->lease(s->tier, tx, ino, 0);
+	return objfs_commit_or_abort(tx, rc, NULL);
+}
+
+/* A file whose publish failed at its last close: published, and its
+ * lease given back, unless a writer here has it open again (whose close
+ * does it). */
+static int
+publish_later(struct objfs_store *s, uint64_t ino)
+{
+	struct objfs_inode *ip;
+	int rc = objfs_inode_get(s, ino, &ip), pub = 0;
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	objfs_inode_lock(ip);
+	if (!ip->nwriters && !ip->fenced && ip->attr.nlink && !ip->gone &&
+	    S_ISREG(ip->attr.mode)) {
+		rc = objfs_data_flush(s, ip);
+		pub = rc == 0;
+	}
+	objfs_inode_unlock(ip);
+	if (pub)
+		rc = objfs_share_publish(s, ip, 1);
+	objfs_inode_put(s, ip);
+	return rc;
+}
+
+void
+objfs_share_todo(struct objfs_store *s)
+{
+	struct objfs_todo *v;
+	size_t n;
+
+	pthread_mutex_lock(&s->todo_mu);
+	v = s->todo;
+	n = s->ntodo;
+	s->todo = NULL;
+	s->ntodo = s->captodo = 0;
+	pthread_mutex_unlock(&s->todo_mu);
+	for (size_t i = 0; i < n; i++) {
+		int rc;
+
+		if (v[i].destroy)
+			OBJFS_SHARED(s, rc, destroy_commit(s, v[i].ino));
+		else
+			rc = publish_later(s, v[i].ino);
+		if (rc == 0) {
+			objfs_log(OBJFS_LOG_INFO, "inode %" PRIu64 ": %s", v[i].ino,
+				v[i].destroy ? "removed from the tree (its "
+				"destroy had failed)" : "published, and its lease "
+				"given back (its close had failed)");
+			continue;
+		}
+		if (rc == -EIO && !v[i].destroy)
+			continue;	/* fenced: nothing to publish */
+		objfs_share_defer(s, v[i].ino, v[i].destroy);
+	}
+	free(v);
 }
 
 int

@@ -56,6 +56,8 @@ struct objfs_store_config {
 	unsigned remote_hold;	/* s; 0: 30 */
 	int remote_shared;	/* -o shared: one of many mounts */
 	unsigned remote_lease;	/* s; 0: remote_hold */
+	long remote_compact;	/* shared: compact after this many log
+				 * records (0 never, < 0 the default) */
 };
 
 struct objfs_cred {

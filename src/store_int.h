@@ -153,6 +153,11 @@ struct objfs_inode {
 	int pin_so;			/* protected by lock: pinned in its
 					 * per-object file (counted in
 					 * sealed_bytes) */
+	int so_building;		/* protected by lock: its per-object
+					 * file is being filled (the lock is let
+					 * go while a read-ahead is waited for):
+					 * another open waits for it on
+					 * store->sealed_cv */
 };
 
 /* An inode's lock, its holder recorded (base/sync.h), so that the
@@ -304,6 +309,16 @@ struct objfs_store {
 	void (*notify_fn)(void *arg, uint64_t parent, const char *name,
 			size_t len, uint64_t ino);
 	void *notify_arg;
+	/* What the log's follower does for this node (shared.c): files
+	 * whose publish failed at their last close (their lease stays until
+	 * they are published), inodes whose destroy failed (their records
+	 * stay in the tree until it is done).  todo_mu is a leaf. */
+	pthread_mutex_t todo_mu;
+	struct objfs_todo {
+		uint64_t ino;
+		int destroy;
+	} *todo;
+	size_t ntodo, captodo;
 
 	/* Sealed objects (sealed.c).  How the adapter registers a backing
 	 * file with the kernel (FUSE passthrough), or NULL, and why not. */
@@ -316,6 +331,8 @@ struct objfs_store {
 					 * per-object files, -1 none (memfds:
 					 * sealed_pages=small, or it failed),
 					 * -2 not made yet (sealed.c) */
+	pthread_cond_t sealed_cv;	/* with an inode's lock: a build of
+					 * its per-object file ended */
 	pthread_mutex_t sealed_lock;	/* a leaf: what follows */
 	struct objfs_sealed *sealed_head;
 	uint64_t sealed_files, sealed_bytes, pinned_bytes;
@@ -393,6 +410,13 @@ int objfs_share_unlease(struct objfs_store *s, uint64_t ino);
  * published it; @release: and give its lease back. */
 int objfs_share_publish(struct objfs_store *s, struct objfs_inode *ip,
 		int release);
+/* @ino's publish at its last close failed (the cluster did not answer,
+ * the pool was full): the follower publishes it and gives its lease back
+ * later (it tries once a second); or, with @destroy, its destroy failed
+ * (the log moved on meanwhile): the follower removes its records. */
+void objfs_share_defer(struct objfs_store *s, uint64_t ino, int destroy);
+/* The follower: what was deferred, tried again (no lock held). */
+void objfs_share_todo(struct objfs_store *s);
 /* Publish every file open for writing here (sync of everything). */
 int objfs_share_publish_all(struct objfs_store *s);
 /* @ip's last open closed (ip->lock held): load what another mount

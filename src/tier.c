@@ -229,6 +229,9 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 	if (cfg->remote_shared) {
 		t->shared = 1;
 		t->lease_s = cfg->remote_lease ? cfg->remote_lease : t->hold_s;
+		t->compact_min = cfg->remote_compact < 0 ? 1000u :
+			(uint64_t)cfg->remote_compact;
+		snprintf(t->dir, sizeof(t->dir), "%s", dir);
 		rc = tier_share_open(t, msg, msgsize);
 	} else {
 		rc = take_hold(t, msg, msgsize);
@@ -253,12 +256,16 @@ static int
 tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 		size_t msgsize)
 {
-	struct snap_up u = { t, t->have_head ? t->head_epoch + 1 : 1, 0, 0, 0 };
-	struct head h;
+	struct snap_up u = { 0 };
+	struct head h, old;
 	char text[TIER_HEAD_MAX];
-	uint64_t seq, owner = tier_random64(), t0 = objfs_mono_ns(), old_epoch,
-		 old_parts, old_base;
+	uint64_t seq, owner = tier_random64(), t0 = objfs_mono_ns();
 	int rc, had = t->have_head;
+
+	u.t = t;
+	u.h.version = 2;
+	u.h.epoch = t->have_head ? t->head_epoch + 1 : 1;
+	u.h.snap = tier_random64();
 
 	t->s = s;
 	t->m = s->meta;
@@ -271,9 +278,9 @@ tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 	}
 	if (!t->have_head && !t->tree)
 		t->tree = tier_random64();
-	old_epoch = t->head_epoch;
-	old_parts = t->head_parts;
-	old_base = t->head_base;
+	old = (struct head){ .epoch = t->head_epoch, .base = t->head_base,
+		.parts = t->head_parts, .snap = t->head_snap,
+		.version = t->head_version };
 	/* The snapshot: the index as it is, in parts. */
 	rc = objfs_meta_dump(t->m, SNAP_PART, tier_snap_part, &u, &seq);
 	if (rc < 0) {
@@ -281,34 +288,42 @@ tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 			"%s", t->spec, strerror(-rc));
 		return rc;
 	}
-	h = (struct head){ t->tree, u.epoch, owner, seq, u.parts, u.bytes };
+	h = u.h;
+	h.tree = t->tree;
+	h.owner = owner;
+	h.base = seq;
+	h.parts = u.parts;
+	h.bytes = u.bytes;
 	rc = objfs_remote_head_put(t->r, text, tier_head_text(&h, text,
 			sizeof(text)), &t->head_ver);
 	if (rc < 0) {
 		snprintf(msg, msgsize, "%s: cannot write objfs.head: %s", t->spec,
 			rc == -ECANCELED ? "another mount changed it meanwhile" :
 			strerror(-rc));
-		tier_remove_epoch(t, u.epoch, u.parts, seq);
+		tier_remove_epoch(t, &h);
 		return rc;
 	}
 	t->have_head = 1;
-	t->epoch = u.epoch;
-	t->head_epoch = u.epoch;
+	t->epoch = h.epoch;
+	t->head_epoch = h.epoch;
 	t->head_base = seq;
 	t->head_parts = u.parts;
+	t->head_snap = h.snap;
+	t->head_floor = 0;
+	t->head_version = 2;
 	/* Everything up to @seq is in the snapshot. */
 	t->shipped = seq;
 	(void)objfs_meta_outbox_done(t->m, seq);
 	/* The cache's name for what it caches (its first commit shipped:
 	 * harmless, a build takes them from the head). */
-	rc = tier_set_supers(t->m, t->tree, u.epoch, owner);
+	rc = tier_set_supers(t->m, t->tree, h.epoch, owner);
 	if (rc < 0) {
 		snprintf(msg, msgsize, "cannot write to the index: %s",
 			strerror(-rc));
 		return rc;
 	}
 	if (had)
-		tier_remove_epoch(t, old_epoch, old_parts, old_base);
+		tier_remove_epoch(t, &old);
 	if (t->shared) {
 		/* The first of many: the log goes on after the snapshot. */
 		struct objfs_meta_txn *tx;
@@ -328,7 +343,7 @@ tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 	}
 	objfs_log(OBJFS_LOG_INFO, "remote: %s: epoch %" PRIu64 " begun, snapshot "
 		"of commit %" PRIu64 " (%" PRIu64 " bytes in %" PRIu64
-		" part(s)) in %.1f s", t->spec, u.epoch, seq, u.bytes, u.parts,
+		" part(s)) in %.1f s", t->spec, h.epoch, seq, u.bytes, u.parts,
 		(double)(objfs_mono_ns() - t0) / 1e9);
 	{
 		uint64_t total, avail;

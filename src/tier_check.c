@@ -80,7 +80,7 @@ tree(void *arg, FILE *out, uint64_t want)
 	for (uint64_t k = 0; k < h.parts; k++) {
 		void *b;
 
-		tier_snap_name(name, h.epoch, k);
+		tier_snap_name(name, &h, k);
 		rc = objfs_remote_get_all(p->r, name, &b, &len);
 		if (rc == 0) {
 			rc = tier_snap_check(b, len, k);
@@ -99,6 +99,10 @@ tree(void *arg, FILE *out, uint64_t want)
 		rc = objfs_remote_get_all(p->r, name, &b, &len);
 		if (rc == -ENOENT)
 			break;
+		if (rc == 0 && tier_log_is_fence(b, len)) {
+			free(b);
+			break;		/* the epoch's log ends there */
+		}
 		if (rc == 0) {
 			rc = tier_log_walk(b, len, seq, &last, NULL, NULL);
 			free(b);

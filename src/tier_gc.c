@@ -214,10 +214,20 @@ mark_pin(void *arg, uint64_t hi, uint64_t lo, uint32_t len)
 	return mark_one(arg, 0, 0, &r);
 }
 
+/* Snapshot parts of this epoch that no head names, left by a compaction
+ * that stopped, go after this long. */
+#define SNAP_LEFT_AGE	3600u
+
+struct sweep_cand {
+	char name[64];
+	uint32_t min_age;
+};
+
 struct sweep {
 	struct objfs_tier *t;
 	struct marks *m;
-	char (*cand)[64];		/* objects to look at */
+	struct sweep_cand *cand;	/* objects to look at */
+	uint64_t snap;			/* the head's snapshot */
 	size_t n, cap;
 	uint64_t listed, marked;
 	uint64_t *nodes;		/* shared mode: nodes with a lock */
@@ -240,6 +250,25 @@ node_listed(struct sweep *w, uint64_t node)
 	return 0;
 }
 
+/* Object @name is to be removed if it is older than the grace, and at
+ * least @min_age seconds old. */
+static int
+cand(struct sweep *w, const char *name, uint32_t min_age)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 1024;
+		struct sweep_cand *v = realloc(w->cand, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		w->cand = v;
+		w->cap = cap;
+	}
+	snprintf(w->cand[w->n].name, sizeof(w->cand[w->n].name), "%s", name);
+	w->cand[w->n++].min_age = min_age;
+	return 0;
+}
+
 static int
 list_one(void *arg, const char *name)
 {
@@ -256,29 +285,33 @@ list_one(void *arg, const char *name)
 		}
 	} else if (sscanf(name, "objfs.snap.%16" SCNx64 ".%8" SCNx64, &e,
 			&x) == 2) {
-		if (e >= w->t->epoch)
+		uint64_t snap;
+
+		/* Of an earlier epoch; or of this one, not the head's, an
+		 * hour old (a compaction that stopped before its head: a
+		 * compaction under way uploads parts before its head). */
+		if (e > w->t->epoch)
 			return 0;
+		if (e == w->t->epoch) {
+			if (strlen(name) != 53 || sscanf(name + 28, "%16"
+				SCNx64, &snap) != 1 ||
+			    snap == w->snap)
+				return 0;
+			return cand(w, name, SNAP_LEFT_AGE);
+		}
 	} else if (sscanf(name, "objfs.log.%16" SCNx64 ".%16" SCNx64, &e,
 			&x) == 2) {
+		/* Shared mode: the compactor removes this epoch's records,
+		 * as the nodes that still need them allow. */
 		if (e > w->t->epoch || (e == w->t->epoch &&
-		    x > w->t->head_base))
+		    (w->t->shared || x > w->t->head_base)))
 			return 0;
 	} else if (sscanf(name, "objfs.node.%16" SCNx64, &e) == 1) {
 		return w->t->shared ? node_listed(w, e) : 0;
 	} else {
 		return 0;	/* the head, the hold, anything not ours */
 	}
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 1024;
-		char (*v)[64] = realloc(w->cand, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		w->cand = v;
-		w->cap = cap;
-	}
-	snprintf(w->cand[w->n++], 64, "%s", name);
-	return 0;
+	return cand(w, name, 0);
 }
 
 struct other_leases {
@@ -315,6 +348,14 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 
 	w.t = t;
 	w.m = &m;
+	w.snap = t->head_snap;
+	if (t->shared) {
+		struct head h;
+
+		/* Compacted by any node since: the head names its snapshot. */
+		if (tier_head_read(t, &h, NULL) == 0 && h.epoch == t->epoch)
+			w.snap = h.snap;
+	}
 
 	if (t->shared) {
 		/* A file another node writes has chunks only its index names
@@ -398,7 +439,7 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 					sizeof(why));
 	}
 	for (size_t k = 0; rc == 0 && k < w.n; k++) {
-		const char *name = w.cand[k];
+		const char *name = w.cand[k].name;
 		struct gc_name n;
 		uint64_t osize, ver = 0;
 		int64_t mtime;
@@ -414,6 +455,7 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 		 * began (by a node whose commit may follow the mark) stays,
 		 * whatever the grace. */
 		if (now - mtime < (int64_t)grace_s ||
+		    now - mtime < (int64_t)w.cand[k].min_age ||
 		    (t->shared && mtime >= now)) {
 			young++;
 			continue;

@@ -10,6 +10,7 @@
 #ifndef OBJFS_TIER_INT_H
 #define OBJFS_TIER_INT_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -55,6 +56,8 @@ struct objfs_tier {
 	/* The head as read at open (have_head 0: the pool has no tree). */
 	int have_head;
 	uint64_t tree, head_epoch, head_base, head_parts, head_ver;
+	uint64_t head_floor, head_snap;
+	unsigned head_version;
 	uint64_t epoch;			/* this mount's */
 	uint64_t logs_end;		/* the first log number the old epoch
 					 * does not have (prepare) */
@@ -156,6 +159,12 @@ struct objfs_tier {
 	_Atomic uint64_t sh_fenced, sh_lapses;
 	_Atomic uint64_t view_ns;	/* the last catch-up that reached the
 					 * log's end began then (monotonic) */
+	/* Compaction (tier_compact.c). */
+	char dir[PATH_MAX];		/* the data directory */
+	uint64_t compact_min;		/* records, 0: never */
+	pthread_t compact_th;
+	int compact_started;
+	_Atomic uint64_t compactions, compact_removed;
 	/* A collector's requests for this node's pins (t->lock), answered
 	 * by the follower: notify ids and watch cookies. */
 	struct { uint64_t id, cookie; } pins_req[TIER_PINS_REQS];
@@ -208,6 +217,19 @@ int tier_share_pins(struct objfs_tier *t,
 int tier_share_unanswered(struct objfs_tier *t, uint64_t node, char *why,
 		size_t whysize);
 
+/* 1 when node @node holds its lock (it lives), 0 when not, or -errno. */
+int tier_share_node_alive(struct objfs_tier *t, uint64_t node);
+
+/* ---- tier_compact.c: bounded history ---- */
+
+/* This node needs the log from @pos on (objfs.nodes). */
+int tier_compact_register(struct objfs_tier *t, uint64_t pos);
+void tier_compact_unregister(struct objfs_tier *t);
+/* The compactor's thread (none with remote_compact=0); it stops with the
+ * follower (follow_stop). */
+int tier_compact_start(struct objfs_tier *t);
+void tier_compact_stop(struct objfs_tier *t);
+
 /* ---- tier_tree.c: the tree's layout in the pool ---- */
 
 /* Super records that say which tree, epoch and mount a data directory's
@@ -224,8 +246,16 @@ int tier_share_unanswered(struct objfs_tier *t, uint64_t node, char *why,
 #define TIER_LOG_HDR	32
 #define TIER_SNAP_HDR	24
 
+/* The head (objfs.head).  Version 2 adds @floor (log records up to it
+ * may be gone: a node whose index is behind it builds it anew) and names
+ * snapshot parts by a number of the snapshot's own too (a shared tree is
+ * compacted into snapshots within one epoch); version 1 heads name them
+ * by epoch alone. */
 struct head {
 	uint64_t tree, epoch, owner, base, parts, bytes;
+	uint64_t floor;
+	uint64_t snap;		/* version 2: the snapshot's own number */
+	unsigned version;
 };
 
 uint64_t tier_random64(void);
@@ -247,7 +277,19 @@ int tier_fence_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t base,
 /* Snapshot part @k checked: 0 or -EPROTO. */
 int tier_snap_check(const unsigned char *p, size_t len, uint64_t k);
 size_t tier_head_text(const struct head *h, char *buf, size_t size);
-void tier_snap_name(char name[64], uint64_t epoch, uint64_t part);
+void tier_snap_name(char name[64], const struct head *h, uint64_t part);
+/* Read and parse objfs.head (-ENOENT: none; -EPROTO: damaged); its
+ * RADOS version in *@ver (may be NULL). */
+int tier_head_read(struct objfs_tier *t, struct head *h, uint64_t *ver);
+/* Build the tree of head @h into the index @m (empty): its snapshot,
+ * then its epoch's log to the end; *@end: one past the last record
+ * applied.  Compaction racing the build (a snapshot part or log record
+ * gone meanwhile) makes it start again from the new head, which it puts
+ * in *@h.  *@entries, *@records: what it read. */
+int tier_tree_build(struct objfs_tier *t, struct objfs_meta *m, struct head *h,
+		uint64_t *end, uint64_t *entries, uint64_t *records);
+/* Every file of directory @dir removed. */
+int tier_clear_dir(const char *dir);
 void tier_log_name(char name[64], uint64_t epoch, uint64_t seq);
 /* The index's record of what it caches: tree, epoch, owner (a mount). */
 int tier_set_supers(struct objfs_meta *m, uint64_t tree, uint64_t epoch,
@@ -255,13 +297,16 @@ int tier_set_supers(struct objfs_meta *m, uint64_t tree, uint64_t epoch,
 /* A snapshot part upload (objfs_meta_dump's callback). */
 struct snap_up {
 	struct objfs_tier *t;
-	uint64_t epoch, parts, bytes;
+	struct head h;			/* epoch, snap (version 2): the names */
+	uint64_t parts, bytes;
 	int rc;
 };
 int tier_snap_part(void *arg, const void *p, size_t len);
-/* Remove an epoch's snapshot parts and logs (from @base on). */
-void tier_remove_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t parts,
-		uint64_t base);
+/* Remove the snapshot parts of head @old and its epoch's logs after its
+ * base. */
+void tier_remove_epoch(struct objfs_tier *t, const struct head *old);
+/* Remove the snapshot parts of head @h. */
+void tier_remove_snapshot(struct objfs_tier *t, const struct head *h);
 /* 1 when the head still names this mount's epoch, 0 not, or -errno. */
 int tier_head_ours(struct objfs_tier *t);
 int tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,

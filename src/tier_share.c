@@ -482,6 +482,8 @@ same_record(struct objfs_tier *t, uint64_t g, const void *rec, size_t len)
 	return rc;
 }
 
+static uint64_t lease_margin_ns(const struct objfs_tier *t);
+
 /* A lease or grant key of the tree that a payload puts or deletes. */
 static uint64_t
 lease_entry(int db, const unsigned char *k, size_t klen, int *grant)
@@ -596,6 +598,17 @@ share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	if (!rec)
 		return -ENOMEM;
 	t0 = objfs_mono_ns();
+	/* Past this node's local deadline nothing is appended before its
+	 * lock is proved held (the caller renews and tries again): a node
+	 * that stopped may have been given up by the others, and the log
+	 * compacted past it. */
+	pthread_mutex_lock(&t->lock);
+	rc = t0 + lease_margin_ns(t) >= t->lease_ns ? -ETIME : 0;
+	pthread_mutex_unlock(&t->lock);
+	if (rc < 0) {
+		free(rec);
+		return rc;
+	}
 	rc = objfs_remote_log_put(t->r, t->epoch, cur + 1, rec, len);
 	if (rc == -EEXIST) {
 		rc = same_record(t, cur + 1, rec, len);
@@ -764,8 +777,8 @@ kick(void *arg)
 	pthread_mutex_unlock(&t->lock);
 }
 
-static int node_alive(struct objfs_tier *t, uint64_t node);
 static void node_name(char name[64], uint64_t node);
+#define node_alive tier_share_node_alive
 
 /* The watch: a notify of an append (no payload) wakes the follower; a
  * collector's request for this node's pins is answered by it. */
@@ -1004,7 +1017,18 @@ int
 tier_share_view(struct objfs_tier *t)
 {
 	uint64_t applied = 0;
-	int rc = catch_up(t, objfs_mono_ns(), &applied);
+	int rc;
+
+	/* A node past its deadline (it stopped) proves its lock first: the
+	 * log may have been compacted past what it read (lapsed()). */
+	rc = tier_share_fresh(t);
+	if (rc == 0) {
+		pthread_mutex_lock(&t->lock);
+		rc = t->lost ? -EIO : 0;
+		pthread_mutex_unlock(&t->lock);
+	}
+	if (rc == 0)
+		rc = catch_up(t, objfs_mono_ns(), &applied);
 
 	/* The kernel's caches are told by the follower: a request must not
 	 * wait for the kernel to drop a name its own caller may hold the
@@ -1042,6 +1066,8 @@ follow_main(void *arg)
 		/* What changed, to the kernel's caches, with no lock held. */
 		objfs_store_notify_send(t->s);
 		answer_pins(t);
+		/* Closes and destroys that failed, tried again. */
+		objfs_share_todo(t->s);
 		if (rc < 0 && rc != -ETIMEDOUT && !quiet) {
 			objfs_log(OBJFS_LOG_ERR, "remote: %s: applying the pool's "
 				"log: %s", t->spec, strerror(-rc));
@@ -1126,9 +1152,8 @@ tier_share_forget(struct objfs_tier *t, uint64_t ino)
 	pthread_mutex_unlock(&t->lease_mu);
 }
 
-/* 1 when node @node holds its lock (it lives), 0 when not, or -errno. */
-static int
-node_alive(struct objfs_tier *t, uint64_t node)
+int
+tier_share_node_alive(struct objfs_tier *t, uint64_t node)
 {
 	char name[64], client[128], cookie[256];
 	int rc;
@@ -1221,9 +1246,12 @@ rewrite_leases(struct objfs_tier *t, uint64_t owner, uint64_t only,
 			return 0;
 		}
 		rc = objfs_commit_or_abort(tx, rc, NULL);
-		if (rc != -ERESTART)
+		if (rc == -ETIME)
+			rc = tier_share_fresh(t);
+		else if (rc == -ERESTART)
+			rc = tier_share_catch_up(t);
+		else
 			return rc;
-		rc = tier_share_catch_up(t);
 		if (rc < 0)
 			return rc;
 	}
@@ -1299,6 +1327,16 @@ tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize)
 		return rc;
 	}
 	t->lease_ns = objfs_mono_ns() + (uint64_t)t->lease_s * 1000000000u;
+	/* Until it knows where it is in the log, this node needs all of it
+	 * (tier_compact.c). */
+	rc = tier_compact_register(t, 0);
+	if (rc < 0) {
+		(void)objfs_remote_release(t->r, name, t->holder);
+		(void)objfs_remote_release(t->r, TIER_HOLD, t->holder);
+		snprintf(msg, msgsize, "%s: cannot register this node: %s",
+			t->spec, strerror(-rc));
+		return rc;
+	}
 	/* A chunk this mount finds in the pool may be garbage to another
 	 * mount's collector: finding it writes to it (remote.h). */
 	objfs_remote_set_touch(t->r, 1);
@@ -1316,12 +1354,33 @@ lapsed(struct objfs_tier *t, const char *name)
 {
 	int rc;
 
+	struct head h;
+
 	atomic_fetch_add(&t->sh_lapses, 1);
 	objfs_log(OBJFS_LOG_WARNING, "remote: %s: this node's lock (%s) had "
 		"lapsed: taking it again, and checking its write leases "
 		"against the log (a lease another node broke meanwhile is "
 		"lost: its writers here get EIO)", t->spec, name);
 	rc = objfs_remote_hold(t->r, name, t->holder, t->lease_s, NULL, 0);
+	/* Registered again before the head is read: a compaction that did
+	 * not see this node removed no record past the head's floor. */
+	if (rc == 0)
+		rc = tier_compact_register(t, atomic_load(&t->pos));
+	if (rc == 0)
+		rc = tier_head_read(t, &h, NULL);
+	if (rc == 0 && (h.epoch != t->epoch || atomic_load(&t->pos) < h.floor)) {
+		pthread_mutex_lock(&t->lock);
+		if (!t->lost)
+			objfs_log(OBJFS_LOG_ERR, "remote: %s: while this node "
+				"was stopped the log was compacted past where "
+				"it had read it (record %" PRIu64 ", the floor "
+				"is %" PRIu64 "): nothing more is written here "
+				"(EIO); unmount, and mount again", t->spec,
+				(uint64_t)atomic_load(&t->pos), h.floor);
+		t->lost = 1;
+		pthread_mutex_unlock(&t->lock);
+		return -EIO;
+	}
 	if (rc == 0)
 		rc = tier_share_catch_up(t);
 	return rc;
@@ -1347,6 +1406,9 @@ tier_share_renew(struct objfs_tier *t)
 		if (rc == -ENOENT)
 			rc = lapsed(t, name);
 	}
+	/* Where this node is in the log: what compaction may remove. */
+	if (rc == 0 && t->attached)
+		rc = tier_compact_register(t, atomic_load(&t->pos));
 	return rc;
 }
 
@@ -1543,12 +1605,23 @@ tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
 		objfs_log(OBJFS_LOG_WARNING, "remote: %s: cannot watch %s: "
 			"changes are seen by polling every %u ms", t->spec,
 			TIER_WATCH, TIER_FOLLOW_MS);
+	rc = tier_compact_register(t, atomic_load(&t->pos));
+	if (rc < 0) {
+		snprintf(msg, msgsize, "%s: cannot register this node: %s",
+			t->spec, strerror(-rc));
+		return rc;
+	}
 	rc = pthread_create(&t->follow_th, NULL, follow_main, t);
 	if (rc) {
 		snprintf(msg, msgsize, "cannot start the log's follower");
 		return -rc;
 	}
 	t->follow_started = 1;
+	rc = tier_compact_start(t);
+	if (rc < 0) {
+		snprintf(msg, msgsize, "cannot start the log's compactor");
+		return rc;
+	}
 	objfs_log(OBJFS_LOG_INFO, "remote: %s: shared, node %016" PRIx64
 		", the log applied up to record %" PRIu64, t->spec, t->node,
 		(uint64_t)atomic_load(&t->pos));
@@ -1577,9 +1650,11 @@ tier_share_quiesce(struct objfs_tier *t)
 		pthread_join(t->follow_th, NULL);
 		t->follow_started = 0;
 	}
+	tier_compact_stop(t);
 	if (!t->attached || t->quiesced)
 		return;
 	t->quiesced = 1;
+	objfs_share_todo(t->s);		/* what failed before: once more */
 	rc = rewrite_leases(t, t->node, 0, 1, &n);
 	if (rc < 0)
 		objfs_log(OBJFS_LOG_ERR, "remote: %s: cannot publish the files "
@@ -1601,7 +1676,12 @@ tier_share_close(struct objfs_tier *t)
 	char name[64];
 
 	node_name(name, t->node);
+	tier_compact_unregister(t);
 	(void)objfs_remote_release(t->r, name, t->holder);
+	/* Gone cleanly: its lock's object and its pins go too. */
+	(void)objfs_remote_remove(t->r, name);
+	snprintf(name, sizeof(name), TIER_PINS_FMT, t->node);
+	(void)objfs_remote_remove(t->r, name);
 	(void)objfs_remote_release(t->r, TIER_HOLD, t->holder);
 	pthread_mutex_destroy(&t->catch_mu);
 	pthread_mutex_destroy(&t->lease_mu);
@@ -1645,7 +1725,9 @@ tier_share_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_leases_here: %" PRIu64 "\n"
 		"remote_leases_elsewhere: %" PRIu64 "\n"
 		"remote_leases_fenced: %" PRIu64 "\n"
-		"remote_lock_lapses: %" PRIu64 "\n",
+		"remote_lock_lapses: %" PRIu64 "\n"
+		"remote_compactions: %" PRIu64 "\n"
+		"remote_log_records_removed: %" PRIu64 "\n",
 		t->node, (uint64_t)atomic_load(&t->pos),
 		(uint64_t)atomic_load(&t->sh_appended),
 		(uint64_t)atomic_load(&t->sh_applied),
@@ -1653,7 +1735,9 @@ tier_share_status(struct objfs_tier *t, char *buf, size_t size)
 		(uint64_t)atomic_load(&t->sh_refused),
 		(uint64_t)atomic_load(&t->sh_broken), lc.mine, lc.others,
 		(uint64_t)atomic_load(&t->sh_fenced),
-		(uint64_t)atomic_load(&t->sh_lapses));
+		(uint64_t)atomic_load(&t->sh_lapses),
+		(uint64_t)atomic_load(&t->compactions),
+		(uint64_t)atomic_load(&t->compact_removed));
 
 	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
 }

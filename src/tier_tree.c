@@ -14,11 +14,13 @@
  */
 #include <config.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -48,10 +50,11 @@ tier_random64(void)
 size_t
 tier_head_text(const struct head *h, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "objfs head 1\ntree %016" PRIx64 "\nepoch %"
+	int n = snprintf(buf, size, "objfs head 2\ntree %016" PRIx64 "\nepoch %"
 		PRIu64 "\nowner %016" PRIx64 "\nbase %" PRIu64 "\nparts %"
-		PRIu64 "\nbytes %" PRIu64 "\n", h->tree, h->epoch, h->owner,
-		h->base, h->parts, h->bytes);
+		PRIu64 "\nbytes %" PRIu64 "\nfloor %" PRIu64 "\nsnap %016"
+		PRIx64 "\n", h->tree, h->epoch, h->owner, h->base, h->parts,
+		h->bytes, h->floor, h->snap);
 
 	n += snprintf(buf + n, size - (size_t)n, "sum %016" PRIx64 "\n",
 		objfs_csum64(buf, (size_t)n));
@@ -64,6 +67,7 @@ tier_head_parse(const char *buf, size_t len, struct head *h)
 	char text[TIER_HEAD_MAX + 1];
 	const char *sum;
 	uint64_t want;
+	unsigned v;
 
 	if (len > TIER_HEAD_MAX)
 		return -EPROTO;
@@ -72,24 +76,54 @@ tier_head_parse(const char *buf, size_t len, struct head *h)
 	sum = strstr(text, "sum ");
 	if (!sum || sscanf(sum, "sum %" SCNx64, &want) != 1 ||
 	    objfs_csum64(text, (size_t)(sum - text)) != want ||
-	    sscanf(text, "objfs head 1\ntree %" SCNx64 "\nepoch %" SCNu64
+	    sscanf(text, "objfs head %u\ntree %" SCNx64 "\nepoch %" SCNu64
 		"\nowner %" SCNx64 "\nbase %" SCNu64 "\nparts %" SCNu64
-		"\nbytes %" SCNu64 "\n", &h->tree, &h->epoch, &h->owner,
-		&h->base, &h->parts, &h->bytes) != 6)
+		"\nbytes %" SCNu64 "\n", &v, &h->tree, &h->epoch, &h->owner,
+		&h->base, &h->parts, &h->bytes) != 7 || v < 1 || v > 2)
 		return -EPROTO;
+	h->version = v;
+	h->floor = 0;
+	h->snap = 0;
+	if (v == 2) {
+		const char *f = strstr(text, "\nfloor ");
+
+		if (!f || sscanf(f, "\nfloor %" SCNu64 "\nsnap %" SCNx64,
+				&h->floor, &h->snap) != 2)
+			return -EPROTO;
+	}
 	return 0;
 }
 
 void
-tier_snap_name(char name[64], uint64_t epoch, uint64_t part)
+tier_snap_name(char name[64], const struct head *h, uint64_t part)
 {
-	snprintf(name, 64, "objfs.snap.%016" PRIx64 ".%08" PRIx64, epoch, part);
+	if (h->version < 2)
+		snprintf(name, 64, "objfs.snap.%016" PRIx64 ".%08" PRIx64,
+			h->epoch, part);
+	else
+		snprintf(name, 64, "objfs.snap.%016" PRIx64 ".%016" PRIx64
+			".%08" PRIx64, h->epoch, h->snap, part);
 }
 
 void
 tier_log_name(char name[64], uint64_t epoch, uint64_t seq)
 {
 	snprintf(name, 64, "objfs.log.%016" PRIx64 ".%016" PRIx64, epoch, seq);
+}
+
+int
+tier_head_read(struct objfs_tier *t, struct head *h, uint64_t *ver)
+{
+	char buf[TIER_HEAD_MAX];
+	uint64_t v;
+	size_t len;
+	int rc = objfs_remote_head_get(t->r, buf, sizeof(buf), &len, &v);
+
+	if (rc == 0)
+		rc = tier_head_parse(buf, len, h);
+	if (rc == 0 && ver)
+		*ver = v;
+	return rc;
 }
 
 /* ---- prepare: the index the pool's tree ---------------------------------- */
@@ -122,6 +156,9 @@ read_head(struct objfs_tier *t, struct head *h, char *msg, size_t msgsize)
 	t->head_epoch = h->epoch;
 	t->head_base = h->base;
 	t->head_parts = h->parts;
+	t->head_floor = h->floor;
+	t->head_snap = h->snap;
+	t->head_version = h->version;
 	return 0;
 }
 
@@ -269,14 +306,15 @@ import_commit(void *arg, uint64_t seq, const void *p, size_t n)
 }
 
 /*
- * Walk the logs of the head's epoch from its base on, applying them to
- * @m when it is not NULL; *@end gets the first number none has.
+ * Walk the logs of epoch @epoch from @seq on (to the first number that
+ * has none, or a fence), applying them to @m when it is not NULL; *@end
+ * gets the first number none has.
  */
 static int
-walk_logs(struct objfs_tier *t, struct objfs_meta *m, uint64_t *end,
-		uint64_t *records)
+walk_logs(struct objfs_tier *t, uint64_t epoch, uint64_t seq,
+		struct objfs_meta *m, uint64_t *end, uint64_t *records)
 {
-	uint64_t seq = t->head_base + 1, last;
+	uint64_t last;
 	char name[64];
 
 	*records = 0;
@@ -285,7 +323,7 @@ walk_logs(struct objfs_tier *t, struct objfs_meta *m, uint64_t *end,
 		size_t len;
 		int rc;
 
-		tier_log_name(name, t->head_epoch, seq);
+		tier_log_name(name, epoch, seq);
 		rc = objfs_remote_get_all(t->r, name, &buf, &len);
 		if (rc == -ENOENT)
 			break;
@@ -312,6 +350,81 @@ walk_logs(struct objfs_tier *t, struct objfs_meta *m, uint64_t *end,
 	return 0;
 }
 
+/* Every file of directory @dir removed (an index to build again). */
+int
+tier_clear_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int rc = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.' && unlinkat(dirfd(d), e->d_name, 0) < 0 &&
+		    errno != ENOENT)
+			rc = -errno;
+	closedir(d);
+	return rc;
+}
+
+int
+tier_tree_build(struct objfs_tier *t, struct objfs_meta *m, struct head *h,
+		uint64_t *end, uint64_t *entries, uint64_t *records)
+{
+	{
+		struct head now;
+		int rc = 0, gone = 0;
+
+		*entries = 0;
+		for (uint64_t k = 0; rc == 0 && k < h->parts; k++) {
+			char name[64];
+			unsigned char *p;
+			size_t len;
+
+			tier_snap_name(name, h, k);
+			rc = objfs_remote_get_all(t->r, name, (void **)&p, &len);
+			if (rc == -ENOENT) {
+				gone = 1;	/* compacted meanwhile? */
+				break;
+			}
+			if (rc < 0)
+				break;
+			if (tier_snap_check(p, len, k) < 0) {
+				objfs_log(OBJFS_LOG_ERR, "remote: %s: snapshot "
+					"part %s is damaged", t->spec, name);
+				rc = -EIO;
+			} else {
+				rc = objfs_meta_import(m, p + TIER_SNAP_HDR,
+						len - TIER_SNAP_HDR, entries);
+			}
+			free(p);
+		}
+		if (rc == 0 && !gone)
+			rc = walk_logs(t, h->epoch, h->base + 1, m, end, records);
+		if (rc < 0)
+			return rc;
+		/* The log's end, or records compacted away while this read
+		 * them (a newer head's floor past where this began)? */
+		rc = tier_head_read(t, &now, NULL);
+		if (rc < 0)
+			return rc;
+		if (!gone && (now.epoch != h->epoch || now.floor <= h->base))
+			return 0;
+		if (now.epoch == h->epoch && now.base == h->base &&
+		    now.parts == h->parts && gone) {
+			objfs_log(OBJFS_LOG_ERR, "remote: %s: a snapshot part "
+				"the head names is missing", t->spec);
+			return -EIO;
+		}
+		objfs_log(OBJFS_LOG_INFO, "remote: %s: the tree was compacted "
+			"while it was read: reading it again from the snapshot "
+			"of commit %" PRIu64, t->spec, now.base);
+		*h = now;
+		return -EAGAIN;
+	}
+}
+
 int
 tier_set_supers(struct objfs_meta *m, uint64_t tree, uint64_t epoch,
 		uint64_t owner)
@@ -332,50 +445,41 @@ tier_set_supers(struct objfs_meta *m, uint64_t tree, uint64_t epoch,
 
 /* Build the pool's tree into the empty index directory @dir. */
 static int
-build(struct objfs_tier *t, const char *dir, const struct head *h, char *msg,
+build(struct objfs_tier *t, const char *dir, struct head *h, char *msg,
 		size_t msgsize)
 {
 	struct objfs_meta *m;
 	uint64_t entries = 0, records = 0, t0 = objfs_mono_ns();
-	int rc = objfs_meta_open(dir, OBJFS_META_CREATE, &m, NULL);
+	int rc;
 
-	if (rc < 0) {
-		snprintf(msg, msgsize, "cannot create the index: %s",
-			strerror(-rc));
-		return rc;
-	}
-	for (uint64_t k = 0; rc == 0 && k < h->parts; k++) {
-		char name[64];
-		unsigned char *p;
-		size_t len;
-
-		tier_snap_name(name, h->epoch, k);
-		rc = objfs_remote_get_all(t->r, name, (void **)&p, &len);
+	for (int tries = 0;; tries++) {
+		rc = objfs_meta_open(dir, OBJFS_META_CREATE, &m, NULL);
 		if (rc < 0) {
-			snprintf(msg, msgsize, "%s: cannot read snapshot part %s: "
-				"%s", t->spec, name, strerror(-rc));
+			snprintf(msg, msgsize, "cannot create the index: %s",
+				strerror(-rc));
+			return rc;
+		}
+		rc = tier_tree_build(t, m, h, &t->logs_end, &entries,
+				&records);
+		if (rc != -EAGAIN || tries == 16)
 			break;
-		}
-		if (tier_snap_check(p, len, k) < 0) {
-			snprintf(msg, msgsize, "%s: snapshot part %s is damaged; "
-				"refusing to mount (nothing was changed)",
-				t->spec, name);
-			rc = -EIO;
-		} else {
-			rc = objfs_meta_import(m, p + TIER_SNAP_HDR, len - TIER_SNAP_HDR,
-					&entries);
-			if (rc < 0)
-				snprintf(msg, msgsize, "%s: snapshot part %s "
-					"cannot be applied: %s", t->spec, name,
-					strerror(-rc));
-		}
-		free(p);
-	}
-	if (rc == 0) {
-		rc = walk_logs(t, m, &t->logs_end, &records);
+		/* Compacted while it read: again, from the new head. */
+		(void)objfs_meta_close(m);
+		rc = tier_clear_dir(dir);
 		if (rc < 0)
-			snprintf(msg, msgsize, "%s: cannot read the pool's log: "
-				"%s", t->spec, strerror(-rc));
+			return rc;
+	}
+	if (rc < 0)
+		snprintf(msg, msgsize, "%s: cannot build the tree from the "
+			"pool: %s", t->spec, strerror(-rc));
+	if (rc == 0) {
+		/* What the build read is the head this mount follows. */
+		t->head_epoch = h->epoch;
+		t->head_base = h->base;
+		t->head_parts = h->parts;
+		t->head_floor = h->floor;
+		t->head_snap = h->snap;
+		t->head_version = h->version;
 	}
 	if (rc == 0)
 		rc = objfs_meta_checkpoint_now(m);
@@ -504,9 +608,20 @@ tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,
 		uint64_t pos;
 
 		/* One of many mounts: the log is applied from the index's
-		 * position on (start). */
-		if (local_super(m, OBJFS_SUPER_REMOTE_POS, &pos) == 0)
+		 * position on (start), unless records after it may have
+		 * been compacted away since (the head's floor). */
+		if (local_super(m, OBJFS_SUPER_REMOTE_POS, &pos) == 0 &&
+		    pos >= h.floor)
 			return 0;
+		if (pos < h.floor) {
+			objfs_log(OBJFS_LOG_INFO, "remote: %s: the log was "
+				"compacted past this data directory's index "
+				"(record %" PRIu64 ", the floor is %" PRIu64
+				"): building it anew from the pool", t->spec,
+				pos, h.floor);
+			*stale = 1;
+			return 0;
+		}
 		objfs_log(OBJFS_LOG_INFO, "remote: %s: this data directory's "
 			"index has no position in the pool's log: building it "
 			"anew from the pool", t->spec);
@@ -524,7 +639,7 @@ tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,
 	/* This data directory's mount was the last: the pool has its
 	 * commits up to some number, the index at least as many unless a
 	 * machine crash took the last ones from it. */
-	rc = walk_logs(t, NULL, &end, &records);
+	rc = walk_logs(t, t->head_epoch, t->head_base + 1, NULL, &end, &records);
 	if (rc < 0) {
 		snprintf(msg, msgsize, "%s: cannot read the pool's log: %s",
 			t->spec, strerror(-rc));
@@ -559,7 +674,7 @@ tier_snap_part(void *arg, const void *p, size_t len)
 	put_be64(buf + 8, len);
 	put_be64(buf + 16, objfs_csum64(p, len));
 	memcpy(buf + TIER_SNAP_HDR, p, len);
-	tier_snap_name(name, u->epoch, u->parts);
+	tier_snap_name(name, &u->h, u->parts);
 	rc = objfs_remote_put(u->t->r, name, buf, TIER_SNAP_HDR + len);
 	free(buf);
 	if (rc < 0)
@@ -571,16 +686,23 @@ tier_snap_part(void *arg, const void *p, size_t len)
 
 /* Remove what the previous epoch left: its snapshot and its logs. */
 void
-tier_remove_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t parts,
-		uint64_t base)
+tier_remove_snapshot(struct objfs_tier *t, const struct head *h)
 {
 	char name[64];
-	uint64_t seq = base + 1, last;
 
-	for (uint64_t k = 0; k < parts; k++) {
-		tier_snap_name(name, epoch, k);
+	for (uint64_t k = 0; k < h->parts; k++) {
+		tier_snap_name(name, h, k);
 		(void)objfs_remote_remove(t->r, name);
 	}
+}
+
+void
+tier_remove_epoch(struct objfs_tier *t, const struct head *old)
+{
+	char name[64];
+	uint64_t seq = old->base + 1, last, epoch = old->epoch;
+
+	tier_remove_snapshot(t, old);
 	for (;;) {
 		void *buf;
 		size_t len;
