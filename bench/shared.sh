@@ -16,6 +16,12 @@
 #                     mount
 #   8 readers on B    8 processes on a new B read a 1 GiB file A wrote, at
 #                     once: their rate together, and one reader alone
+#   a fresh node      the time a node with an empty data directory takes
+#                     to mount a tree of 2,000 files (20 directories of
+#                     100), when the tree is new and after 8,000 creates
+#                     and deletes in it (4x its history), the log
+#                     compacted (the default) and not (remote_compact=0,
+#                     the baseline: every record replayed)
 #
 #   bench/shared.sh OUT BIN WORK SIZE_GIB REPS
 # Appends its figures to OUT/results.csv and writes OUT/shared.md.
@@ -70,7 +76,48 @@ meta_rec() {
 	echo "$c1 $s1 $r1"
 }
 
+# fresh NS OPTS: a tree of 2,000 files on a new node A; a fresh node's
+# mount of it; 8,000 creates and deletes on A; a fresh node's mount
+# again: "seconds-new seconds-4x records-new records-4x"
+fresh() {
+	local ns=$1 opts=$2 t0 t1 t2 rec1 rec2
+	mount_ns "$W/a" "$W/fdata_a" "$(shared "$ns")$opts"
+	python3 - "$W/a" <<'PY'
+import os, sys
+a = sys.argv[1]
+for d in range(20):
+    os.mkdir('%s/d%d' % (a, d))
+    for i in range(100):
+        with open('%s/d%d/f%d' % (a, d, i), 'wb') as f:
+            f.write(b'x' * 100)
+PY
+	rec1=$(figure "$W/a" remote_log_position)
+	sleep 3		# the compactor's turn, as a working node gives it
+	t0=$(now)
+	mount_ns "$W/c" "$W/fdata_c" "$(shared "$ns")$opts"
+	t1=$(now)
+	umount_wait "$W/c"
+	python3 - "$W/a" <<'PY'
+import os, sys
+a = sys.argv[1]
+for i in range(8000):
+    p = '%s/d%d/t%d' % (a, i % 20, i)
+    with open(p, 'wb') as f:
+        f.write(b'y' * 100)
+    os.unlink(p)
+PY
+	rec2=$(figure "$W/a" remote_log_position)
+	sleep 3
+	t2=$(now)
+	mount_ns "$W/c" "$W/fdata_d" "$(shared "$ns")$opts"
+	python3 -c "print(f'{$t1 - $t0:.2f} {$(now) - $t2:.2f} $rec1 $rec2')"
+	umount_wait "$W/c"
+	umount_wait "$W/a"
+	rm -rf "$W"/fdata_*
+}
+
 declare -a rb_r first lat50 lat99 cr st rn lcr lst lrn xcr xst xrn one eight
+declare -a fn f4 bn b4
 for ((r = 1; r <= REPS; r++)); do
 	$RB bench 600 write -b 1M -t 32 --max-objects $((SIZE << 10)) --no-cleanup >/dev/null 2>&1
 	br=$($RB bench 600 seq -t 32 2>/dev/null | sed -n 's/^Bandwidth (MB\/sec): *//p')
@@ -157,6 +204,15 @@ PY
 	xcr+=("$c1"); xst+=("$s1"); xrn+=("$r1")
 	umount_wait "$W/x"
 	rm -rf "$W"/rdata_*"$r" "$W/ldata$r" "$W/xdata$r"
+	# A fresh node's mount, compacted and not.
+	read -r a1 a4 n1 n4 < <(fresh "fc$r" "")
+	fn+=("$a1"); f4+=("$a4")
+	rec objfs_shared fresh_mount_new_tree_s "$n1" "$r" "$a1"
+	rec objfs_shared fresh_mount_4x_history_s "$n4" "$r" "$a4"
+	read -r a1 a4 n1 n4 < <(fresh "fn$r" ",remote_compact=0")
+	bn+=("$a1"); b4+=("$a4")
+	rec objfs_shared_uncompacted fresh_mount_new_tree_s "$n1" "$r" "$a1"
+	rec objfs_shared_uncompacted fresh_mount_4x_history_s "$n4" "$r" "$a4"
 	$RB purge objfs --yes-i-really-really-mean-it >/dev/null 2>&1 || true
 done
 
@@ -174,5 +230,7 @@ RBR=$(m "${rb_r[@]}") FR=$(m "${first[@]}")
 	echo "| creates per second (open O_CREAT, close) | $(m "${cr[@]}") | local objfs $(m "${lcr[@]}"); exclusive remote= $(m "${xcr[@]}") | $(ratio "$(m "${cr[@]}")" "$(m "${lcr[@]}")") of local |"
 	echo "| stats per second | $(m "${st[@]}") | local objfs $(m "${lst[@]}"); exclusive remote= $(m "${xst[@]}") | $(ratio "$(m "${st[@]}")" "$(m "${lst[@]}")") of local |"
 	echo "| renames per second | $(m "${rn[@]}") | local objfs $(m "${lrn[@]}"); exclusive remote= $(m "${xrn[@]}") | $(ratio "$(m "${rn[@]}")" "$(m "${lrn[@]}")") of local |"
+	echo "| a fresh node's mount of 2,000 files, the tree new | $(m "${fn[@]}") s | the log not compacted $(m "${bn[@]}") s | $(ratio "$(m "${fn[@]}")" "$(m "${bn[@]}")") |"
+	echo "| ... after 8,000 creates and deletes (4x history) | $(m "${f4[@]}") s | the log not compacted $(m "${b4[@]}") s; the tree new $(m "${fn[@]}") s | $(ratio "$(m "${f4[@]}")" "$(m "${fn[@]}")") of the new tree's |"
 } >"$MD"
 cat "$MD"

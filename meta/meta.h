@@ -275,6 +275,9 @@ int objfs_meta_content_all(struct objfs_meta_txn *t,
 /* Orphans: inodes with no name that were still open. */
 int objfs_meta_orphan_add(struct objfs_meta_txn *t, uint64_t ino);
 int objfs_meta_orphan_del(struct objfs_meta_txn *t, uint64_t ino);
+/* 1 when @ino is an orphan of this index (unlinked while open here), 0
+ * when not, or -errno. */
+int objfs_meta_orphan_has(struct objfs_meta_txn *t, uint64_t ino);
 int objfs_meta_orphan_list(struct objfs_meta_txn *t,
 		int (*cb)(void *arg, uint64_t ino), void *arg);
 

@@ -808,6 +808,18 @@ objfs_meta_orphan_del(struct objfs_meta_txn *t, uint64_t ino)
 }
 
 int
+objfs_meta_orphan_has(struct objfs_meta_txn *t, uint64_t ino)
+{
+	unsigned char kb[8];
+	MDB_val v;
+	int rc;
+
+	put_be64(kb, ino);
+	rc = meta_get(t, DB_ORPHAN, kb, 8, &v);
+	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
+}
+
+int
 objfs_meta_orphan_list(struct objfs_meta_txn *t,
 		int (*cb)(void *arg, uint64_t ino), void *arg)
 {

@@ -278,6 +278,20 @@ objfs_inode_free(struct objfs_inode *ip)
 	free(ip);
 }
 
+/* Is @ino an orphan of this data directory's (unlinked while open here)? */
+static int
+own_orphan(struct objfs_store *s, uint64_t ino)
+{
+	struct objfs_meta_txn *tx;
+	int rc = objfs_meta_begin(s->meta, 0, &tx);
+
+	if (rc < 0)
+		return 1;	/* as without shared mode: try */
+	rc = objfs_meta_orphan_has(tx, ino);
+	objfs_meta_abort(tx);
+	return rc != 0;
+}
+
 /*
  * Let @ip go from memory (ip->lock held, no other lock): destroy it when
  * it has no names left, else write its attributes and free its data.
@@ -291,6 +305,13 @@ release(struct objfs_store *s, struct objfs_inode *ip)
 
 	if (ip->attr.nlink == 0 && ip->gone) {
 		objfs_data_unload(s, ip);	/* left the index at unlink */
+		return 0;
+	}
+	if (ip->attr.nlink == 0 && s->shared && !own_orphan(s, ip->ino)) {
+		/* Shared mode: another node unlinked it while it had it open
+		 * there; that node removes it when it lets it go.  (Removing
+		 * it here would touch a file another node holds.) */
+		objfs_data_unload(s, ip);
 		return 0;
 	}
 	if (ip->attr.nlink == 0) {

@@ -440,8 +440,11 @@ def main():
     try:
         run(mnt, journal, seed, now)
     except OSError as e:
+        # The daemon killed under it; or, with the cluster stopped, an
+        # fsync that failed (it acknowledged nothing): the round's load
+        # stops there.
         if e.errno not in (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO,
-                           errno.ENOENT):
+                           errno.ENOENT, errno.ETIMEDOUT):
             raise
 
 

@@ -48,6 +48,21 @@ into it) must fail with EBUSY and change nothing; one that would read it
 sees its last published version, which the model does not keep, so it is
 not done; and its bytes are verified on its writer's node only.
 
+Pauses (the way an operator's bad day looks, not only kills): "stop"
+freezes the operation's node's daemon (SIGSTOP) for half a second or past
+its lease.  With --shared, when that node writes a file, it first fsyncs
+it (the model keeps that published version) and writes more without
+fsync; while it is stopped past its lease the other node takes the file
+(its open must succeed once the lease lapsed), writes, fsyncs and closes
+it; resumed, the stopped node's descriptors of it must answer EIO (write,
+fsync, close) and every node must read the other's version on top of the
+published one: nothing the other node was told is durable is lost or
+overwritten by the fenced node, and what it wrote unpublished is gone.
+"osd" (with --osd-pid) freezes the OSD for 1 to 8 s, past the lease and
+past remote_timeout, with no operation in flight; then every node must
+hold its lock again before the next operation.  Without --remote both
+are short pauses.
+
 Exit status: 0 clean, 1 a failure found, 2 a bad invocation or setup.
 """
 import argparse
@@ -76,8 +91,14 @@ OPS = [  # (operation, weight)
     ("punch", 4), ("zero", 3), ("alloc", 2), ("cp", 7), ("copy", 5),
     ("rename", 3), ("unlink", 4), ("link", 2), ("hold", 5), ("close", 3),
     ("fsync", 7), ("sync", 2), ("pause", 1), ("remount", 2), ("kill", 1),
-    ("seal", 2), ("unseal", 1),
+    ("seal", 2), ("unseal", 1), ("stop", 1), ("osd", 1),
 ]
+
+# With --remote: how long a node's lease and the namespace's hold last
+# without a renewal, and each cluster operation's bound (the stop and osd
+# operations pause past them).
+LEASE_S = 3
+TIMEOUT_S = 6
 
 
 # What a full disk may answer with ENOSPC (never unlink or close).
@@ -304,6 +325,9 @@ class Run:
         self.done = 0
         self.counts = {}
         self.enospc = 0
+        self.pauses = 0		# daemons and OSD stopped and resumed
+        self.broken = 0		# leases another node broke meanwhile
+        self.ns = None		# --remote: this run's namespace
 
     def p(self, name):
         return os.path.join(self.fs.mnt, name)
@@ -717,6 +741,154 @@ class Run:
         # The daemon gives freed space back once a second.
         time.sleep(1.2)
 
+    # ---- pauses ---------------------------------------------------------
+    def status(self, fs, key):
+        with open(os.path.join(fs.mnt, ".objfs-status")) as f:
+            for line in f:
+                if line.startswith(key + ": "):
+                    return line.split(": ", 1)[1].strip()
+        return None
+
+    def locks_held(self, what):
+        """Every node holds its lock again (the renewer noticed a lapse
+        and took it back): a node must not find another's lease free
+        because that one has not renewed yet."""
+        deadline = time.monotonic() + 30
+        for fs in self.nodes:
+            node = self.status(fs, "remote_node")
+            while True:
+                r = subprocess.run(
+                    ["rados", "-c", self.a.remote_conf, "-p",
+                     self.a.remote.split(":", 1)[1], "-N", self.ns,
+                     "lock", "info", "objfs.node." + node, "objfs"],
+                    capture_output=True, text=True)
+                if r.returncode == 0 and self.lock_live(r.stdout):
+                    break
+                if time.monotonic() > deadline:
+                    raise Failure("%s: node %s holds no lock 30 s later" %
+                                  (what, node))
+                time.sleep(0.1)
+
+    @staticmethod
+    def lock_live(info):
+        """rados lock info's JSON: a locker whose lock has not expired (an
+        expired one stays listed until the lock is next taken)."""
+        import datetime
+        try:
+            lockers = json.loads(info).get("lockers", [])
+        except ValueError:
+            return False
+        now = datetime.datetime.now(datetime.timezone.utc)
+        for lk in lockers:
+            exp = lk.get("expiration", "")
+            if exp.startswith("0.0") or exp.startswith("1970"):
+                return True		# no expiration
+            try:
+                t = datetime.datetime.strptime(exp, "%Y-%m-%dT%H:%M:%S.%f%z")
+            except ValueError:
+                continue
+            if (t - now).total_seconds() > 0.5:
+                return True
+        return False
+
+    def op_stop(self, op):
+        long = op["j"] % 2 == 0
+        if not self.a.remote:
+            secs = 0.5
+        else:
+            secs = LEASE_S + 1.5 if long else 0.5
+        x = self.fs
+        target = None
+        if self.nodes and long:
+            # A file this node writes, with a name the other can open.
+            cands = sorted({h[1] for h in self.held if not h[2] and
+                            h[3] == self.node} & set(self.names.values()))
+            if cands:
+                target = cands[op["i"] % len(cands)]
+        if target is None:
+            x.proc.send_signal(signal.SIGSTOP)
+            time.sleep(secs)
+            x.proc.send_signal(signal.SIGCONT)
+            self.pauses += 1
+            if self.nodes and long:
+                self.locks_held("after a node was stopped")
+            return
+        fds = [h for h in self.held if h[1] == target and not h[2] and
+               h[3] == self.node]
+        name = sorted(n for n, o in self.names.items() if o == target)[0]
+        # Published: what the other node starts from once it takes it.
+        os.fsync(fds[0][0])
+        published = bytearray(self.objs[target])
+        extra = data_for(op["data"] if "data" in op else op["i"],
+                         1 + op["i"] % (3 * self.chunk), self.blocks,
+                         self.chunk)
+        self.pwrite_all(fds[0][0], target, extra, op["j"] % (8 * self.chunk))
+        other = self.nodes[1 - self.node]
+        x.proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(secs)
+            path = os.path.join(other.mnt, name)
+            t0 = time.monotonic()
+            while True:
+                try:
+                    fd = os.open(path, os.O_RDWR)
+                    break
+                except OSError as e:
+                    if e.errno != errno.EBUSY or \
+                            time.monotonic() - t0 > 30:
+                        raise Failure("the other node's open of a file "
+                                      "whose writer stopped past its "
+                                      "lease: %s" % e)
+                    time.sleep(0.2)
+            data = data_for(op["i"] ^ 0x55, 1 + op["j"] % (2 * self.chunk),
+                            self.blocks, self.chunk)
+            off = op["i"] % (6 * self.chunk)
+            try:
+                os.pwrite(fd, data, off)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        finally:
+            x.proc.send_signal(signal.SIGCONT)
+        self.pauses += 1
+        self.broken += 1
+        self.objs[target] = published
+        self.m_write(target, off, data)
+        # The stopped node's writers of it are fenced: EIO, and they go.
+        # (Its fsync is what finds out, if its follower has not yet: a
+        # write that comes before may still land in its memory.)
+        for h in fds:
+            for what, fn in (("fsync", lambda: os.fsync(h[0])),
+                             ("write", lambda: os.pwrite(h[0], b"x", 0)),
+                             ("close", lambda: os.close(h[0]))):
+                try:
+                    fn()
+                except OSError as e:
+                    if e.errno != errno.EIO:
+                        raise Failure("a fenced writer's %s: %s" % (
+                            what, errno.errorcode.get(e.errno, e)))
+                    continue
+                if what != "close":
+                    raise Failure("a fenced writer's %s succeeded" % what)
+            self.held.remove(h)
+        self.m_gc()
+        self.locks_held("after a lease was broken")
+
+    def op_osd(self, op):
+        if not self.a.osd_pid:
+            return
+        with open(self.a.osd_pid) as f:
+            pid = int(f.read().split()[0])
+        secs = 1 + op["i"] % 8		# past the lease and the timeout too
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(secs)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        self.pauses += 1
+        if self.nodes:
+            self.locks_held("after the OSD was stopped %d s" % secs)
+
     def close_held(self, node=None):
         """Close the descriptors held (on @node only, when given)."""
         keep = []
@@ -849,10 +1021,13 @@ class Run:
             # empty as the data directory does.
             global REMOTE_RUNS
             REMOTE_RUNS += 1
-            opts += ",remote=%s/fz%d_%d,remote_conf=%s,remote_hold=3" % (
-                self.a.remote, os.getpid(), REMOTE_RUNS, self.a.remote_conf)
+            self.ns = "fz%d_%d" % (os.getpid(), REMOTE_RUNS)
+            opts += (",remote=%s/%s,remote_conf=%s,remote_hold=%d,"
+                     "remote_timeout=%d") % (
+                self.a.remote, self.ns, self.a.remote_conf, LEASE_S,
+                TIMEOUT_S)
         if self.a.shared:
-            opts += ",shared,remote_lease=3"
+            opts += ",shared,remote_lease=%d" % LEASE_S
             for k in range(2):
                 os.makedirs(os.path.join(work, "n%d" % k))
                 self.nodes.append(Objfs(self.a.bin, self.a.ctl, os.path.join(
@@ -902,12 +1077,16 @@ def attempt(args, ops, verbose=False):
         r = Run(args, ops, verbose)
         at, why = r.run(work)
         if why and args.keep_log:
-            try:
-                with open(r.fs.log) as f:
-                    sys.stdout.write("".join("# log: " + x for x in
-                                             f.readlines()[-40:]))
-            except OSError:
-                pass
+            for k, fs in enumerate(r.nodes or [r.fs]):
+                try:
+                    with open(fs.log) as f:
+                        sys.stdout.write("".join(
+                            "# log%s: %s" % (" of node %d" % k if r.nodes
+                                             else "", x)
+                            for x in f.readlines()[-40:]
+                            if ": info: " not in x))
+                except OSError:
+                    pass
         return at, why, r
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -980,6 +1159,9 @@ def main():
     ap.add_argument("--shared", action="store_true",
                     help="with --remote: two mounts of the namespace "
                     "(-o shared), each operation on one of them")
+    ap.add_argument("--osd-pid", default=None,
+                    help="with --remote: the OSD's pid file (the osd "
+                    "operation stops and resumes it)")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--keep-log", action="store_true")
     ap.add_argument("--tmp", default=None)
@@ -1014,7 +1196,7 @@ def main():
     seed = args.seed if args.seed is not None else \
         random.SystemRandom().randrange(1 << 31)
     end = time.monotonic() + args.seconds if args.seconds else None
-    seeds = total = enospc = busy = perm = 0
+    seeds = total = enospc = busy = perm = pauses = broken = 0
     counts = {}
     t0 = time.monotonic()
     while True:
@@ -1034,6 +1216,8 @@ def main():
         enospc += r.enospc
         busy += r.busy
         perm += r.perm
+        pauses += r.pauses
+        broken += r.broken
         if why:
             print("FAIL seed %d at op %d after %.1f s: %s" %
                   (seed, at, time.monotonic() - t0, why), flush=True)
@@ -1063,7 +1247,9 @@ def main():
            "; %d refused for a full disk" % enospc if args.disk else "") +
           ("; %d refused for another node's lease" % busy
            if args.shared else "") +
-          "; %d changes of sealed files refused" % perm)
+          "; %d changes of sealed files refused" % perm +
+          "; %d pauses of a daemon or the OSD, %d leases broken "
+          "meanwhile" % (pauses, broken))
     return 0
 
 

@@ -12,6 +12,12 @@
 # KILL_LOSE=1 loses the whole machine at each kill: the data directory
 # and the arena are deleted, and the next mount (from the pool, once the
 # dead mount's hold lapses) must still have every fsynced byte.
+# KILL_PAUSE=1 also stops (SIGSTOP) and resumes the daemon, for up to
+# 5 s (past a remote_hold of 3), and with KILL_OSD_PID (the OSD's pid
+# file) the OSD, for up to 8 s (past a remote_timeout of 6), at a random
+# moment of most rounds before the kill: what the load was told must
+# survive those as it survives the kill (an fsync the stopped OSD failed
+# acknowledged nothing, and the load stops there).
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 SIM=$(cd "$(dirname "$0")/../crash" && pwd)
@@ -20,10 +26,13 @@ MODE=${KILL_MODE:-written}
 SEED=${KILL_SEED:-$((RANDOM * 32768 + RANDOM))}
 OPTS=${KILL_OPTS:-arena=32M,chunk=64K}
 LOSE=${KILL_LOSE:-0}
+PAUSE=${KILL_PAUSE:-0}
+OSD_PIDF=${KILL_OSD_PID:-}
 # Names changed since the last fsync may go with a lost machine.
 export KILLLOAD_NAMES_LOOSE=$LOSE
 echo "# seed $SEED (KILL_SEED=$SEED reproduces the choices)"
 kills=0 remounts=0 verified=0 lost=0 names=0 missing=0 bad=0 sealed=0
+dpauses=0 opauses=0
 
 add_up() {	# add_up OUTPUT: the load's "verified V lost L names N missing M"
 	local v l n m k
@@ -75,6 +84,24 @@ for ((r = 0; r < ROUNDS; r++)); do
 		bad=$((bad + 1))
 	fi
 	sleep "$(printf '0.%03d' $((RANDOM % 700 + 50)))"
+	if [ "$PAUSE" = 1 ]; then
+		case $((RANDOM % 3)) in
+		0)	# the daemon stopped: a GC pause, a frozen VM
+			kill -STOP "$OBJFS_PID"
+			sleep "$((RANDOM % 5)).$((RANDOM % 10))"
+			kill -CONT "$OBJFS_PID"
+			dpauses=$((dpauses + 1)) ;;
+		1)	# the cluster out of reach
+			if [ -n "$OSD_PIDF" ]; then
+				osd=$(cat "$OSD_PIDF")
+				kill -STOP "$osd"
+				sleep "$((RANDOM % 8 + 1)).$((RANDOM % 10))"
+				kill -CONT "$osd"
+				opauses=$((opauses + 1))
+			fi ;;
+		esac
+		sleep "$(printf '0.%03d' $((RANDOM % 700 + 50)))"
+	fi
 	kill -KILL "$OBJFS_PID"
 	wait "$OBJFS_PID" 2>/dev/null
 	st=$?
@@ -102,6 +129,7 @@ KILLLOAD_VERIFY_ONLY=1 python3 "$SIM/killload.py" "$MNT" "$T/journal" 0 "$MODE" 
 add_up "$T/final.out"
 ok "unmount" stop_objfs
 echo "# kills $kills, remounts $((remounts + 1)), bytes verified $verified, bytes lost $lost, names checked $names, names wrong $missing, sealed objects found sealed after a kill $sealed"
+[ "$PAUSE" = 1 ] && echo "# daemon pauses $dpauses, OSD pauses $opauses"
 ok "$kills kills, $verified bytes ($MODE) and $names names checked after remounts: $lost bytes lost, $missing names wrong" \
 	test "$kills" -ge "$ROUNDS" -a "$lost" = 0 -a "$missing" = 0 -a "$bad" = 0
 t_done

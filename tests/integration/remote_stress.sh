@@ -14,24 +14,29 @@
 #     workload runs, each mounted and checked as a lost machine's pool.
 # REMOTE_KILL_ROUNDS, REMOTE_LOSE_ROUNDS, REMOTE_FUZZ_SECONDS,
 # REMOTE_SHARED_FUZZ_SECONDS and REMOTE_CRASH_STEPS set the sizes (defaults
-# 20, 8, 60, 60 and 1000).
+# 16, 8, 60, 60 and 1000).
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 HERE=$(cd "$(dirname "$0")" && pwd)
 t_ceph "the kill loop and the fuzzer on a Ceph pool"
-t_sub "kill loop, remote=" env KILL_ROUNDS="${REMOTE_KILL_ROUNDS:-20}" \
-	KILL_OPTS="arena=32M,chunk=64K,remote=rados:objfs/kill$$,remote_conf=$CONF" \
+# The daemon, and the OSD, also stopped and resumed at random moments of
+# most rounds, past the hold and past remote_timeout (KILL_PAUSE).
+t_sub "kill loop, remote=, with pauses" env KILL_ROUNDS="${REMOTE_KILL_ROUNDS:-16}" \
+	KILL_PAUSE=1 KILL_OSD_PID="$C/run/osd.0.pid" \
+	KILL_OPTS="arena=32M,chunk=64K,remote=rados:objfs/kill$$,remote_conf=$CONF,remote_hold=3,remote_timeout=6" \
 	bash "$HERE/kill_loop.sh"
 t_sub "kill loop, the machine lost at each kill" env \
 	KILL_ROUNDS="${REMOTE_LOSE_ROUNDS:-8}" KILL_MODE=fsync KILL_LOSE=1 \
 	KILL_OPTS="arena=32M,chunk=64K,remote=rados:objfs/lose$$,remote_conf=$CONF,remote_hold=2" \
 	bash "$HERE/kill_loop.sh"
 SEED=${FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}
+# Both stop and resume the daemons and the OSD among their operations.
 t_fuzz "remote=" "${REMOTE_FUZZ_SECONDS:-60}" "$SEED" \
-	--remote rados:objfs --remote-conf "$CONF"
+	--remote rados:objfs --remote-conf "$CONF" --osd-pid "$C/run/osd.0.pid"
 # Two mounts of each sequence's namespace (-o shared), one model.
 t_fuzz "two shared mounts" "${REMOTE_SHARED_FUZZ_SECONDS:-60}" \
-	"$((SEED + 1))" --remote rados:objfs --remote-conf "$CONF" --shared
+	"$((SEED + 1))" --remote rados:objfs --remote-conf "$CONF" --shared \
+	--osd-pid "$C/run/osd.0.pid"
 
 # The crash simulator with remote=: the workload of crash.sh on a mount
 # of its own pool, the data directory's writes recorded (crashrec.so),
@@ -50,7 +55,7 @@ if [ -x "$PS" ] && [ -f "$REC" ]; then
 	mkdir -p "$CS/data" "$CS/mnt"
 	ok "pools for the crash simulator" sh -c "bash '$CL' pool '$C' crashsim && bash '$CL' pool '$C' crashimg"
 	LD_PRELOAD=$REC CRASHREC_DIR=$CS/data CRASHREC_TRACE=$CS/trace \
-		"$OBJFS_BIN" -f -o "data=$CS/data,arena=16M,chunk=64K,spill_high=20,spill_low=10,remote=rados:crashsim/w,remote_conf=$CONF" \
+		"$OBJFS_BIN" -f -o "data=$CS/data,arena=16M,chunk=64K,spill_high=20,spill_low=10,remote=rados:crashsim/w,remote_conf=$CONF,remote_hold=3" \
 		"$CS/mnt" >"$T/crashsim.mnt.log" 2>&1 &
 	CS_PID=$!
 	T_PIDS+=("$CS_PID")
@@ -65,9 +70,31 @@ if [ -x "$PS" ] && [ -f "$REC" ]; then
 	T_PIDS+=("$SNAP_PID")
 	CSEED=${CRASH_SEED:-$((RANDOM * 32768 + RANDOM))}
 	echo "# seed $CSEED (CRASH_SEED=$CSEED reproduces the workload)"
-	ok "run the workload (${REMOTE_CRASH_STEPS:-1000} operations) while the pool is snapshotted" \
+	# The daemon stopped and resumed now and then while the workload runs
+	# (up to 3.5 s: past its remote_hold of 3, within the 5 s the checker
+	# gives a change without fsync to reach the pool).  The OSD is not:
+	# a snapshot the monitor made while it is stopped reaches it later,
+	# so the image would not be the moment the simulator says it is.
+	(
+		n=0
+		while [ ! -e "$CS/stop" ] && kill -0 "$CS_PID" 2>/dev/null; do
+			sleep "$((RANDOM % 3 + 1)).$((RANDOM % 10))"
+			[ -e "$CS/workload-done" ] && break
+			kill -STOP "$CS_PID" 2>/dev/null || break
+			sleep "$((RANDOM % 4)).$((RANDOM % 6))"
+			kill -CONT "$CS_PID"
+			n=$((n + 1))
+			echo "$n" >"$CS/pauses"
+		done
+	) &
+	PAUSER=$!
+	ok "run the workload (${REMOTE_CRASH_STEPS:-1000} operations) while the pool is snapshotted and the daemon paused" \
 		python3 "$HERE/../crash/workload.py" "$CS/mnt" "$CS/wlog" \
 		"${REMOTE_CRASH_STEPS:-1000}" "$CSEED"
+	touch "$CS/workload-done"
+	wait "$PAUSER"
+	kill -CONT "$CS_PID" 2>/dev/null
+	echo "# the daemon was paused $(cat "$CS/pauses" 2>/dev/null || echo 0) time(s) under the workload"
 	kill -KILL "$CS_PID"
 	wait "$CS_PID" 2>/dev/null
 	touch "$CS/stop"
