@@ -38,10 +38,20 @@
  *	defer_lock	the space waiting to be given back.
  *	sealed_lock	the per-object files of sealed objects (sealed.c):
  *			their list and byte counts; taken under an inode
- *			lock, and takes none.
+ *			lock, and takes none.  (sealed_cv, a build of an
+ *			inode's per-object file ended, waits with that
+ *			inode's lock.)
+ *	todo_mu		shared mode (shared.c): what the follower does later
+ *			(closes and destroys that failed); a leaf.
  *	the remote tier's lock (tier_int.h): its shipping state; never
  *			held across a call into the index or the cluster.
- *	the arena's lock, the index's lock (meta.c): innermost.  The
+ *	the arena's lock, the index's lock (meta.c): innermost but for
+ *			the tier's lease_mu (tier_int.h), which the commit
+ *			hook takes under the index's lock, and which takes
+ *			none.  Every transaction, read or write, holds the
+ *			index's lock until it ends: an inode's lock is never
+ *			taken inside one (shared.c's publish took it so, and
+ *			deadlocked against a part read: remote_pause.sh F1).  The
  *			arena's warmer thread (arena_warm.c) takes the
  *			arena's lock alone, and never across its fallocate
  *			or madvise; its condition variable waits on it.

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tier_int.h - what tier.c (the hold, the head, shipping the index) and
- * pool.c (the chunk store in the pool) share.  Only they include it.
+ * tier_int.h - what the remote tier's files share: tier.c (the hold, the
+ * head, shipping the index), pool.c (the chunk store in the pool),
+ * tier_tree.c, tier_gc.c, tier_check.c, tier_share.c and tier_compact.c.
+ * Only they include it.
  *
  * Locks: t->lock guards the shipping state below; it is a leaf, taken
- * under an inode's lock at most (an fsync waits on t->cv with it), and
- * never held across a call into the index or the cluster.
+ * under an inode's lock at most (an fsync waits on t->cv with it), or
+ * under the index's lock by the commit hook (it reads the deadline), and
+ * never held across a call into the index or the cluster.  lease_mu
+ * (the leases this node holds) is a leaf too, taken under the index's
+ * lock by the hook.
  */
 #ifndef OBJFS_TIER_INT_H
 #define OBJFS_TIER_INT_H

@@ -49,6 +49,10 @@ paused() {
 	return $rc
 }
 
+"$OBJFS_BIN" -f -o "data=$T/bad,arena=64M,$R,shared,remote_compact=lots" "$T/c" >"$T/o1" 2>&1
+ok "remote_compact= that is not a number is refused" grep -q 'remote_compact=lots: must be a number of log records' "$T/o1"
+"$OBJFS_BIN" -f -o "data=$T/bad,arena=64M,$R,remote_compact=5" "$T/c" >"$T/o2" 2>&1
+ok "remote_compact= without shared is refused" grep -q 'remote_compact= is for shared mounts' "$T/o2"
 ok "mount A" start_objfs "$A" "$T/dA" "$OPTS"
 PA=$OBJFS_PID
 ok "mount B" start_objfs "$B" "$T/dB" "$OPTS"
