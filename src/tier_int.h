@@ -2,7 +2,8 @@
 /*
  * tier_int.h - what the remote tier's files share: tier.c (the hold, the
  * head, shipping the index), pool.c (the chunk store in the pool),
- * tier_tree.c, tier_gc.c, tier_check.c, tier_share.c and tier_compact.c.
+ * tier_tree.c, tier_gc.c, tier_check.c, tier_share.c, tier_lease.c,
+ * tier_pins.c and tier_compact.c.
  * Only they include it.
  *
  * Locks: t->lock guards the shipping state below; it is a leaf, taken
@@ -224,6 +225,36 @@ int tier_share_unanswered(struct objfs_tier *t, uint64_t node, char *why,
 
 /* 1 when node @node holds its lock (it lives), 0 when not, or -errno. */
 int tier_share_node_alive(struct objfs_tier *t, uint64_t node);
+/* The local deadline's margin (tier_share.c). */
+uint64_t tier_share_margin_ns(const struct objfs_tier *t);
+/* The follower looks now (a notify came; an open applied records). */
+void tier_share_kick(void *arg);
+
+/* ---- tier_lease.c: leases and the commit hook ---- */
+
+/* The commit hook (objfs_meta_set_hook) of a shared mount. */
+int tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl,
+		size_t n, uint64_t *pos);
+/* This thread's next commits apply log record @seq (0: its own again). */
+void tier_lease_applying(uint64_t seq);
+/* The node that holds @ino's lease in @tx's tree (0: none). */
+int tier_lease_node(struct objfs_meta_txn *tx, uint64_t ino, uint64_t *node);
+/* The inode a lease super key names, or 0. */
+uint64_t tier_lease_ino(const unsigned char *k, size_t klen);
+/* The leases node @owner holds (of @only, when not 0), in one commit:
+ * @publish gives them back, each file put whole as this index has it,
+ * else they become this node's; *@count how many. */
+int tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner,
+		uint64_t only, int publish, size_t *count);
+void tier_node_name(char name[64], uint64_t node);
+
+/* ---- tier_pins.c: the collector's pins ---- */
+
+/* The watch's callback (objfs_remote_watch). */
+void tier_share_watched(void *arg, uint64_t notify_id, uint64_t cookie,
+		const void *data, size_t len);
+/* The follower answers the collectors that asked for this node's pins. */
+void tier_share_answer_pins(struct objfs_tier *t);
 
 /* ---- tier_compact.c: bounded history ---- */
 

@@ -482,7 +482,8 @@ PY
 	stop_objfs "$T/c" >/dev/null || return 1
 	"$CTL" check "$T/dF3" >"$T/f3.check" 2>&1
 	if grep -q 'has no name' "$T/f3.check"; then
-		echo "$(grep -c 'has no name' "$T/f3.check") nameless inode(s) in the tree"
+		echo "$(grep -c 'has no name' "$T/f3.check") nameless inode(s) in the tree:"
+		grep 'has no name' "$T/f3.check" | head -n 5
 		return 1
 	fi
 }
