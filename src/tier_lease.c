@@ -427,9 +427,16 @@ filter_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 		}
 		/* Ours: what we do to it is published whole, at fsync or
 		 * close; the commit that takes the lease (a create) goes as
-		 * it is. */
-		if (node && ino != tl_publish && !lease_changed(f, ino))
+		 * it is.  Its removal goes as it is too: "whole" is then only
+		 * the range deletes of what it had, and the inode's own
+		 * delete would be lost (an unlink that found it closed while
+		 * the RELEASE that gives its lease back was still on its way
+		 * left an inode without a name in the tree). */
+		if (node && ino != tl_publish && !lease_changed(f, ino) &&
+		    !(db == OBJFS_MDB_INODE && op == OBJFS_JOURNAL_DEL))
 			return held_add(f, ino);
+		if (node && db == OBJFS_MDB_INODE && op == OBJFS_JOURNAL_DEL)
+			f->names = 1;	/* and its other records' deletes */
 		break;
 	default:
 		/* Orphans, tombstones: this mount's own. */

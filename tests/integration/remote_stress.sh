@@ -14,19 +14,19 @@
 #     workload runs, each mounted and checked as a lost machine's pool.
 # REMOTE_KILL_ROUNDS, REMOTE_LOSE_ROUNDS, REMOTE_FUZZ_SECONDS,
 # REMOTE_SHARED_FUZZ_SECONDS and REMOTE_CRASH_STEPS set the sizes (defaults
-# 16, 8, 60, 60 and 1000).
+# 12, 6, 60, 60 and 1000).
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 HERE=$(cd "$(dirname "$0")" && pwd)
 t_ceph "the kill loop and the fuzzer on a Ceph pool"
 # The daemon, and the OSD, also stopped and resumed at random moments of
 # most rounds, past the hold and past remote_timeout (KILL_PAUSE).
-t_sub "kill loop, remote=, with pauses" env KILL_ROUNDS="${REMOTE_KILL_ROUNDS:-16}" \
+t_sub "kill loop, remote=, with pauses" env KILL_ROUNDS="${REMOTE_KILL_ROUNDS:-12}" \
 	KILL_PAUSE=1 KILL_OSD_PID="$C/run/osd.0.pid" \
 	KILL_OPTS="arena=32M,chunk=64K,remote=rados:objfs/kill$$,remote_conf=$CONF,remote_hold=3,remote_timeout=6" \
 	bash "$HERE/kill_loop.sh"
 t_sub "kill loop, the machine lost at each kill" env \
-	KILL_ROUNDS="${REMOTE_LOSE_ROUNDS:-8}" KILL_MODE=fsync KILL_LOSE=1 \
+	KILL_ROUNDS="${REMOTE_LOSE_ROUNDS:-6}" KILL_MODE=fsync KILL_LOSE=1 \
 	KILL_OPTS="arena=32M,chunk=64K,remote=rados:objfs/lose$$,remote_conf=$CONF,remote_hold=2" \
 	bash "$HERE/kill_loop.sh"
 SEED=${FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}
