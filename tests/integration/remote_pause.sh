@@ -411,8 +411,8 @@ ok "F1: unmounts" stop_objfs "$T/f1" "$PF1"
 # remote_timeout would do the same in 2 x 8 s; a single OSD stopped that
 # long here is sometimes left with its placement groups "waiting for
 # readable" for good.)
-close_when_full() {
-	python3 - "$A" "$B" "$CONF" <<'PY'
+close_when_full() {	# WRITER READER: nodes
+	python3 - "$1" "$2" "$CONF" <<'PY'
 import errno, os, subprocess, sys, time
 a, b, conf = sys.argv[1:]
 def ceph(*args):
@@ -463,8 +463,8 @@ finally:
     full(False)
 PY
 }
-b_gets_it() {
-	python3 - "$B" <<'PY'
+b_gets_it() {	# READER
+	python3 - "$1" <<'PY'
 import errno, os, sys, time
 b = sys.argv[1]
 t0 = time.monotonic()
@@ -483,9 +483,22 @@ if open(b + '/fc', 'rb').read() != b'f' * 200000:
 print('# B had the file %.1f s after the pool had room' % (time.monotonic() - t0))
 PY
 }
-ok "F2: A's close of a file fails while the pool is full, and the lease stays (B: EBUSY)" close_when_full
-ok "F2: the pool has room again: A publishes the file, gives its lease back, and B gets it" b_gets_it
-ok "F2: ... said in A's log" grep -q 'its close had failed' "$T/objfs.a.log"
+# Two more nodes, whose locks outlast the pool's full spell (a node's
+# renewal is a write the full pool refuses: past remote_lease another
+# node may break its lease, which is fencing, not this finding).
+mkdir -p "$T/fa" "$T/fb"
+F2OPTS="arena=64M,$R,shared,remote_lease=60"
+ok "F2: node FA (remote_lease=60)" start_objfs "$T/fa" "$T/dFA" "$F2OPTS"
+PFA=$OBJFS_PID
+ok "F2: node FB (remote_lease=60)" start_objfs "$T/fb" "$T/dFB" "$F2OPTS"
+PFB=$OBJFS_PID
+ok "F2: FA's close of a file fails while the pool is full, and the lease stays (FB: EBUSY)" \
+	close_when_full "$T/fa" "$T/fb"
+ok "F2: the pool has room again: FA publishes the file, gives its lease back, and FB gets it" \
+	b_gets_it "$T/fb"
+ok "F2: ... said in FA's log" grep -q 'its close had failed' "$T/objfs.fa.log"
+ok "F2: FA and FB unmount" sh -c "fusermount3 -u '$T/fa' && fusermount3 -u '$T/fb'"
+wait_pid_gone "$PFA" 60; wait_pid_gone "$PFB" 60
 
 # F3: the destroy of a file unlinked while open committed outside the
 # shared retry path: when another node's record came first, it failed
