@@ -81,7 +81,7 @@ meta_rec() {
 # again: "seconds-new seconds-4x records-new records-4x"
 fresh() {
 	local ns=$1 opts=$2 t0 t1 t2 rec1 rec2
-	mount_ns "$W/a" "$W/fdata_a" "$(shared "$ns")$opts"
+	mount_ns "$W/a" "$W/fdata_a$ns" "$(shared "$ns")$opts"
 	python3 - "$W/a" <<'PY'
 import os, sys
 a = sys.argv[1]
@@ -94,7 +94,7 @@ PY
 	rec1=$(figure "$W/a" remote_log_position)
 	sleep 3		# the compactor's turn, as a working node gives it
 	t0=$(now)
-	mount_ns "$W/c" "$W/fdata_c" "$(shared "$ns")$opts"
+	mount_ns "$W/c" "$W/fdata_c$ns" "$(shared "$ns")$opts"
 	t1=$(now)
 	umount_wait "$W/c"
 	python3 - "$W/a" <<'PY'
@@ -109,7 +109,7 @@ PY
 	rec2=$(figure "$W/a" remote_log_position)
 	sleep 3
 	t2=$(now)
-	mount_ns "$W/c" "$W/fdata_d" "$(shared "$ns")$opts"
+	mount_ns "$W/c" "$W/fdata_d$ns" "$(shared "$ns")$opts"
 	python3 -c "print(f'{$t1 - $t0:.2f} {$(now) - $t2:.2f} $rec1 $rec2')"
 	umount_wait "$W/c"
 	umount_wait "$W/a"

@@ -214,6 +214,18 @@ objfs_remote_remove(struct objfs_remote *r, const char *name)
 
 #define HOLD_LOCK	"objfs"
 
+/* The lock "objfs" of @name, exclusive or shared, with @flags. */
+static int
+lock_call(struct objfs_remote *r, const char *name, const char *holder,
+		struct timeval *tv, int shared, uint8_t flags)
+{
+	if (shared)
+		return rados_lock_shared(r->io, name, HOLD_LOCK, holder,
+				"objfs-shared", "objfs shared mount", tv, flags);
+	return rados_lock_exclusive(r->io, name, HOLD_LOCK, holder,
+			"objfs mount", tv, flags);
+}
+
 /* Take or renew lock @name for @seconds, exclusive or shared; -EBUSY
  * when another holds it in the other way (or exclusively), its cookie
  * (the holder's own description of itself) in @who. */
@@ -228,13 +240,7 @@ hold(struct objfs_remote *r, const char *name, const char *holder,
 	int excl, rc;
 
 	/* Renewing needs the flag; taking it first does not mind it. */
-	if (shared)
-		rc = rados_lock_shared(r->io, name, HOLD_LOCK, holder,
-				"objfs-shared", "objfs shared mount", &tv,
-				LIBRADOS_LOCK_FLAG_RENEW);
-	else
-		rc = rados_lock_exclusive(r->io, name, HOLD_LOCK, holder,
-				"objfs mount", &tv, LIBRADOS_LOCK_FLAG_RENEW);
+	rc = lock_call(r, name, holder, &tv, shared, LIBRADOS_LOCK_FLAG_RENEW);
 	if (rc != -EBUSY && rc != -EEXIST)
 		return rc;
 	if (who && whosize) {
@@ -269,14 +275,8 @@ objfs_remote_hold_renew(struct objfs_remote *r, const char *name,
 
 	/* MUST_RENEW: the OSD drops expired lockers first, so a lock that
 	 * lapsed answers ENOENT even when nobody took it meanwhile. */
-	if (shared)
-		rc = rados_lock_shared(r->io, name, HOLD_LOCK, holder,
-				"objfs-shared", "objfs shared mount", &tv,
-				LIBRADOS_LOCK_FLAG_MUST_RENEW);
-	else
-		rc = rados_lock_exclusive(r->io, name, HOLD_LOCK, holder,
-				"objfs mount", &tv,
-				LIBRADOS_LOCK_FLAG_MUST_RENEW);
+	rc = lock_call(r, name, holder, &tv, shared,
+			LIBRADOS_LOCK_FLAG_MUST_RENEW);
 	return rc == -EBUSY || rc == -EEXIST ? -ENOENT : rc;
 }
 

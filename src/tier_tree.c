@@ -128,6 +128,18 @@ tier_head_read(struct objfs_tier *t, struct head *h, uint64_t *ver)
 
 /* ---- prepare: the index the pool's tree ---------------------------------- */
 
+/* Head @h is the one this mount follows. */
+static void
+follow_head(struct objfs_tier *t, const struct head *h)
+{
+	t->head_epoch = h->epoch;
+	t->head_base = h->base;
+	t->head_parts = h->parts;
+	t->head_floor = h->floor;
+	t->head_snap = h->snap;
+	t->head_version = h->version;
+}
+
 /* Read the head: 0 (t->have_head 1 or 0), or -errno with @msg. */
 static int
 read_head(struct objfs_tier *t, struct head *h, char *msg, size_t msgsize)
@@ -153,12 +165,7 @@ read_head(struct objfs_tier *t, struct head *h, char *msg, size_t msgsize)
 		return rc;
 	t->have_head = 1;
 	t->tree = h->tree;
-	t->head_epoch = h->epoch;
-	t->head_base = h->base;
-	t->head_parts = h->parts;
-	t->head_floor = h->floor;
-	t->head_snap = h->snap;
-	t->head_version = h->version;
+	follow_head(t, h);
 	return 0;
 }
 
@@ -472,15 +479,8 @@ build(struct objfs_tier *t, const char *dir, struct head *h, char *msg,
 	if (rc < 0)
 		snprintf(msg, msgsize, "%s: cannot build the tree from the "
 			"pool: %s", t->spec, strerror(-rc));
-	if (rc == 0) {
-		/* What the build read is the head this mount follows. */
-		t->head_epoch = h->epoch;
-		t->head_base = h->base;
-		t->head_parts = h->parts;
-		t->head_floor = h->floor;
-		t->head_snap = h->snap;
-		t->head_version = h->version;
-	}
+	if (rc == 0)
+		follow_head(t, h);	/* the head the build read */
 	if (rc == 0)
 		rc = objfs_meta_checkpoint_now(m);
 	if (rc == 0)
