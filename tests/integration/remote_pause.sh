@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # A shared namespace you can trust (doc/design.md, "Many nodes on one
-# namespace", the invariants I1-I8 each check names), tested the way an
+# namespace": each check names the invariant, I2-I7, it tries to break;
+# I1 and I8 are remote_shared.sh's and the fuzzer's), tested the way an
 # operator's bad day looks: node daemons paused (SIGSTOP: a GC pause, a
 # frozen VM, a partition) past remote_lease and resumed, on a real
 # single-node Ceph cluster (tests/ceph/cluster.sh):
@@ -20,8 +21,8 @@
 #   - I7 exclusive failover: a mount paused past its hold, resumed while
 #     its successor builds the tree or after: nothing it acknowledged is
 #     missing from the successor's tree;
-#   - the code-review findings: a close while the spiller writes the file
-#     out (lock order), a close that fails while the pool is full (its
+#   - the code-review findings: a file's publish while its parts are read
+#     and the spiller writes it out (lock order), a close that fails while the pool is full (its
 #     lease given back once the file is published), files unlinked while
 #     open (no nameless file left in the tree), first opens of a sealed
 #     object at once (no EIO).
