@@ -374,6 +374,41 @@ run_fusermount(const char *mnt)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Whether daemon @pid has died: gone, or a zombie its parent has not
+ * reaped yet.  A sync fails as soon as the dying daemon's /dev/fuse is
+ * closed, which is before it becomes a zombie, so this waits up to 2 s
+ * for one of the two. */
+static int
+daemon_died(long pid)
+{
+	char path[64], st[256], *p;
+	double t0 = now_s();
+
+	for (;;) {
+		int fd;
+		ssize_t n;
+
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			return 1;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return errno == ENOENT;
+		n = read(fd, st, sizeof(st) - 1);
+		close(fd);
+		if (n > 0) {
+			st[n] = '\0';
+			/* "pid (comm) S ...": the state follows the last ')' */
+			p = strrchr(st, ')');
+			if (p && (p[2] == 'Z' || p[2] == 'X'))
+				return 1;
+		}
+		if (now_s() - t0 > 2.0)
+			return 0;
+		usleep(20000);
+	}
+}
+
 /* objfsctl umount: sync with progress, unmount, wait for the daemon and
  * report what its lock file says it did at the end. */
 static int
@@ -395,7 +430,7 @@ cmd_umount(const char *mnt)
 		return 1;
 	}
 	if (cmd_sync(mnt) != 0) {
-		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		if (daemon_died(pid))
 			fprintf(stderr, "objfsctl: objfs (pid %ld) died during "
 				"the sync: its log says why; the next mount of "
 				"%s adopts what it had not written out (unmount "
