@@ -412,6 +412,19 @@ objfs_store_status_text(struct objfs_store *s, char *text, size_t size,
 	/* The remote tier's state, the bytes waiting, its rates. */
 	if (s->tier && *len + 1 < size)
 		*len += s->tier_ops->status(s->tier, text + *len, size - *len);
+	/* The files fencing took from this node, and the last: what an
+	 * operator looks for after "fenced" in the log. */
+	if (s->shared && *len + 1 < size) {
+		int n = snprintf(text + *len, size - *len,
+			"fenced_files_total: %" PRIu64 "\n"
+			"fenced_last_inode: %" PRIu64 "\n",
+			(uint64_t)atomic_load(&s->fenced_files),
+			(uint64_t)atomic_load(&s->fenced_last));
+
+		if (n > 0)
+			*len += (size_t)n < size - *len ? (size_t)n :
+				size - *len - 1;
+	}
 	objfs_latency_format(s->lat, text, size, len);
 	return 0;
 }

@@ -263,12 +263,15 @@ objfs_share_fence(struct objfs_store *s, struct objfs_inode *ip)
 		return;
 	dirty = ip->chunks.ndirty;
 	ip->fenced = 1;
+	atomic_store(&s->fenced_last, ip->ino);
+	atomic_fetch_add(&s->fenced_files, 1);
 	objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": fenced: this node lost "
 		"its write lease (another node broke it while this node's lock "
-		"had lapsed, and the tree has that node's version since); %"
-		PRIu64 " chunk(s) written here and never published are "
-		"dropped, and its writers here get EIO (write, fsync, close) "
-		"until they close it", ip->ino, dirty);
+		"had lapsed, and the tree has that node's version since): what "
+		"was written to it here since its last publish is dropped (%"
+		PRIu64 " chunk(s) of it still in memory), and its writers here "
+		"get EIO (write, fsync, close) until they close it", ip->ino,
+		dirty);
 	reload(s, ip);
 }
 
@@ -491,9 +494,15 @@ publish_commit(struct objfs_store *s, struct objfs_inode *ip, int release)
 	if (rc == 0) {
 		sum = objfs_csum64(ents, n);
 		if (sum == last && !release) {
+			/* The tree has it as this node published it last, so
+			 * the pool has it, unless the lease was broken since:
+			 * a break publishes the file as it was last published
+			 * (found by a fsync that slipped in between a break
+			 * and the breaker's own publish, applied one record
+			 * at a time). */
 			free(ents);
 			objfs_meta_abort(tx);
-			return 0;	/* the pool has it as it is */
+			return s->tier_ops->lease_state(s->tier, ip->ino);
 		}
 		if (sum != last && n)
 			rc = objfs_meta_apply(tx, ents, n);
@@ -524,6 +533,10 @@ objfs_share_publish(struct objfs_store *s, struct objfs_inode *ip,
 	rc = s->tier_ops->fresh(s->tier);
 	if (rc == 0)
 		OBJFS_SHARED(s, rc, publish_commit(s, ip, release));
+	/* Refused because the lease is lost (the retry made it EIO): the
+	 * file is fenced now, not when the follower gets to it. */
+	if (rc < 0 && s->tier_ops->lease_state(s->tier, ip->ino) == -ENOLCK)
+		rc = -ENOLCK;
 	if (rc == -ENOLCK) {
 		objfs_inode_lock(ip);
 		objfs_share_fence(s, ip);

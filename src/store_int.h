@@ -11,6 +11,8 @@
  *
  * Locks, outermost first (a thread holding one may take only those
  * below it):
+ *	(the tier's renew_mu and catch_mu, tier_int.h, are taken with
+ *	none of these held, and take apply_lock under them)
  *	apply_lock	shared mode only (shared.c): held shared by an
  *			operation that may change the shared tree, from its
  *			first read to its commit; exclusive while another
@@ -287,6 +289,9 @@ struct objfs_store {
 	_Atomic uint64_t shared_chunks;	/* chunks a copy shared, not copied */
 	_Atomic uint64_t dedup_chunks;	/* chunks written as an equal copy */
 	_Atomic uint64_t made_durable_bytes; /* written, or deduplicated */
+	/* Shared mode: the files fenced here (objfs_share_fence()), and
+	 * the last of them. */
+	_Atomic uint64_t fenced_files, fenced_last;
 	int dedup;			/* -o dedup=on: set at open */
 
 	/* Space given back when durable (space.c), a leaf lock. */

@@ -136,6 +136,13 @@ struct objfs_tier {
 	unsigned lease_s;		/* a write lease outlives its node's
 					 * last renewal by this */
 	_Atomic uint64_t pos;		/* the log applied up to here */
+	/* renew_mu: one renewal of this node's lock at a time, so that a
+	 * renewal that finds the lock held again (another thread just took
+	 * it back after a lapse) returns only once that lapse is handled:
+	 * every lease broken meanwhile is fenced (lapsed()).  The outermost
+	 * of the tier's locks: taken with no store lock held; catch_mu and
+	 * everything a catch-up takes are taken under it. */
+	pthread_mutex_t renew_mu;
 	/* catch_mu: one catch-up at a time; taken with no store lock held,
 	 * it takes the store's apply lock (store_int.h) under it. */
 	pthread_mutex_t catch_mu;

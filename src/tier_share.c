@@ -256,6 +256,7 @@ tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize)
 
 	t->node = tier_random64();
 	pthread_mutex_init(&t->catch_mu, NULL);
+	pthread_mutex_init(&t->renew_mu, NULL);
 	pthread_mutex_init(&t->lease_mu, NULL);
 	rc = objfs_remote_hold_shared(t->r, TIER_HOLD, t->holder, t->hold_s,
 			who, sizeof(who));
@@ -345,8 +346,13 @@ int
 tier_share_renew(struct objfs_tier *t)
 {
 	char name[64];
-	int rc = objfs_remote_hold_renew(t->r, TIER_HOLD, t->holder, t->hold_s,
-			1);
+	int rc;
+
+	/* A renewal that finds the lock held because another thread took
+	 * it back after a lapse must not return before that thread applied
+	 * the log (the breaks of this node's leases): one at a time. */
+	pthread_mutex_lock(&t->renew_mu);
+	rc = objfs_remote_hold_renew(t->r, TIER_HOLD, t->holder, t->hold_s, 1);
 
 	/* The shared hold only keeps exclusive mounts out (and an
 	 * exclusive mount that took it fences the epoch's log: the next
@@ -364,6 +370,7 @@ tier_share_renew(struct objfs_tier *t)
 	/* Where this node is in the log: what compaction may remove. */
 	if (rc == 0 && t->attached)
 		rc = tier_compact_register(t, atomic_load(&t->pos));
+	pthread_mutex_unlock(&t->renew_mu);
 	return rc;
 }
 
@@ -639,6 +646,7 @@ tier_share_close(struct objfs_tier *t)
 	(void)objfs_remote_remove(t->r, name);
 	(void)objfs_remote_release(t->r, TIER_HOLD, t->holder);
 	pthread_mutex_destroy(&t->catch_mu);
+	pthread_mutex_destroy(&t->renew_mu);
 	pthread_mutex_destroy(&t->lease_mu);
 	free(t->held);
 }
