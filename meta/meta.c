@@ -461,34 +461,6 @@ meta_outbox_put(struct objfs_meta *m, MDB_txn *txn, uint64_t seq,
 			&stored);
 }
 
-int
-objfs_meta_journal_entries(const unsigned char *p, size_t len,
-		int (*cb)(void *arg, int op, int db, const unsigned char *k,
-			size_t klen, const unsigned char *v, size_t vlen),
-		void *arg)
-{
-	while (len) {
-		size_t klen, vlen;
-		int rc, db;
-
-		if (len < 8)
-			return MDB_CORRUPTED;
-		db = p[1];
-		klen = (size_t)p[2] << 8 | p[3];
-		vlen = (size_t)p[4] << 24 | (size_t)p[5] << 16 |
-			(size_t)p[6] << 8 | p[7];
-		if (db >= OBJFS_META_NDBS || len - 8 < klen ||
-		    len - 8 - klen < vlen)
-			return MDB_CORRUPTED;
-		rc = cb(arg, p[0], db, p + 8, klen, p + 8 + klen, vlen);
-		if (rc)
-			return rc;
-		p += 8 + klen + vlen;
-		len -= 8 + klen + vlen;
-	}
-	return 0;
-}
-
 struct apply_ctx {
 	struct objfs_meta *m;
 	MDB_txn *txn;

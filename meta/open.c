@@ -157,26 +157,6 @@ reserve_open(struct objfs_meta *m)
 	m->reserve = 0;
 }
 
-int
-meta_env_open(struct objfs_meta *m, const char *dir, int rdonly)
-{
-	int rc = mdb_env_create(&m->env);
-
-	if (rc)
-		return rc;
-	rc = mdb_env_set_maxdbs(m->env, OBJFS_META_NDBS);
-	if (rc == 0)
-		rc = mdb_env_set_mapsize(m->env, MAP_SIZE);
-	if (rc == 0)
-		rc = mdb_env_open(m->env, dir, MDB_NOLOCK |
-				(rdonly ? MDB_RDONLY : 0), 0600);
-	if (rc) {
-		mdb_env_close(m->env);
-		m->env = NULL;
-	}
-	return rc;
-}
-
 /*
  * Did the file never get its first commit?  Each of LMDB's two meta pages
  * is either zeros or the one written at creation (transaction 0): a crash
@@ -231,42 +211,12 @@ objfs_meta_exists(const char *dir)
 	return never_committed(path) ? -ENODATA : 0;
 }
 
-int
-meta_open_err(int rc)
-{
-	switch (rc) {
-	case EACCES:
-	case ENOENT:
-	case EROFS:
-	case ENOSPC:
-	case ENOMEM:
-		return -rc;
-	case MDB_INVALID:
-	case MDB_VERSION_MISMATCH:
-		return -EPROTO;
-	default:
-		return map_err(rc, "open");
-	}
-}
-
 /*
  * Schema 1 (objfs before records had checksums and chunks had slots):
  * rewrite every value with its trailer, chunk records with slot = index
  * (where schema 1 kept them), inode records with their count of chunk
  * records.  In the transaction that opens the DBs, so all or nothing.
  */
-int
-meta_legacy_schema(struct objfs_meta *m, MDB_txn *txn)
-{
-	MDB_val k = { 6, (void *)OBJFS_SUPER_SCHEMA }, v;
-	uint64_t schema;
-
-	if (mdb_get(txn, m->dbi[DB_SUPER], &k, &v) || v.mv_size != 8)
-		return 0;
-	memcpy(&schema, v.mv_data, 8);
-	return schema == 1;
-}
-
 struct ino_count {
 	uint64_t ino, n;
 };

@@ -431,24 +431,6 @@ objfs_meta_set_hook(struct objfs_meta *m, objfs_meta_hook_fn fn, void *arg)
 	meta_unlock(m);
 }
 
-size_t
-objfs_meta_entry_put(unsigned char *p, int op, int db, const void *k,
-		size_t klen, const void *v, size_t vlen)
-{
-	p[0] = (unsigned char)op;
-	p[1] = (unsigned char)db;
-	p[2] = (unsigned char)(klen >> 8);
-	p[3] = (unsigned char)klen;
-	p[4] = (unsigned char)(vlen >> 24);
-	p[5] = (unsigned char)(vlen >> 16);
-	p[6] = (unsigned char)(vlen >> 8);
-	p[7] = (unsigned char)vlen;
-	memcpy(p + 8, k, klen);
-	if (vlen)
-		memcpy(p + 8 + klen, v, vlen);
-	return 8 + klen + vlen;
-}
-
 int
 objfs_meta_super_list(struct objfs_meta_txn *t, const char *prefix,
 		int (*cb)(void *arg, const char *key, uint64_t val), void *arg)

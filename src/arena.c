@@ -49,29 +49,6 @@
 #include "arena_int.h"
 #include "base/csum.h"
 
-/*
- * A file in a tmpfs of limited size (/dev/shm) gets its pages when they
- * are first touched, and a touch the tmpfs has no room for is SIGBUS.  So
- * each slab's pages, and those of its tags, are allocated (fallocate)
- * before its first block is handed out; a full tmpfs is then ENOSPC, a
- * full arena, which the spiller makes room in.  Allocating pages that
- * exist (an adopted arena's) changes nothing.
- */
-int
-arena_alloc_pages(struct objfs_arena *a, uint32_t slab)
-{
-	uint64_t off = (uint64_t)slab * a->chunk_size;
-	uint64_t t = a->capacity + off / OBJFS_ARENA_MIN_BLOCK *
-		sizeof(struct objfs_arena_tag);
-	uint64_t tlen = a->chunk_size / OBJFS_ARENA_MIN_BLOCK *
-		sizeof(struct objfs_arena_tag);
-
-	if (fallocate(a->fd, 0, (off_t)off, (off_t)a->chunk_size) < 0 ||
-	    fallocate(a->fd, 0, (off_t)t, (off_t)tlen) < 0)
-		return -errno;
-	return 0;
-}
-
 static int
 reserve_slab(struct objfs_arena *a, uint32_t slab)
 {

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arena_warm.c - the warmer: a thread that faults in the pages of the
+ * arena_warm.c - the arena's pages: a slab's allocated before its first
+ * block is handed out (arena_alloc_pages(), the allocator's and the
+ * warmer's), and the warmer: a thread that faults in the pages of the
  * whole free slabs the allocator hands out next, ahead of their use.
+ * arena.c calls in here; nothing here calls arena.c.
  *
  * A tmpfs page costs most on its first touch: the kernel allocates it,
  * zeroes it and maps it, one 4 KiB fault at a time.  Measured here, that
@@ -29,6 +32,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -36,6 +40,29 @@
 #include "base/log.h"
 
 #define WARM_AHEAD	(64u << 20)
+
+/*
+ * A file in a tmpfs of limited size (/dev/shm) gets its pages when they
+ * are first touched, and a touch the tmpfs has no room for is SIGBUS.  So
+ * each slab's pages, and those of its tags, are allocated (fallocate)
+ * before its first block is handed out; a full tmpfs is then ENOSPC, a
+ * full arena, which the spiller makes room in.  Allocating pages that
+ * exist (an adopted arena's) changes nothing.
+ */
+int
+arena_alloc_pages(struct objfs_arena *a, uint32_t slab)
+{
+	uint64_t off = (uint64_t)slab * a->chunk_size;
+	uint64_t t = a->capacity + off / OBJFS_ARENA_MIN_BLOCK *
+		sizeof(struct objfs_arena_tag);
+	uint64_t tlen = a->chunk_size / OBJFS_ARENA_MIN_BLOCK *
+		sizeof(struct objfs_arena_tag);
+
+	if (fallocate(a->fd, 0, (off_t)off, (off_t)a->chunk_size) < 0 ||
+	    fallocate(a->fd, 0, (off_t)t, (off_t)tlen) < 0)
+		return -errno;
+	return 0;
+}
 
 static unsigned
 ahead_slabs(const struct objfs_arena *a)

@@ -7,10 +7,11 @@ Prints TAP.  Checks:
     chunk copies only through the chunk-store layer (copy.h): they include
     neither spill.h nor local_int.h, call no spill/backing/local function,
     and touch none of the fields a store names its copies by;
-  - no loop of calls among the core's files: each file's calls into the
-    others, from the functions they define, form a graph without a cycle
-    (calls through an ops table, s->copy->x(...), are not edges: that is
-    the point of the table);
+  - no loop of calls among all source files (src/, its folders, fuse/,
+    meta/): each file's calls into the others, from the functions they
+    define, form a graph whose only cycles are the known ones still to
+    break, listed below (calls through an ops table, s->copy->x(...), are
+    not edges: that is the point of the table);
   - no source file is longer than 1,000 lines.
 Usage: layers.py SRCDIR
 """
@@ -24,8 +25,6 @@ top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
 src = os.path.join(top, "src")
 
 ABOVE = ["data.c", "iov.c", "readahead.c", "writeout.c"]
-CORE = ABOVE + ["inode.c", "spiller_ops.c", "local.c", "local_obj.c",
-                "share.c", "space.c", "spill.c"]
 STORE_FIELDS = ["slot", "alt", "home", "slots", "bfd", "no_file",
                 "bfile_new", "reading", "nreading"]
 
@@ -75,39 +74,82 @@ for name in ABOVE:
                          f"reads the store's field {m.group(0)}")
     check(f"{name} reaches copies only through the chunk-store layer", probs)
 
-graph = {f: set() for f in CORE}
-for name in CORE:
-    s = files[name]
+# Every source file: its calls into functions the others define.  Calls
+# through an ops table (s->copy->x(...)) are not edges: that is the point
+# of the table.
+every = {}
+for d in ("src", "src/*", "fuse", "meta"):
+    for p in glob.glob(os.path.join(top, d, "*.c")):
+        every[os.path.relpath(p, top)] = text(p)
+KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "defined",
+            "_Static_assert", "_Alignof", "_Generic"}
+edefs = {}
+for name, s in every.items():
+    for m in re.finditer(r"^([A-Za-z_]\w*)\(", s, re.M):
+        if m.group(1) not in KEYWORDS:
+            edefs.setdefault(m.group(1), set()).add(name)
+graph = {f: set() for f in every}
+for name, s in every.items():
     for m in re.finditer(r"(?<![\w>.])([A-Za-z_]\w*)\s*\(", s):
-        for d in defs.get(m.group(1), ()):
-            if d != name and d in graph and name not in defs[m.group(1)]:
-                graph[name].add(d)
-
-# A cycle, if any, by depth-first search.
-state = {}
-cycle = []
+        ds = edefs.get(m.group(1), ())
+        if name not in ds:
+            graph[name].update(ds)
 
 
-def dfs(u, path):
-    state[u] = 1
-    for v in sorted(graph[u]):
-        if state.get(v) == 1:
-            cycle.extend(path[path.index(v):] + [v])
-            return True
-        if v not in state and dfs(v, path + [v]):
-            return True
-    state[u] = 2
-    return False
+def loops(g):
+    """The strongly connected parts of @g with more than one file."""
+    index, low, stack, on, out, k = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = k[0]
+        k[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                out.append(frozenset(part))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
 
 
-for f in sorted(graph):
-    if f not in state and dfs(f, [f]):
-        break
-check("no loop of calls among " + ", ".join(CORE),
-      [" -> ".join(cycle)] if cycle else [])
-for f in sorted(graph):
-    print(f"#   {f} -> {', '.join(sorted(graph[f])) or '-'}")
-
+# The loops still to break (issue 37), exactly as they are: a new loop, or
+# a file joining one, fails; so does one broken without this list saying
+# so (it only shrinks).
+KNOWN = [
+    frozenset({"src/data.c", "src/inode.c", "src/objsum.c", "src/sealed.c",
+               "src/shared.c", "src/writeout.c"}),
+    frozenset({"src/pool.c", "src/tier.c", "src/tier_compact.c",
+               "src/tier_gc.c", "src/tier_lease.c", "src/tier_pins.c",
+               "src/tier_share.c"}),
+]
+found = loops(graph)
+probs = []
+for part in found:
+    if part not in KNOWN:
+        inner = sorted(f"{a} -> {b}" for a in part for b in graph[a] & part)
+        probs.append("a loop: " + "; ".join(inner))
+for part in KNOWN:
+    if part not in found:
+        probs.append("a known loop is broken or changed (take it off KNOWN): "
+                     + ", ".join(sorted(part)))
+check(f"no loop of calls among the {len(every)} source files "
+      f"but the {len(KNOWN)} known ones", probs)
 long = []
 for d in ("src", "src/base", "fuse", "meta"):
     for p in sorted(glob.glob(os.path.join(top, d, "*.[ch]"))):
