@@ -3,7 +3,8 @@
  * tier_int.h - what the remote tier's files share: tier.c (the hold, the
  * head, shipping the index), pool.c (the chunk store in the pool),
  * tier_tree.c, tier_gc.c, tier_check.c, tier_share.c, tier_lease.c,
- * tier_pins.c and tier_compact.c.
+ * tier_pins.c, tier_compact.c and tier_note.c (counters, the cluster's
+ * state).
  * Only they include it.
  *
  * Locks: t->lock guards the shipping state below; it is a leaf, taken
@@ -375,8 +376,8 @@ void tier_gc_fini(struct objfs_tier *t);
 /* The collector's thread: one collection every OBJFS_GC_INTERVAL. */
 void *tier_gc_main(void *arg);
 
-/* A pool operation finished with @rc: the cluster answered (0, or an
- * error of its own), or did not (-ETIMEDOUT and the like: logged once,
+/* tier_note.c.  A pool operation finished with @rc: the cluster answered
+ * (0, or an error of its own), or did not (-ETIMEDOUT and the like: logged once,
  * with @what, and shown in the status until one answers again). */
 void objfs_tier_note(struct objfs_tier *t, int rc, const char *what);
 /* @bytes moved by an operation begun at @t0 (objfs_mono_ns). */
