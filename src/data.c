@@ -922,9 +922,8 @@ objfs_data_unload(struct objfs_store *s, struct objfs_inode *ip)
 	while (ip->ra && ip->ra->reading)
 		objfs_inode_wait(ip, &ip->ra->cv);
 	data_ra_free(ip);
-	objfs_sealed_free(s, ip);
-	if (ip->pinned)
-		objfs_sealed_pin(s, ip, 0);
+	if (s->unload_above)
+		s->unload_above(s, ip);	/* sealed state (objfs_sealed_unload) */
 	objfs_chunkmap_fini(&ip->chunks, s->arena);
 	s->copy->unload(s, ip);
 }

@@ -292,6 +292,37 @@ own_orphan(struct objfs_store *s, uint64_t ino)
 	return rc != 0;
 }
 
+/* Shared mode: the follower's list of what failed to be done at a close
+ * or a destroy (shared.c, objfs_share_todo(), works it off).  Kept here,
+ * below shared.c: letting an inode go may add to it. */
+void
+objfs_share_defer(struct objfs_store *s, uint64_t ino, int destroy)
+{
+	pthread_mutex_lock(&s->todo_mu);
+	for (size_t i = 0; i < s->ntodo; i++)
+		if (s->todo[i].ino == ino) {
+			s->todo[i].destroy |= destroy;
+			pthread_mutex_unlock(&s->todo_mu);
+			return;
+		}
+	if (s->ntodo == s->captodo) {
+		size_t cap = s->captodo ? 2 * s->captodo : 16;
+		struct objfs_todo *v = realloc(s->todo, cap * sizeof(*v));
+
+		if (!v) {
+			pthread_mutex_unlock(&s->todo_mu);
+			objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": out of memory "
+				"to remember it; this data directory's next "
+				"mount finishes it", ino);
+			return;
+		}
+		s->todo = v;
+		s->captodo = cap;
+	}
+	s->todo[s->ntodo++] = (struct objfs_todo){ ino, destroy };
+	pthread_mutex_unlock(&s->todo_mu);
+}
+
 /*
  * Let @ip go from memory (ip->lock held, no other lock): destroy it when
  * it has no names left, else write its attributes and free its data.

@@ -295,6 +295,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		goto err_dirfd;
 	}
 	s->lockfd = -1;
+	s->unload_above = objfs_sealed_unload;
 	pthread_mutex_init(&s->defer_lock, NULL);
 	pthread_mutex_init(&s->sealed_lock, NULL);
 	if (objfs_cond_init(&s->sealed_cv) != 0) {

@@ -152,6 +152,14 @@ objfs_sealed_free(struct objfs_store *s, struct objfs_inode *ip)
 	free(so);
 }
 
+void
+objfs_sealed_unload(struct objfs_store *s, struct objfs_inode *ip)
+{
+	objfs_sealed_free(s, ip);
+	if (ip->pinned)
+		objfs_sealed_pin(s, ip, 0);
+}
+
 /* Drop the per-object file unless it is in use: 0, or -EBUSY. */
 int
 objfs_sealed_drop(struct objfs_store *s, struct objfs_inode *ip)

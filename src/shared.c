@@ -582,34 +582,6 @@ objfs_share_publish_all(struct objfs_store *s)
 
 /* ---- what the follower does later ----------------------------------- */
 
-void
-objfs_share_defer(struct objfs_store *s, uint64_t ino, int destroy)
-{
-	pthread_mutex_lock(&s->todo_mu);
-	for (size_t i = 0; i < s->ntodo; i++)
-		if (s->todo[i].ino == ino) {
-			s->todo[i].destroy |= destroy;
-			pthread_mutex_unlock(&s->todo_mu);
-			return;
-		}
-	if (s->ntodo == s->captodo) {
-		size_t cap = s->captodo ? 2 * s->captodo : 16;
-		struct objfs_todo *v = realloc(s->todo, cap * sizeof(*v));
-
-		if (!v) {
-			pthread_mutex_unlock(&s->todo_mu);
-			objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": out of memory "
-				"to remember it; this data directory's next "
-				"mount finishes it", ino);
-			return;
-		}
-		s->todo = v;
-		s->captodo = cap;
-	}
-	s->todo[s->ntodo++] = (struct objfs_todo){ ino, destroy };
-	pthread_mutex_unlock(&s->todo_mu);
-}
-
 /* Remove what the tree has of @ino, which has no name left and no inode
  * in memory any more (its destroy failed). */
 static int

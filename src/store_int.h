@@ -335,6 +335,10 @@ struct objfs_store {
 	} *todo;
 	size_t ntodo, captodo;
 
+	/* What an inode's unload lets go of above the file bytes: its
+	 * sealed state (objfs_sealed_unload, set at open).  A callback:
+	 * data.c is below sealed.c, which calls it. */
+	void (*unload_above)(struct objfs_store *s, struct objfs_inode *ip);
 	/* Sealed objects (sealed.c).  How the adapter registers a backing
 	 * file with the kernel (FUSE passthrough), or NULL, and why not. */
 	int (*pt_open)(void *arg, int fd);
@@ -371,6 +375,9 @@ int objfs_sealed_settle(struct objfs_store *s, struct objfs_inode *ip);
 /* Drop the per-object file unless in use (-EBUSY); _free even so. */
 int objfs_sealed_drop(struct objfs_store *s, struct objfs_inode *ip);
 void objfs_sealed_free(struct objfs_store *s, struct objfs_inode *ip);
+/* @ip leaves memory (ip->lock held): its per-object file and its pin go
+ * (the store's unload_above). */
+void objfs_sealed_unload(struct objfs_store *s, struct objfs_inode *ip);
 int objfs_sealed_sum(struct objfs_store *s, struct objfs_inode *ip,
 		char hex[33]);
 const char *objfs_sealed_served(struct objfs_store *s,
@@ -429,7 +436,7 @@ int objfs_share_publish(struct objfs_store *s, struct objfs_inode *ip,
  * the pool was full): the follower publishes it and gives its lease back
  * later (it tries once a second); or, with @destroy, its destroy failed
  * (the log moved on meanwhile): the follower removes its records. */
-void objfs_share_defer(struct objfs_store *s, uint64_t ino, int destroy);
+void objfs_share_defer(struct objfs_store *s, uint64_t ino, int destroy);	/* inode.c */
 /* The follower: what was deferred, tried again (no lock held). */
 void objfs_share_todo(struct objfs_store *s);
 /* Publish every file open for writing here (sync of everything). */

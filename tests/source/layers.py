@@ -128,12 +128,10 @@ def loops(g):
     return out
 
 
-# The loops still to break (issue 37), exactly as they are: a new loop, or
+# The loop still to break (issue 37), exactly as it is: a new loop, or
 # a file joining one, fails; so does one broken without this list saying
 # so (it only shrinks).
 KNOWN = [
-    frozenset({"src/data.c", "src/inode.c", "src/objsum.c", "src/sealed.c",
-               "src/shared.c", "src/writeout.c"}),
     frozenset({"src/tier_compact.c", "src/tier_lease.c", "src/tier_pins.c",
                "src/tier_share.c"}),
 ]
@@ -148,7 +146,7 @@ for part in KNOWN:
         probs.append("a known loop is broken or changed (take it off KNOWN): "
                      + ", ".join(sorted(part)))
 check(f"no loop of calls among the {len(every)} source files "
-      f"but the {len(KNOWN)} known ones", probs)
+      f"but the {len(KNOWN)} known to break", probs)
 long = []
 for d in ("src", "src/base", "fuse", "meta"):
     for p in sorted(glob.glob(os.path.join(top, d, "*.[ch]"))):
