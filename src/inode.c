@@ -482,13 +482,6 @@ objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip)
 	objfs_inode_put(s, ip);
 }
 
-int
-objfs_store_iget(struct objfs_store *s, uint64_t ino,
-		struct objfs_inode **out)
-{
-	return objfs_inode_get(s, ino, out);
-}
-
 void
 objfs_inode_add_lookups(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t n)

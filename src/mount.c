@@ -296,6 +296,8 @@ objfs_store_open(const struct objfs_store_config *cfg,
 	}
 	s->lockfd = -1;
 	s->unload_above = objfs_sealed_unload;
+	s->inode_get = objfs_inode_get;
+	s->inode_put = objfs_inode_put;
 	pthread_mutex_init(&s->defer_lock, NULL);
 	pthread_mutex_init(&s->sealed_lock, NULL);
 	if (objfs_cond_init(&s->sealed_cv) != 0) {

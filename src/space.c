@@ -152,7 +152,7 @@ release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
 	size_t k = 0;
 	int fd;
 
-	if (objfs_store_iget(s, d[0].ino, &ip) < 0) {
+	if (s->inode_get(s, d[0].ino, &ip) < 0) {
 		punch_gone(s, d, n);
 		return;
 	}
@@ -161,7 +161,7 @@ release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
 		/* Deleted, yet still known (a lookup or an O_PATH descriptor
 		 * holds it): its chunks and slot map went at the deletion. */
 		objfs_inode_unlock(ip);
-		objfs_store_iput(s, ip);
+		s->inode_put(s, ip);
 		punch_gone(s, d, n);
 		return;
 	}
@@ -181,7 +181,7 @@ release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
 	if (fd >= 0 && k)
 		shrink_file(s, ip, fd);
 	objfs_inode_unlock(ip);
-	objfs_store_iput(s, ip);
+	s->inode_put(s, ip);
 	undefer(s, d, k);
 }
 

@@ -339,6 +339,13 @@ struct objfs_store {
 	 * sealed state (objfs_sealed_unload, set at open).  A callback:
 	 * data.c is below sealed.c, which calls it. */
 	void (*unload_above)(struct objfs_store *s, struct objfs_inode *ip);
+	/* The inode table, for the local store's space reclaim (space.c
+	 * gives a live object's slots back under its lock): objfs_inode_get
+	 * and objfs_inode_put, set at open.  Callbacks: the chunk stores are
+	 * below the inode table. */
+	int (*inode_get)(struct objfs_store *s, uint64_t ino,
+			struct objfs_inode **out);
+	void (*inode_put)(struct objfs_store *s, struct objfs_inode *ip);
 	/* Sealed objects (sealed.c).  How the adapter registers a backing
 	 * file with the kernel (FUSE passthrough), or NULL, and why not. */
 	int (*pt_open)(void *arg, int fd);
@@ -595,9 +602,6 @@ void objfs_store_iput(struct objfs_store *s, struct objfs_inode *ip);
 /* The same, waiting for an inode being loaded (whose load may have read
  * the index before a change that must now be brought to it). */
 int objfs_store_iget_loaded(struct objfs_store *s, uint64_t ino,
-		struct objfs_inode **out);
-/* The same, loading @ino from the index when it is not in memory. */
-int objfs_store_iget(struct objfs_store *s, uint64_t ino,
 		struct objfs_inode **out);
 
 /* file.c: the figures the status file shows (no lock held). */

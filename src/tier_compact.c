@@ -93,7 +93,7 @@ least_one(void *arg, const char *key, const void *val, size_t len)
 	if (*end || len != 8)
 		return 0;	/* not ours */
 	pos = get_be64(val);
-	alive = node == l->t->node ? 1 : tier_share_node_alive(l->t, node);
+	alive = node == l->t->node ? 1 : tier_node_alive(l->t, node);
 	if (alive < 0)
 		return alive;
 	if (!alive) {

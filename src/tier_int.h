@@ -231,20 +231,28 @@ int tier_share_pins(struct objfs_tier *t,
 int tier_share_unanswered(struct objfs_tier *t, uint64_t node, char *why,
 		size_t whysize);
 
-/* 1 when node @node holds its lock (it lives), 0 when not, or -errno. */
-int tier_share_node_alive(struct objfs_tier *t, uint64_t node);
-/* The local deadline's margin (tier_share.c). */
-uint64_t tier_share_margin_ns(const struct objfs_tier *t);
 /* The follower looks now (a notify came; an open applied records). */
 void tier_share_kick(void *arg);
+/* The log record this thread's commit applies (0: none; tier_follow.c
+ * sets it around each record it applies). */
+uint64_t tier_applying(void);
+/* Where this index is in the pool's log (its last applied record). */
+int tier_index_pos(struct objfs_tier *t, uint64_t *pos);
+
+/* ---- tier_node.c: a node as the others see it ---- */
+
+/* The name of node @node's lock in the pool. */
+void tier_node_name(char name[64], uint64_t node);
+/* 1 when node @node holds its lock (it lives), 0 when not, or -errno. */
+int tier_node_alive(struct objfs_tier *t, uint64_t node);
+/* The local deadline's margin: min(remote_lease / 4, 2 s). */
+uint64_t tier_node_margin_ns(const struct objfs_tier *t);
 
 /* ---- tier_lease.c: leases and the commit hook ---- */
 
 /* The commit hook (objfs_meta_set_hook) of a shared mount. */
 int tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl,
 		size_t n, uint64_t *pos);
-/* This thread's next commits apply log record @seq (0: its own again). */
-void tier_lease_applying(uint64_t seq);
 /* The node that holds @ino's lease in @tx's tree (0: none). */
 int tier_lease_node(struct objfs_meta_txn *tx, uint64_t ino, uint64_t *node);
 /* The inode a lease super key names, or 0. */
@@ -254,7 +262,6 @@ uint64_t tier_lease_ino(const unsigned char *k, size_t klen);
  * else they become this node's; *@count how many. */
 int tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner,
 		uint64_t only, int publish, size_t *count);
-void tier_node_name(char name[64], uint64_t node);
 
 /* ---- tier_pins.c: the collector's pins ---- */
 

@@ -43,9 +43,9 @@
 #include "store_int.h"
 #include "tier_int.h"
 
-/* This thread's commit applies log record @tl_applying (not put again),
- * or publishes @tl_publish whole; the lease that refused its last try. */
-static _Thread_local uint64_t tl_applying, tl_publish;
+/* This thread's commit publishes @tl_publish whole (the record it applies
+ * is tier_applying()'s); the lease that refused its last try. */
+static _Thread_local uint64_t tl_publish;
 static _Thread_local uint64_t tl_blocked_ino, tl_blocked_node;
 
 static void
@@ -218,12 +218,6 @@ held_check(struct objfs_tier *t, uint64_t ino, uint64_t node, uint64_t tok,
 	}
 	pthread_mutex_unlock(&t->lease_mu);
 	return rc;
-}
-
-void
-tier_node_name(char name[64], uint64_t node)
-{
-	snprintf(name, 64, TIER_NODE_FMT, node);
 }
 
 /* ---- the hook: what a commit puts in the pool's log ------------------- */
@@ -562,11 +556,11 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	pthread_mutex_unlock(&t->lock);
 	if (rc)
 		return -EIO;	/* the epoch's log is fenced (fenced_out) */
-	if (tl_applying) {
+	if (tier_applying()) {
 		/* Another node's record (or this node's, found in the log
 		 * by the follower): a lease it breaks is lost here. */
 		(void)objfs_meta_payload_walk(pl, n, lease_moved, &lm);
-		*pos = tl_applying;
+		*pos = tier_applying();
 		return 0;
 	}
 	rc = objfs_meta_payload_walk(pl, n, scan_leases, &f);
@@ -604,7 +598,7 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	 * that stopped may have been given up by the others, and the log
 	 * compacted past it. */
 	pthread_mutex_lock(&t->lock);
-	rc = t0 + tier_share_margin_ns(t) >= t->lease_ns ? -ETIME : 0;
+	rc = t0 + tier_node_margin_ns(t) >= t->lease_ns ? -ETIME : 0;
 	pthread_mutex_unlock(&t->lock);
 	if (rc < 0) {
 		free(rec);
@@ -706,19 +700,6 @@ tier_share_forget(struct objfs_tier *t, uint64_t ino)
 	pthread_mutex_lock(&t->lease_mu);
 	held_del(t, ino);
 	pthread_mutex_unlock(&t->lease_mu);
-}
-
-int
-tier_share_node_alive(struct objfs_tier *t, uint64_t node)
-{
-	char name[64], client[128], cookie[256];
-	int rc;
-
-	tier_node_name(name, node);
-	rc = objfs_remote_holder(t->r, name, client, sizeof(client), cookie,
-			sizeof(cookie));
-	objfs_tier_note(t, rc == -ENOENT ? 0 : rc, "reading a node's lock");
-	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
 }
 
 struct lease_scan {
@@ -824,7 +805,7 @@ tier_share_unblock(struct objfs_tier *t)
 	tl_blocked_ino = tl_blocked_node = 0;
 	if (!ino)
 		return -EBUSY;
-	rc = tier_share_node_alive(t, node);
+	rc = tier_node_alive(t, node);
 	if (rc < 0)
 		return rc;
 	if (rc) {
@@ -845,11 +826,4 @@ tier_share_unblock(struct objfs_tier *t)
 		}
 		return rc;
 	}
-}
-
-
-void
-tier_lease_applying(uint64_t seq)
-{
-	tl_applying = seq;
 }

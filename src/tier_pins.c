@@ -242,7 +242,7 @@ tier_share_unanswered(struct objfs_tier *t, uint64_t node, char *why,
 		size_t whysize)
 {
 	char name[64];
-	int rc = tier_share_node_alive(t, node);
+	int rc = tier_node_alive(t, node);
 
 	if (rc < 0)
 		return rc;
