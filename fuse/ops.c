@@ -31,10 +31,10 @@
 #include <unistd.h>
 #include <fuse_lowlevel.h>
 
-#include "../src/base/log.h"
-#include "../src/store.h"
-#include "ops.h"
-#include "ops_int.h"
+#include "src/base/log.h"
+#include "src/store.h"
+#include "fuse/ops.h"
+#include "fuse/ops_int.h"
 
 /* How long the kernel may keep names and attributes without asking: a
  * while, for a tree that changes only through this mount; not at all for

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <fuse_lowlevel.h>
 
-#include "ops.h"
+#include "fuse/ops.h"
 
 #define OBJFS_MAX_WRITE		(1u << 20)
 /* The kernel's ABI (<linux/fuse.h>) */

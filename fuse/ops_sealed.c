@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ops_sealed.c - the requests of sealed objects (src/sealed.c): the seal
+ * ops_sealed.c - the requests of sealed objects (src/sealed/sealed.c): the seal
  * as the immutable flag (chattr, lsattr), and the OPEN reply that has the
  * kernel serve an open itself (FUSE passthrough).
  */
@@ -13,9 +13,9 @@
 #include <sys/types.h>
 #include <fuse_lowlevel.h>
 
-#include "../src/base/log.h"
-#include "../src/store.h"
-#include "ops_int.h"
+#include "src/base/log.h"
+#include "src/store.h"
+#include "fuse/ops_int.h"
 
 static struct objfs_store *
 req_store(fuse_req_t req)

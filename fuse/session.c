@@ -23,11 +23,11 @@
 #include <unistd.h>
 #include <fuse_lowlevel.h>
 
-#include "../src/base/log.h"
-#include "../src/metrics.h"
-#include "../src/store.h"
-#include "ops.h"
-#include "ops_int.h"
+#include "src/base/log.h"
+#include "src/base/metrics.h"
+#include "src/store.h"
+#include "fuse/ops.h"
+#include "fuse/ops_int.h"
 
 /* libfuse builds some messages from several calls; join them into one
  * line per newline, per thread. */

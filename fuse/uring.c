@@ -51,10 +51,10 @@
 #include <linux/io_uring.h>
 #include <fuse_lowlevel.h>
 
-#include "../src/base/log.h"
-#include "../src/metrics.h"
-#include "../src/store.h"
-#include "ops_int.h"
+#include "src/base/log.h"
+#include "src/base/metrics.h"
+#include "src/store.h"
+#include "fuse/ops_int.h"
 
 /* <linux/fuse.h> 7.42; Debian 12's headers (7.38) predate them. */
 #define K_URING_CMD_REGISTER		1u

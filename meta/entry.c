@@ -3,7 +3,7 @@
  * entry.c - the journal's entry format (meta_keys.h): one put, delete or
  * range delete as bytes, and the walk of a record's entries.  The
  * journal (meta.c), the outbox and snapshots (ship.c), the salvage
- * (salvage.c) and the pool's log (src/tier_lease.c) all speak it; it
+ * (salvage.c) and the pool's log (src/cluster/lease.c) all speak it; it
  * calls nothing of theirs.
  */
 #include <config.h>
@@ -11,8 +11,8 @@
 #include <lmdb.h>
 #include <string.h>
 
-#include "meta.h"
-#include "meta_int.h"
+#include "meta/meta.h"
+#include "meta/meta_int.h"
 
 size_t
 objfs_meta_entry_put(unsigned char *p, int op, int db, const void *k,

@@ -12,10 +12,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "meta.h"
-#include "meta_int.h"
-#include "meta_keys.h"
-#include "meta_priv.h"
+#include "meta/meta.h"
+#include "meta/meta_int.h"
+#include "meta/meta_keys.h"
+#include "meta/meta_priv.h"
 
 int
 meta_env_open(struct objfs_meta *m, const char *dir, int rdonly)

@@ -77,13 +77,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/base/csum.h"
-#include "../src/base/log.h"
-#include "meta.h"
-#include "meta_int.h"
-#include "meta_keys.h"
+#include "src/base/csum.h"
+#include "src/base/log.h"
+#include "meta/meta.h"
+#include "meta/meta_int.h"
+#include "meta/meta_keys.h"
 
-#include "meta_priv.h"
+#include "meta/meta_priv.h"
 
 const char *const objfs_meta_db_names[OBJFS_META_NDBS] = {
 	OBJFS_DB_SUPER, OBJFS_DB_INODE, OBJFS_DB_DIRENT, OBJFS_DB_DIRCOOKIE,

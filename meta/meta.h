@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../src/base/bits.h"
+#include "src/base/bits.h"
 
 #define OBJFS_NAME_MAX		255
 #define OBJFS_XATTR_NAME_MAX	255
@@ -324,7 +324,7 @@ int objfs_meta_import(struct objfs_meta *m, const void *p, size_t len,
 int objfs_meta_checkpoint_now(struct objfs_meta *m);
 
 /*
- * The remote tier's shared mode (src/tier_share.c): many mounts of one
+ * The remote tier's shared mode (src/cluster/shared.c): many mounts of one
  * pool, each commit a record of the pool's one log.  The hook is called
  * in every write commit that changed something, with the index's lock
  * held, before the commit is journaled: @payload is its changes (journal

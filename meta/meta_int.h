@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "meta_keys.h"
+#include "meta/meta_keys.h"
 
 #define OBJFS_META_TRAILER	8	/* record checksum, ends every value */
 #define OBJFS_META_JHDR		24	/* journal record header */

@@ -14,11 +14,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../src/base/be.h"
-#include "../src/base/log.h"
-#include "meta.h"
-#include "meta_int.h"
-#include "meta_keys.h"
+#include "src/base/be.h"
+#include "src/base/log.h"
+#include "meta/meta.h"
+#include "meta/meta_int.h"
+#include "meta/meta_keys.h"
 
 #define db_names objfs_meta_db_names
 

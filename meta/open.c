@@ -25,13 +25,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/base/csum.h"
-#include "../src/base/log.h"
-#include "meta.h"
-#include "meta_int.h"
-#include "meta_keys.h"
+#include "src/base/csum.h"
+#include "src/base/log.h"
+#include "meta/meta.h"
+#include "meta/meta_int.h"
+#include "meta/meta_keys.h"
 
-#include "meta_priv.h"
+#include "meta/meta_priv.h"
 
 /* ---- opening and closing ------------------------------------------------ */
 

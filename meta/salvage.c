@@ -36,10 +36,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/base/csum.h"
-#include "../src/base/log.h"
-#include "meta.h"
-#include "meta_int.h"
+#include "src/base/csum.h"
+#include "src/base/log.h"
+#include "meta/meta.h"
+#include "meta/meta_int.h"
 
 /* LMDB 0.9's file format (mdb.c), 64-bit; see also meta_int.h. */
 #define PAGEHDR		LMDB_PAGEHDR

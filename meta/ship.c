@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "meta_priv.h"
+#include "meta/meta_priv.h"
 
 /* Super keys that belong to this data directory, not to the tree: never
- * in a dump, never taken from one (the remote tier's, src/tier.c, say
+ * in a dump, never taken from one (the remote tier's, src/cluster/tier.c, say
  * which tree, epoch and mount the index is the cache of). */
 static int
 local_key(int db, const unsigned char *k, size_t klen)

@@ -14,8 +14,8 @@
  *
  * A store is a table of operations (struct objfs_copy_ops) that the
  * store's @copy points at, chosen when it opens.  The first is the
- * backing directory (local.c, with share.c, space.c, local_obj.c and
- * spill.c: one file per object, copies in chunk-sized slots).  A second,
+ * backing directory (local.c, with local_dedup.c, local_space.c, local_obj.c and
+ * backing.c: one file per object, copies in chunk-sized slots).  A second,
  * a pool of a cluster say, fills in the same table and is chosen at open;
  * data.c, writeout.c and readahead.c do not change (doc/design.md, "The
  * chunk store").

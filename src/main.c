@@ -29,12 +29,12 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "../fuse/ops.h"
-#include "base/log.h"
-#include "metrics.h"
-#include "store.h"
-#include "tier.h"
-#include "units.h"
+#include "fuse/ops.h"
+#include "src/base/log.h"
+#include "src/base/metrics.h"
+#include "src/store.h"
+#include "src/tier.h"
+#include "src/base/units.h"
 
 #define MIN_ARENA	(16ull << 20)
 #define MIN_CHUNK	(8u << 10)

@@ -28,7 +28,7 @@
  * memory (EBUSY while the kernel maps its per-object file). */
 #define OBJFS_XATTR_REQUEST	OBJFS_XATTR_PREFIX "request"
 
-#include "store.h"
+#include "src/store.h"
 
 struct objfs_inode;
 

@@ -20,7 +20,7 @@
 #include <sys/uio.h>
 #include <sys/types.h>
 
-#include "../meta/meta.h"
+#include "meta/meta.h"
 
 #define OBJFS_ROOT_INO		1
 #define OBJFS_DEFAULT_CHUNK	(1u << 20)

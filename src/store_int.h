@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * store_int.h - what the store's modules share: inode.c (the inode
- * table), mount.c (open, close, maintenance; adopt.c and recovery.c do
+ * table), mount.c (open, close, maintenance; mount_adopt.c and mount_cleanup.c do
  * its adoption and recovery: mount_int.h), namespace.c,
  * file.c (attributes, open files), xattr.c, the file bytes (data.c,
  * writeout.c, readahead.c, iov.c: data_int.h), the chunk store (copy.h;
@@ -13,7 +13,7 @@
  * below it):
  *	(the tier's renew_mu and catch_mu, tier_int.h, are taken with
  *	none of these held, and take apply_lock under them)
- *	apply_lock	shared mode only (shared.c): held shared by an
+ *	apply_lock	shared mode only (publish.c): held shared by an
  *			operation that may change the shared tree, from its
  *			first read to its commit; exclusive while another
  *			mount's commit is applied.  The tier's catch_mu
@@ -43,7 +43,7 @@
  *			lock, and takes none.  (sealed_cv, a build of an
  *			inode's per-object file ended, waits with that
  *			inode's lock.)
- *	todo_mu		shared mode (shared.c): what the follower does later
+ *	todo_mu		shared mode (publish.c): what the follower does later
  *			(closes and destroys that failed); a leaf.
  *	the remote tier's lock (tier_int.h): its shipping state; never
  *			held across a call into the index or the cluster.
@@ -52,7 +52,7 @@
  *			hook takes under the index's lock, and which takes
  *			none.  Every transaction, read or write, holds the
  *			index's lock until it ends: an inode's lock is never
- *			taken inside one (shared.c's publish took it so, and
+ *			taken inside one (publish.c's publish took it so, and
  *			deadlocked against a part read: remote_pause.sh F1).  The
  *			arena's warmer thread (arena_warm.c) takes the
  *			arena's lock alone, and never across its fallocate
@@ -74,16 +74,17 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "arena.h"
-#include "base/clock.h"
-#include "base/sync.h"
-#include "chunk.h"
-#include "copy.h"
-#include "metrics.h"
-#include "spill.h"
-#include "spiller.h"
-#include "store.h"
-#include "tier.h"
+#include "src/memory/arena.h"
+#include "src/base/clock.h"
+#include "src/base/sync.h"
+#include "src/memory/chunk.h"
+#include "src/copy.h"
+#include "src/base/metrics.h"
+#include "src/memory/spiller.h"
+#include "src/store.h"
+#include "src/tier.h"
+
+struct objfs_backing;		/* the backing directory (src/stores/backing.h) */
 
 enum { OBJFS_INODE_LOADING = 0, OBJFS_INODE_READY = 1 };
 
@@ -294,7 +295,7 @@ struct objfs_store {
 	_Atomic uint64_t fenced_files, fenced_last;
 	int dedup;			/* -o dedup=on: set at open */
 
-	/* Space given back when durable (space.c), a leaf lock. */
+	/* Space given back when durable (local_space.c), a leaf lock. */
 	pthread_mutex_t defer_lock;
 	struct objfs_deferred *defer;	/* protected by defer_lock */
 	size_t ndefer, defer_cap;	/* protected by defer_lock */
@@ -311,7 +312,7 @@ struct objfs_store {
 	 * started. */
 	struct objfs_spiller *spiller;
 
-	/* Shared mode (shared.c): one of many mounts of a namespace. */
+	/* Shared mode (publish.c): one of many mounts of a namespace. */
 	int shared;
 	pthread_rwlock_t apply_lock;
 	pthread_mutex_t notify_mu;	/* a leaf: what follows */
@@ -324,7 +325,7 @@ struct objfs_store {
 	void (*notify_fn)(void *arg, uint64_t parent, const char *name,
 			size_t len, uint64_t ino);
 	void *notify_arg;
-	/* What the log's follower does for this node (shared.c): files
+	/* What the log's follower does for this node (publish.c): files
 	 * whose publish failed at their last close (their lease stays until
 	 * they are published), inodes whose destroy failed (their records
 	 * stay in the tree until it is done).  todo_mu is a leaf. */
@@ -339,7 +340,7 @@ struct objfs_store {
 	 * sealed state (objfs_sealed_unload, set at open).  A callback:
 	 * data.c is below sealed.c, which calls it. */
 	void (*unload_above)(struct objfs_store *s, struct objfs_inode *ip);
-	/* The inode table, for the local store's space reclaim (space.c
+	/* The inode table, for the local store's space reclaim (local_space.c
 	 * gives a live object's slots back under its lock): objfs_inode_get
 	 * and objfs_inode_put, set at open.  Callbacks: the chunk stores are
 	 * below the inode table. */
@@ -399,7 +400,7 @@ size_t objfs_sealed_status(struct objfs_store *s, char *buf, size_t size);
 int objfs_store_request(struct objfs_store *s, uint64_t ino,
 		const void *val, size_t len);
 
-/* ---- shared.c: shared mode -------------------------------------------- */
+/* ---- publish.c: shared mode -------------------------------------------- */
 
 /* An operation that may change the shared tree: @expr tried again while
  * the pool's log moved on under it (-ERESTART: it applies what it missed
@@ -517,7 +518,7 @@ void objfs_data_gone(struct objfs_store *s, struct objfs_inode *ip,
 void objfs_data_doomed_free(struct objfs_store *s,
 		struct objfs_copy_doomed *d);
 /* Do records of other objects (or of a deleted @ino) point into @ino's
- * backing file?  1, 0 or -errno (share.c; the local store's, for the
+ * backing file?  1, 0 or -errno (local_dedup.c; the local store's, for the
  * checker and recovery, which know its files). */
 int objfs_data_file_shared(struct objfs_meta_txn *t, uint64_t ino);
 
@@ -609,16 +610,6 @@ struct objfs_status_figures;
 int objfs_store_get_figures(struct objfs_store *s,
 		struct objfs_status_figures *f);
 
-/* The second slot chunk record @r names, as spill.h takes it, in @a;
- * NULL when it has none. */
-static inline const struct objfs_alt *
-objfs_rec_alt(const struct objfs_chunk_rec *r, struct objfs_alt *a)
-{
-	a->slot = r->alt;
-	objfs_bits_copy(a->map, r->map);
-	return r->has_alt ? a : NULL;
-}
-
 /* Commit @t when @rc is 0 (the commit's number in *@seq, which may be
  * NULL), else abort it; the result. */
 static inline int
@@ -657,5 +648,26 @@ int objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder,
  * (spiller.h): each call finds the inode in memory, takes its lock, does
  * the work (writeout.c, readahead.c, the chunk store) and lets it go. */
 extern const struct objfs_spiller_ops objfs_store_spiller_ops;
+
+/* ---- helpers every layer of the core uses ---- */
+
+static inline uint64_t
+min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline uint64_t
+max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* The sub-block size (log2) of the disk copy of @c; 0: checked whole. */
+static inline unsigned
+chunk_sub_shift(const struct objfs_store *s, const struct objfs_chunk *c)
+{
+	return (c->flags & OBJFS_CHUNK_SUMS) ? s->sub_shift : 0;
+}
 
 #endif

@@ -120,7 +120,7 @@ struct objfs_tier_ops {
 };
 
 /* objfsctl check --remote: the way to the pool that check.c reads
- * chunks and the pool's tree through (tier_check.c). */
+ * chunks and the pool's tree through (check_pool.c). */
 struct objfs_remote_config;
 struct objfs_check_pool;
 int objfs_tier_check_open(const struct objfs_remote_config *cfg,

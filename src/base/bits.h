@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "csum.h"
+#include "src/base/csum.h"
 
 #define OBJFS_BITS_WORDS	(OBJFS_SUMS_MAX / 64)
 _Static_assert(OBJFS_BITS_WORDS * 64 == OBJFS_SUMS_MAX,

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "csum.h"
+#include "src/base/csum.h"
 
 uint64_t
 objfs_csum64(const void *buf, size_t len)

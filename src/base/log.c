@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "src/base/log.h"
 
 int objfs_log_max = OBJFS_LOG_INFO;
 static int to_syslog;

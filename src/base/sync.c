@@ -6,7 +6,7 @@
 
 #include <time.h>
 
-#include "sync.h"
+#include "src/base/sync.h"
 
 int
 objfs_cond_init(pthread_cond_t *cv)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * remote_check.c - objfs's client of a Ceph pool (src/remote.c) against a
+ * remote_check.c - objfs's client of a Ceph pool (src/rados/remote.c) against a
  * real cluster (tests/integration/remote_client.sh starts it).  Prints
  * TAP.
  *
@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "src/base/csum.h"
-#include "src/remote.h"
+#include "src/rados/remote.h"
 
 static int n, failed;
 

@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "src/check.h"
+#include "src/tools/check.h"
 #include "src/store.h"
 
 struct ent {

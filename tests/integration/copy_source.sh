@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# A copy shares its source's disk copies (share.c); the source is then
+# A copy shares its source's disk copies (local_dedup.c); the source is then
 # truncated and deleted while the kernel still knows its inode (an
 # O_PATH descriptor, or just the lookup the kernel keeps until it
 # forgets).  The space the truncation gave back is given back into the

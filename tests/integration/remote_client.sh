@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# objfs's client of a Ceph pool (src/remote.c) against a real single-node
+# objfs's client of a Ceph pool (src/rados/remote.c) against a real single-node
 # cluster (tests/ceph/cluster.sh): its calls, its clear errors, namespaces,
 # the hold that lets one mount at a time own a namespace, and, with the
 # OSD stopped, failures with ETIMEDOUT once the timeout passes, never a

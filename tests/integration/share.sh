@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# cp inside the mount shares chunks instead of copying them (share.c):
+# cp inside the mount shares chunks instead of copying them (local_dedup.c):
 # the copy costs no disk and reads the same; writes to either side change
 # that side alone; both survive a SIGKILL (adoption), a clean remount and
 # the unlink of either side; objfsctl check agrees at each step, and once

@@ -5,7 +5,7 @@
 Prints TAP.  Checks:
   - the file-bytes modules (data.c, iov.c, readahead.c, writeout.c) reach
     chunk copies only through the chunk-store layer (copy.h): they include
-    neither spill.h nor local_int.h, call no spill/backing/local function,
+    neither backing.h nor local_int.h, call no spill/backing/local function,
     and touch none of the fields a store names its copies by;
   - no loop of calls among all source files (src/, its folders, fuse/,
     meta/): each file's calls into the others, from the functions they
@@ -54,7 +54,7 @@ def text(path):
     return s
 
 
-files = {os.path.basename(p): text(p) for p in glob.glob(src + "/*.c")}
+files = {os.path.basename(p): text(p) for p in glob.glob(src + "/*.c") + glob.glob(src + "/*/*.c")}
 defs = {}
 for name, s in files.items():
     for m in re.finditer(r"^([A-Za-z_]\w*)\(", s, re.M):
@@ -64,7 +64,7 @@ for name in ABOVE:
     s = files[name]
     probs = []
     for inc in re.findall(r'#include\s+"([^"]+)"', s):
-        if inc in ("spill.h", "local_int.h"):
+        if inc in ("backing.h", "local_int.h"):
             probs.append(f"{name} includes {inc}")
     for m in re.finditer(r"(?<![\w>.])((?:objfs_spill|objfs_backing|local)_\w+)\s*\(", s):
         probs.append(f"{name}:{s[:m.start()].count(chr(10)) + 1}: calls {m.group(1)}")

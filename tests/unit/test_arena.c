@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "src/arena.h"
+#include "src/memory/arena.h"
 
 #define CHUNK	(64u << 10)
 #define CAP	(16ull << 20)	/* 256 chunks */

@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <cmocka.h>
 
-#include "src/chunk.h"
+#include "src/memory/chunk.h"
 
 static int
 setup(void **state)

@@ -36,10 +36,10 @@
 #include "meta/meta_keys.h"
 #include "src/base/csum.h"
 #include "src/base/log.h"
-#include "src/check.h"
+#include "src/tools/check.h"
 #include "src/status.h"
 #include "src/store.h"
-#include "src/arena.h"
+#include "src/memory/arena.h"
 #include "src/store_int.h"
 
 #define CHUNK	(64u << 10)
@@ -2795,7 +2795,7 @@ test_object_sum_small_chunks(void **state)
 	check_sums(*state, 0);			/* 64 KiB chunks: read */
 }
 
-/* ---- copies that share chunks (share.c) ------------------------------- */
+/* ---- copies that share chunks (local_dedup.c) ------------------------------- */
 
 /* The first @len bytes of @ino are @want. */
 static void

@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "src/check.h"
+#include "src/tools/check.h"
 #include "src/store.h"
 
 #define CHUNK		(64u << 10)

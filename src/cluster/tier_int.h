@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tier_int.h - what the remote tier's files share: tier.c (the hold, the
+ * head, shipping the index), pool.c (the chunk store in the pool),
+ * tree.c, gc.c, check_pool.c, shared.c, lease.c,
+ * pins.c, compact.c and note.c (counters, the cluster's
+ * state).
+ * Only they include it.
+ *
+ * Locks: t->lock guards the shipping state below; it is a leaf, taken
+ * under an inode's lock at most (an fsync waits on t->cv with it), or
+ * under the index's lock by the commit hook (it reads the deadline), and
+ * never held across a call into the index or the cluster.  lease_mu
+ * (the leases this node holds) is a leaf too, taken under the index's
+ * lock by the hook.
+ */
+#ifndef OBJFS_TIER_INT_H
+#define OBJFS_TIER_INT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "src/base/be.h"
+#include "src/rados/remote.h"
+#include "src/tier.h"
+
+/* What the pool's operations took, for the status file. */
+struct tier_counter {
+	_Atomic uint64_t n, bytes, ns;
+};
+
+/* Chunks fetched ahead at most (of 1 MiB: 32 MiB outside the arena), and
+ * how far ahead of a sequential reader. */
+#define TIER_PREFETCH_MAX	64
+#define TIER_PREFETCH_AHEAD	32
+
+/* Collections asking this node at once, at most (more are answered
+ * with nothing, and defer). */
+#define TIER_PINS_REQS	8
+/* What a collector asks every node with (a notify's payload). */
+#define TIER_PINS_ASK	"objfs-pins"
+#define TIER_PINS_FMT	"objfs.pins.%016" PRIx64
+#define TIER_PINS_MAGIC	0x4e49504fu	/* "OPIN" */
+
+/* A chunk's object, by its name's parts (pool.c). */
+struct gc_name {
+	uint64_t hi, lo;
+	uint32_t len;
+	uint32_t used;
+};
+
+struct objfs_tier {
+	struct objfs_remote *r;
+	char spec[256];
+	char holder[256];
+	unsigned timeout_s;		/* each operation's bound */
+	unsigned hold_s;		/* the hold's duration */
+	struct objfs_store *s;
+	struct objfs_meta *m;
+
+	/* The head as read at open (have_head 0: the pool has no tree). */
+	int have_head;
+	uint64_t tree, head_epoch, head_base, head_parts, head_ver;
+	uint64_t head_floor, head_snap;
+	unsigned head_version;
+	uint64_t epoch;			/* this mount's */
+	uint64_t logs_end;		/* the first log number the old epoch
+					 * does not have (prepare) */
+	int built;			/* prepare built the index from the
+					 * pool in this mount */
+	uint64_t fenced;		/* the epoch whose log prepare fenced */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cv;		/* shipped moved, or work for the
+					 * shipper, or stop */
+	uint64_t shipped;		/* every commit up to it is in the
+					 * pool's log, acknowledged */
+	uint64_t want;			/* an fsync waits for this one */
+	uint64_t lease_ns;		/* the hold is ours until then
+					 * (monotonic) */
+	int lost;			/* another took the hold: nothing
+					 * is acknowledged any more */
+	int stop;
+	int reachable;			/* the last operation answered */
+	char why[160];			/* the last failure */
+	uint64_t since_ns;		/* unreachable since */
+	int full_err;			/* -ENOSPC (OSDs full) or -EDQUOT (the
+					 * pool's quota): the pool refused a
+					 * write for want of room, and has
+					 * taken none since */
+	uint64_t ship_tries;		/* log puts tried, and the last one's */
+	int ship_err;			/* result (tier_sync) */
+	pthread_t ship_th, renew_th;
+	int threads;
+
+	/* Cached cluster space (statfs), refreshed by the renewer. */
+	_Atomic uint64_t space_total, space_avail;
+
+	struct tier_counter up, down, logs, dedup;
+
+	/* The collector (gc.c).  gc_mu guards what follows; it is
+	 * taken under an inode's lock (a put), held by the collector across
+	 * one remove at most, and nothing is taken under it. */
+	pthread_mutex_t gc_mu;
+	pthread_cond_t gc_cv;
+	uint64_t gc_gen;		/* batches begun count in inflight[gen & 1] */
+	uint64_t inflight[2];
+	_Atomic int gc_active;		/* puts are noted in @recent */
+	struct gc_name *recent;		/* open addressing, gc_cap slots */
+	size_t gc_n, gc_cap;
+	int gc_running;
+	char gc_last[256];		/* the last collection, for people */
+	_Atomic uint64_t gc_runs, gc_removed, gc_removed_bytes;
+	pthread_t gc_th;
+	uint64_t gc_next_ns;		/* (t->lock) the next collection */
+
+	/* Chunks fetched ahead of a sequential reader (pool.c): pf_mu
+	 * guards the table, a leaf taken under an inode's lock, never
+	 * held across a wait for the cluster. */
+	pthread_mutex_t pf_mu;
+	/* (pf_* below) */
+	struct tier_prefetch {
+		uint64_t hi, lo;
+		uint32_t len;
+		uint64_t t_ns;
+		struct objfs_remote_fetch *f;
+	} pf[TIER_PREFETCH_MAX];
+	unsigned pf_n;
+	_Atomic uint64_t pf_hits, pf_started;
+
+	/* Shared mode (-o shared, shared.c): many mounts of one
+	 * namespace, each commit a record of the head's epoch's log. */
+	int shared;
+	uint64_t node;			/* this mount's number (random) */
+	unsigned lease_s;		/* a write lease outlives its node's
+					 * last renewal by this */
+	_Atomic uint64_t pos;		/* the log applied up to here */
+	/* renew_mu: one renewal of this node's lock at a time, so that a
+	 * renewal that finds the lock held again (another thread just took
+	 * it back after a lapse) returns only once that lapse is handled:
+	 * every lease broken meanwhile is fenced (lapsed()).  The outermost
+	 * of the tier's locks: taken with no store lock held; catch_mu and
+	 * everything a catch-up takes are taken under it. */
+	pthread_mutex_t renew_mu;
+	/* catch_mu: one catch-up at a time; taken with no store lock held,
+	 * it takes the store's apply lock (store_int.h) under it. */
+	pthread_mutex_t catch_mu;
+	pthread_t follow_th;
+	int follow_started;
+	_Atomic uint64_t sh_appended, sh_applied, sh_conflicts,
+		sh_refused, sh_broken;
+	int attached;			/* tier_share_attach done */
+	int follow_stop;		/* (lock) the follower stops */
+	int kicked;			/* (lock) a notify came: look now */
+	uint64_t watch;			/* the watch of TIER_WATCH */
+	int watching;
+	int quiesced;			/* tier_share_quiesce done */
+	int took_over;			/* ... and took this data directory's
+					 * killed daemon's leases over */
+	/* The write leases this node holds, each with its grant: lease_mu
+	 * guards held[] (open addressing by inode, ino 0 free).  A leaf:
+	 * taken under the index's lock (the commit hook), and no other
+	 * lock is taken under it. */
+	pthread_mutex_t lease_mu;
+	struct tier_lease {
+		uint64_t ino;
+		uint64_t tok;		/* the log position that granted it */
+		int fenced;		/* found lost: never published */
+	} *held;
+	size_t held_n, held_cap;
+	_Atomic uint64_t sh_fenced, sh_lapses;
+	_Atomic uint64_t view_ns;	/* the last catch-up that reached the
+					 * log's end began then (monotonic) */
+	/* Compaction (compact.c). */
+	char dir[PATH_MAX];		/* the data directory */
+	uint64_t compact_min;		/* records, 0: never */
+	pthread_t compact_th;
+	int compact_started;
+	_Atomic uint64_t compactions, compact_removed;
+	/* A collector's requests for this node's pins (t->lock), answered
+	 * by the follower: notify ids and watch cookies. */
+	struct { uint64_t id, cookie; } pins_req[TIER_PINS_REQS];
+	unsigned pins_n;
+};
+
+/* ---- shared.c: shared mode ---- */
+
+#define TIER_NODE_FMT	"objfs.node.%016" PRIx64
+#define TIER_LEASE_FMT	"w%016" PRIx64	/* a super key: the writer's node */
+#define TIER_GRANT_FMT	"g%016" PRIx64	/* ... and the log position at which
+					 * the lease was granted (its token) */
+/* How often a node looks for records it has not applied (it is also told
+ * at once by a notify). */
+#define TIER_FOLLOW_MS	100u
+/* What mounts watch and an appender notifies: the head. */
+#define TIER_WATCH	"objfs.head"
+
+int tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize);
+int tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
+		size_t msgsize);
+int tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize);
+void tier_share_quiesce(struct objfs_tier *t);
+void tier_share_stop(struct objfs_tier *t);
+void tier_share_close(struct objfs_tier *t);
+int tier_share_renew(struct objfs_tier *t);
+size_t tier_share_status(struct objfs_tier *t, char *buf, size_t size);
+/* The ops of tier.h for shared mode. */
+int tier_share_catch_up(struct objfs_tier *t);
+int tier_share_lease(struct objfs_tier *t, struct objfs_meta_txn *tx,
+		uint64_t ino, int take);
+int tier_share_unblock(struct objfs_tier *t);
+void tier_share_publishing(struct objfs_tier *t, uint64_t ino);
+int tier_share_fresh(struct objfs_tier *t);
+int tier_share_view(struct objfs_tier *t);
+int tier_share_lease_state(struct objfs_tier *t, uint64_t ino);
+void tier_share_forget(struct objfs_tier *t, uint64_t ino);
+/* The collector's side of pins (doc/design.md, "Garbage"): every node
+ * watching the head is asked to apply the log and name the chunks of the
+ * versions open on it (its object objfs.pins.<node>); @add gets each of
+ * them, *@nodes (malloc'd, *@n of them) the nodes that answered.  -EBUSY
+ * (why in @why) when one did not answer in time. */
+int tier_share_pins(struct objfs_tier *t,
+		int (*add)(void *arg, uint64_t hi, uint64_t lo, uint32_t len),
+		void *arg, uint64_t **nodes, size_t *n, char *why,
+		size_t whysize);
+/* Node @node has a lock object in the pool and did not answer: 0 when it
+ * is gone (its objects are removed), -EBUSY (why in @why) when it lives,
+ * or -errno. */
+int tier_share_unanswered(struct objfs_tier *t, uint64_t node, char *why,
+		size_t whysize);
+
+/* The follower looks now (a notify came; an open applied records). */
+void tier_share_kick(void *arg);
+/* The log record this thread's commit applies (0: none; follow.c
+ * sets it around each record it applies). */
+uint64_t tier_applying(void);
+/* Where this index is in the pool's log (its last applied record). */
+int tier_index_pos(struct objfs_tier *t, uint64_t *pos);
+
+/* ---- node.c: a node as the others see it ---- */
+
+/* The name of node @node's lock in the pool. */
+void tier_node_name(char name[64], uint64_t node);
+/* 1 when node @node holds its lock (it lives), 0 when not, or -errno. */
+int tier_node_alive(struct objfs_tier *t, uint64_t node);
+/* The local deadline's margin: min(remote_lease / 4, 2 s). */
+uint64_t tier_node_margin_ns(const struct objfs_tier *t);
+
+/* ---- lease.c: leases and the commit hook ---- */
+
+/* The commit hook (objfs_meta_set_hook) of a shared mount. */
+int tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl,
+		size_t n, uint64_t *pos);
+/* The node that holds @ino's lease in @tx's tree (0: none). */
+int tier_lease_node(struct objfs_meta_txn *tx, uint64_t ino, uint64_t *node);
+/* The inode a lease super key names, or 0. */
+uint64_t tier_lease_ino(const unsigned char *k, size_t klen);
+/* The leases node @owner holds (of @only, when not 0), in one commit:
+ * @publish gives them back, each file put whole as this index has it,
+ * else they become this node's; *@count how many. */
+int tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner,
+		uint64_t only, int publish, size_t *count);
+
+/* ---- pins.c: the collector's pins ---- */
+
+/* The watch's callback (objfs_remote_watch). */
+void tier_share_watched(void *arg, uint64_t notify_id, uint64_t cookie,
+		const void *data, size_t len);
+/* The follower answers the collectors that asked for this node's pins. */
+void tier_share_answer_pins(struct objfs_tier *t);
+
+/* ---- compact.c: bounded history ---- */
+
+/* This node needs the log from @pos on (objfs.nodes). */
+int tier_compact_register(struct objfs_tier *t, uint64_t pos);
+void tier_compact_unregister(struct objfs_tier *t);
+/* The compactor's thread (none with remote_compact=0); it stops with the
+ * follower (follow_stop). */
+int tier_compact_start(struct objfs_tier *t);
+void tier_compact_stop(struct objfs_tier *t);
+
+/* ---- tree.c: the tree's layout in the pool ---- */
+
+/* Super records that say which tree, epoch and mount a data directory's
+ * index is the cache of (never shipped: meta/ship.c leaves them out). */
+#define SUPER_TREE	"remote_tree"
+#define SUPER_EPOCH	"remote_epoch"
+#define SUPER_OWNER	"remote_owner"
+
+#define TIER_HOLD	"objfs.hold"
+#define TIER_HEAD_MAX	512
+#define TIER_LOG_MAGIC	0x474f4c4fu	/* "OLOG" */
+#define TIER_FENCE_MAGIC 0x434e464fu	/* "OFNC": the epoch's log ends here */
+#define TIER_SNAP_MAGIC	0x504e534fu	/* "OSNP" */
+#define TIER_LOG_HDR	32
+#define TIER_SNAP_HDR	24
+
+/* The head (objfs.head).  Version 2 adds @floor (log records up to it
+ * may be gone: a node whose index is behind it builds it anew) and names
+ * snapshot parts by a number of the snapshot's own too (a shared tree is
+ * compacted into snapshots within one epoch); version 1 heads name them
+ * by epoch alone. */
+struct head {
+	uint64_t tree, epoch, owner, base, parts, bytes;
+	uint64_t floor;
+	uint64_t snap;		/* version 2: the snapshot's own number */
+	unsigned version;
+};
+
+uint64_t tier_random64(void);
+int tier_head_parse(const char *buf, size_t len, struct head *h);
+/* Log record @p (numbered @first) checked: -EPROTO when damaged; @cb
+ * (may be NULL) gets each commit; *@last its last number. */
+int tier_log_walk(const unsigned char *p, size_t len, uint64_t first,
+		uint64_t *last,
+		int (*cb)(void *arg, uint64_t seq, const void *pl, size_t n),
+		void *arg);
+/* Is log record @p (@len bytes) a fence: the end of its epoch's log,
+ * put by a mount that took the namespace over? */
+int tier_log_is_fence(const unsigned char *p, size_t len);
+/* Fence epoch @epoch's log after its last record (from @base + 1 on):
+ * no mount of it can add a record any more.  *@end: the fence's number
+ * (every record before it is the log). */
+int tier_fence_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t base,
+		uint64_t *end);
+/* Snapshot part @k checked: 0 or -EPROTO. */
+int tier_snap_check(const unsigned char *p, size_t len, uint64_t k);
+size_t tier_head_text(const struct head *h, char *buf, size_t size);
+void tier_snap_name(char name[64], const struct head *h, uint64_t part);
+/* Read and parse objfs.head (-ENOENT: none; -EPROTO: damaged); its
+ * RADOS version in *@ver (may be NULL). */
+int tier_head_read(struct objfs_tier *t, struct head *h, uint64_t *ver);
+/* Build the tree of head @h into the index @m (empty): its snapshot,
+ * then its epoch's log to the end; *@end: one past the last record
+ * applied.  Compaction racing the build (a snapshot part or log record
+ * gone meanwhile) makes it start again from the new head, which it puts
+ * in *@h.  *@entries, *@records: what it read. */
+int tier_tree_build(struct objfs_tier *t, struct objfs_meta *m, struct head *h,
+		uint64_t *end, uint64_t *entries, uint64_t *records);
+/* Every file of directory @dir removed. */
+int tier_clear_dir(const char *dir);
+void tier_log_name(char name[64], uint64_t epoch, uint64_t seq);
+/* The index's record of what it caches: tree, epoch, owner (a mount). */
+int tier_set_supers(struct objfs_meta *m, uint64_t tree, uint64_t epoch,
+		uint64_t owner);
+/* A snapshot part upload (objfs_meta_dump's callback). */
+struct snap_up {
+	struct objfs_tier *t;
+	struct head h;			/* epoch, snap (version 2): the names */
+	uint64_t parts, bytes;
+	int rc;
+};
+int tier_snap_part(void *arg, const void *p, size_t len);
+/* Remove the snapshot parts of head @old and its epoch's logs after its
+ * base. */
+void tier_remove_epoch(struct objfs_tier *t, const struct head *old);
+/* Remove the snapshot parts of head @h. */
+void tier_remove_snapshot(struct objfs_tier *t, const struct head *h);
+/* 1 when the head still names this mount's epoch, 0 not, or -errno. */
+int tier_head_ours(struct objfs_tier *t);
+int tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,
+		int *stale, char *msg, size_t msgsize);
+
+/* ---- gc.c: the collector ---- */
+
+/* A batch (or a truncation's new copy) begins putting chunks and ends
+ * after its commit: a collection waits for those begun before it. */
+unsigned tier_gc_enter(struct objfs_tier *t);
+void tier_gc_leave(struct objfs_tier *t, unsigned g);
+/* A chunk is about to be put or found: a collection under way keeps it. */
+void tier_gc_touch(struct objfs_tier *t, uint64_t hi, uint64_t lo,
+		uint32_t len);
+/* Remove the chunks no record names that are older than @grace_s, and
+ * what earlier epochs left; a line for people in @report. */
+int tier_gc(struct objfs_tier *t, unsigned grace_s, char *report,
+		size_t size);
+int tier_gc_init(struct objfs_tier *t);
+/* Order of chunk names (qsort, bsearch). */
+int tier_name_cmp(const void *a, const void *b);
+void tier_gc_fini(struct objfs_tier *t);
+/* The collector's thread: one collection every OBJFS_GC_INTERVAL. */
+void *tier_gc_main(void *arg);
+
+/* note.c.  A pool operation finished with @rc: the cluster answered
+ * (0, or an error of its own), or did not (-ETIMEDOUT and the like: logged once,
+ * with @what, and shown in the status until one answers again). */
+void objfs_tier_note(struct objfs_tier *t, int rc, const char *what);
+/* @bytes moved by an operation begun at @t0 (objfs_mono_ns). */
+void objfs_tier_count(struct tier_counter *c, uint64_t bytes, uint64_t t0);
+/* The chunk store in the pool (pool.c). */
+extern const struct objfs_copy_ops objfs_copy_pool;
+/* Let go of every chunk fetched ahead (before the connection closes). */
+void tier_prefetch_clear(struct objfs_tier *t);
+
+#endif

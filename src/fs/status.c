@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * status.c - introspection that any language can read.
+ *
+ *   MOUNT/.objfs-status	a read-only text file, one "key: value" line
+ *				per figure (see doc/objfs.1); not listed by
+ *				readdir, so copies of the tree never take it
+ *   user.objfs.* xattrs	per file: resident, dirty, disk, spilled
+ *				bytes, chunk size and chunk counts; answered
+ *				by getxattr but never listed, so cp -a and
+ *				rsync -X do not copy them; setting one is EPERM
+ *
+ * Values are decimal ASCII.  The store gathers the figures
+ * (objfs_store_get_figures); this file only formats them, and computes a
+ * file's user.objfs.* figures from its chunk map (caller holds its lock).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "src/base/log.h"
+#include "src/status.h"
+#include "src/bytes/data_int.h"
+
+int
+objfs_status_format(const struct objfs_status_figures *f, char *buf,
+		size_t size, size_t *len_out)
+{
+	const struct objfs_store_stats *st = &f->st;
+	int n;
+
+	n = snprintf(buf, size,
+		"arena_capacity_bytes: %" PRIu64 "\n"
+		"arena_used_bytes: %" PRIu64 "\n"
+		"arena_high_watermark_bytes: %" PRIu64 "\n"
+		"arena_low_watermark_bytes: %" PRIu64 "\n"
+		"chunk_size_bytes: %" PRIu64 "\n"
+		"resident_bytes: %" PRIu64 "\n"
+		"dirty_bytes: %" PRIu64 "\n"
+		"disk_bytes: %" PRIu64 "\n"
+		"disk_chunks: %" PRIu64 "\n"
+		"disk_stored_bytes: %" PRIu64 "\n"
+		"backing_fs_bytes: %" PRIu64 "\n"
+		"backing_fs_avail_bytes: %" PRIu64 "\n"
+		"written_out_chunks_total: %" PRIu64 "\n"
+		"written_out_bytes_total: %" PRIu64 "\n"
+		"restored_chunks: %" PRIu64 "\n"
+		"restored_bytes: %" PRIu64 "\n"
+		"direct_read_chunks: %" PRIu64 "\n"
+		"part_reads: %" PRIu64 "\n"
+		"subblock_writeouts: %" PRIu64 "\n"
+		"shared_chunks: %" PRIu64 "\n"
+		"shared_chunks_total: %" PRIu64 "\n"
+		"dedup_chunks_total: %" PRIu64 "\n"
+		"made_durable_bytes_total: %" PRIu64 "\n"
+		"evicted_bytes: %" PRIu64 "\n"
+		"writer_waits: %" PRIu64 "\n"
+		"checksum_failures: %" PRIu64 "\n"
+		"cached_inodes: %" PRIu64 "\n"
+		"pid: %ld\n"
+		"data: %s\n"
+		"log: %s\n"
+		"arena: %s\n",
+		st->arena_capacity, st->arena_used, st->spill_high,
+		st->spill_low, st->chunk_size, st->resident_bytes,
+		st->dirty_bytes,
+		f->disk_bytes, f->disk_chunks, f->disk_stored, f->fs_bytes,
+		f->fs_avail,
+		st->written_out_chunks, st->written_out_bytes,
+		st->restored_chunks, st->restored_bytes, st->direct_reads,
+		st->part_reads, st->sub_writeouts, f->shared_now,
+		st->shared_chunks, st->dedup_chunks, st->made_durable_bytes,
+		st->dropped_bytes, st->write_waits, st->csum_failures,
+		st->inodes_cached, f->pid, f->data_dir, objfs_log_where(),
+		f->arena_note);
+	if (n < 0)
+		return -EIO;
+	*len_out = (size_t)n < size ? (size_t)n : size - 1;
+	return 0;
+}
+
+int
+objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
+		const char *name, char *buf, size_t size, size_t *len_out)
+{
+	uint64_t resident = 0, dirty = 0, disk = 0, spilled = 0, shared = 0;
+	/* An index read per chunk on disk: only when asked. */
+	int want_shared = strcmp(name, OBJFS_XATTR_PREFIX "shared") == 0;
+	uint64_t nres = 0, nspill = 0, nhole = 0, nchunks, v, i;
+	const struct objfs_chunk *c;
+	char tmp[32];
+	int n;
+
+	OBJFS_CHUNKMAP_EACH(&ip->chunks, 0, i, c) {
+		resident += c->cap;
+		if (c->cap && (c->flags & OBJFS_CHUNK_DIRTY))
+			dirty += c->cap;
+		if ((c->flags & OBJFS_CHUNK_ONDISK) &&
+		    !(c->flags & OBJFS_CHUNK_DIRTY))
+			disk += c->disk_len;
+		/* A disk copy other records point at too (local_dedup.c), and
+		 * still this chunk's: counted once on disk, whoever's.  A
+		 * copy whose count is down to this record is not shared. */
+		if ((c->flags & OBJFS_CHUNK_ONDISK) &&
+		    !(c->flags & OBJFS_CHUNK_DIRTY) && want_shared) {
+			uint64_t users;
+
+			if (s->copy->users(s, ip, c, &users) < 0 || users > 1)
+				shared += c->disk_len;
+		}
+		switch (objfs_chunk_state(c)) {
+		case OBJFS_CHUNK_SPILLED:
+			spilled += c->disk_len;
+			nspill++;
+			break;
+		case OBJFS_CHUNK_HOLE:
+			break;
+		default:
+			nres++;
+		}
+	}
+	/* The file's other chunks, with an entry or not, are holes. */
+	nchunks = (ip->attr.size + s->chunk_size - 1) / s->chunk_size;
+	if (nchunks > nres + nspill)
+		nhole = nchunks - nres - nspill;
+	if (strcmp(name, OBJFS_XATTR_PREFIX "resident") == 0)
+		v = resident;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "dirty") == 0)
+		v = dirty;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "disk") == 0)
+		v = disk;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "spilled") == 0)
+		v = spilled;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "chunk_size") == 0)
+		v = s->chunk_size;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "chunks_resident") == 0)
+		v = nres;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "chunks_spilled") == 0)
+		v = nspill;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "chunks_hole") == 0)
+		v = nhole;
+	else if (strcmp(name, OBJFS_XATTR_PREFIX "shared") == 0)
+		v = shared;
+	else
+		return -ENODATA;
+	n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v);
+	if (size) {
+		if (size < (size_t)n)
+			return -ERANGE;
+		memcpy(buf, tmp, (size_t)n);
+	}
+	*len_out = (size_t)n;
+	return 0;
+}
