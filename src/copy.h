@@ -6,7 +6,7 @@
  * write it, read it (whole or a range, checked against its sums), share
  * it, count the records that use it and give it back once no durable
  * record needs it.  The file-bytes modules (data.c, writeout.c,
- * readahead.c) reach copies only through the calls below.  A chunk entry
+ * read.c) reach copies only through the calls below.  A chunk entry
  * (chunk.h) says which copy it has: its length (disk_len), checksum
  * (csum), the commit that recorded it (rec_seq) and flags, and a name
  * that only the store reads (slot, alt, home); the store says how to
@@ -17,7 +17,7 @@
  * backing directory (local.c, with local_dedup.c, local_space.c, local_obj.c and
  * backing.c: one file per object, copies in chunk-sized slots).  A second,
  * a pool of a cluster say, fills in the same table and is chosen at open;
- * data.c, writeout.c and readahead.c do not change (doc/design.md, "The
+ * data.c, writeout.c and read.c do not change (doc/design.md, "The
  * chunk store").
  *
  * The rules every store keeps (the durability model):

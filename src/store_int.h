@@ -4,7 +4,7 @@
  * table), mount.c (open, close, maintenance; mount_adopt.c and mount_cleanup.c do
  * its adoption and recovery: mount_int.h), namespace.c,
  * file.c (attributes, open files), xattr.c, the file bytes (data.c,
- * writeout.c, readahead.c, iov.c: data_int.h), the chunk store (copy.h;
+ * writeout.c, read.c: data_int.h), the chunk store (copy.h;
  * the backing directory's files: local_int.h) and spiller_ops.c.  The
  * spiller (spiller.c) does not include it: it sees the arena and the
  * five calls of spiller_ops.c (spiller.h).  Not for the adapter.
@@ -190,7 +190,7 @@ struct objfs_inode {
 #define OBJFS_SEAL_RECORD	"objfs.sealed"
 
 /*
- * Read-ahead of spilled chunks, outside the arena (readahead.c).  When the
+ * Read-ahead of spilled chunks, outside the arena (read.c).  When the
  * arena is too full to restore into, a reader is served from verified
  * disk copies in these slots, and the restore thread fills the slots
  * ahead of a sequential reader while it copies out the current one.
@@ -646,7 +646,7 @@ int objfs_store_lock_dir(int dirfd, int *lockfd_out, long *holder,
 
 /* spiller_ops.c: how the spiller's threads reach the objects
  * (spiller.h): each call finds the inode in memory, takes its lock, does
- * the work (writeout.c, readahead.c, the chunk store) and lets it go. */
+ * the work (writeout.c, read.c, the chunk store) and lets it go. */
 extern const struct objfs_spiller_ops objfs_store_spiller_ops;
 
 /* ---- helpers every layer of the core uses ---- */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * data.c - the bytes of regular files: loading an object, reads, writes,
+ * data.c - the bytes of regular files: loading an object, writes,
  * truncation, holes (punch, zero range), fallocate, seeks, adopting a
  * dead daemon's blocks, and deleting an object (objfs_data_doom, _gone,
- * _destroy).  Writing chunks out is writeout.c's, reading spilled chunks
- * straight from their copies readahead.c's.  Where a chunk's durable copy
- * is, and how it is read, written, shared and given back, is the chunk
+ * _destroy).  Reads, and bringing a spilled chunk back, are read.c's;
+ * writing chunks out writeout.c's.  Where a chunk's durable copy is, and
+ * how it is read, written, shared and given back, is the chunk
  * store's (copy.h): this file reaches copies only through s->copy.
  *
  * Every function here is called with the inode's lock held (store_int.h)
@@ -64,189 +64,6 @@ objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 	return 0;
 }
 
-
-/* A block for chunk @idx of @ip, tagged so that the spiller can find it;
- * @dirty says whether its bytes are about to differ from the disk (so the
- * clock never takes it for a clean block in the meantime). */
-static int
-block_alloc(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		size_t size, int dirty, uint64_t *off, uint32_t *cap)
-{
-	int rc = objfs_arena_alloc(s->arena, size ? size : 1, off, cap);
-
-	if (rc == 0) {
-		objfs_arena_set_owner(s->arena, *off, ip->ino, idx);
-		objfs_arena_touch(s->arena, *off, dirty);
-		/* Past the high watermark: start the spiller now, so that
-		 * writers rarely have to wait for it. */
-		objfs_spiller_kick(s->spiller);
-	}
-	return rc;
-}
-
-/* The block's tag as the chunk is now (arena.h, Tags): the adopting
- * daemon's view of it from here on. */
-void
-data_publish(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		const struct objfs_chunk *c, uint64_t size, int64_t mtime_ns)
-{
-	uint32_t f = 0;
-
-	if (c->flags & OBJFS_CHUNK_DIRTY)
-		f |= OBJFS_ARENA_TAG_DIRTY;
-	if (c->flags & OBJFS_CHUNK_PARTIAL)
-		f |= OBJFS_ARENA_TAG_PARTIAL;
-	objfs_arena_publish(s->arena, c->off, ip->ino, idx, f, size, mtime_ns,
-			(f & OBJFS_ARENA_TAG_DIRTY) ? 0 : c->csum,
-			(f & OBJFS_ARENA_TAG_PARTIAL) ? c->valid : NULL);
-}
-
-int64_t
-data_mtime_ns(const struct objfs_inode *ip)
-{
-	return ip->attr.mtime_sec * 1000000000ll + ip->attr.mtime_nsec;
-}
-
-/* Bytes of chunk @idx that lie inside the file. */
-uint32_t
-data_extent_in_file(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx)
-{
-	uint64_t start = idx << s->chunk_shift;
-
-	if (ip->attr.size <= start)
-		return 0;
-	return (uint32_t)min64(s->chunk_size, ip->attr.size - start);
-}
-
-/*
- * Bring the disk copy of chunk @idx into a new block of at least
- * @min_cap bytes.  -ENOSPC when the arena has no such block.
- */
-int
-data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		struct objfs_chunk *c, uint32_t min_cap)
-{
-	uint32_t want = data_extent_in_file(s, ip, idx), cap;
-	unsigned char *p;
-	uint64_t off;
-	int rc;
-
-	if (want < c->disk_len)
-		want = c->disk_len;
-	if (want < min_cap)
-		want = min_cap;
-	rc = block_alloc(s, ip, idx, want, 0, &off, &cap);
-	if (rc < 0)
-		return rc;
-	p = objfs_arena_ptr(s->arena, off);
-	rc = s->copy->read(s, ip, idx, c, p);
-	if (rc < 0) {
-		objfs_arena_free(s->arena, off, cap);
-		return rc;
-	}
-	memset(p + c->disk_len, 0, cap - c->disk_len);
-	c->off = off;
-	c->cap = cap;
-	c->flags &= ~OBJFS_CHUNK_PARTREAD;
-	objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 0);
-	c->dirty_lo = UINT32_MAX;
-	objfs_bits_zero(c->dsub);
-	data_publish(s, ip, idx, c, ip->attr.size, data_mtime_ns(ip));
-	atomic_fetch_add(&s->restored_chunks, 1);
-	atomic_fetch_add(&s->restored_bytes, c->disk_len);
-	return 0;
-}
-
-/* A chunk of a damaged object that has neither a block nor a record: it
- * may have had bytes, so it is not a hole. */
-static int
-lost_chunk(struct objfs_inode *ip, uint64_t idx)
-{
-	objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 " chunk %" PRIu64 ": its "
-		"record is lost; not served as zeros", ip->ino, idx);
-	return -EIO;
-}
-
-int
-objfs_data_read_iov(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t off, size_t len, struct objfs_iov *v)
-{
-	struct objfs_arena_stats st;
-	uint64_t first = off >> s->chunk_shift;
-	size_t done;
-	int rc, jump;
-
-	objfs_inode_assert_locked(ip);
-again:
-	objfs_iov_release(v);
-	v->n = 0;
-	v->len = 0;
-	if (off >= ip->attr.size)
-		return 0;
-	len = (size_t)min64(len, ip->attr.size - off);
-	done = 0;
-	while (done < len) {
-		uint64_t pos = off + done, idx = pos >> s->chunk_shift;
-		uint32_t co = (uint32_t)(pos & (s->chunk_size - 1));
-		uint32_t n = (uint32_t)min64(len - done, s->chunk_size - co);
-		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, idx);
-
-		switch (c ? objfs_chunk_state(c) : OBJFS_CHUNK_HOLE) {
-		case OBJFS_CHUNK_HOLE:
-			if (ip->attr.pad & OBJFS_ATTR_DAMAGED)
-				return lost_chunk(ip, idx);
-			data_iov_add(v, NULL, n);
-			break;
-		case OBJFS_CHUNK_SPILLED:
-			/* Restore, bringing the next chunks back ahead of a
-			 * reader, unless that would eat into what writers
-			 * need, or the reader jumps about and wants a small
-			 * part (its sub-blocks are read alone, readahead.c);
-			 * then serve the read from the disk copy. */
-			objfs_arena_get_stats(s->arena, &st);
-			rc = -ENOSPC;
-			jump = ip->rd_next && idx != ip->rd_next &&
-				idx + 1 != ip->rd_next &&
-				(c->flags & OBJFS_CHUNK_SUMS) &&
-				n <= c->disk_len / 2;
-			if (jump && !(c->flags & OBJFS_CHUNK_PARTREAD)) {
-				c->flags |= OBJFS_CHUNK_PARTREAD;
-			} else if (st.used < s->restore_limit) {
-				if (!jump)
-					objfs_spiller_restore_ahead(s->spiller,
-							ip->ino, idx + 1);
-				rc = data_restore(s, ip, idx, c, 0);
-			}
-			if (rc == 0)
-				goto resident;
-			if (rc != -ENOSPC)
-				return rc;
-			rc = data_read_from_disk(s, ip, idx, c, first, v, co,
-					n);
-			if (rc == -EAGAIN)
-				goto again;	/* waited: all may have moved */
-			if (rc < 0)
-				return rc;
-			break;
-		case OBJFS_CHUNK_RESIDENT_CLEAN:
-		case OBJFS_CHUNK_RESIDENT_DIRTY:
-			/* A block with only the sub-blocks written: the rest
-			 * from disk first. */
-			if ((rc = data_complete(s, ip, idx, c)) < 0)
-				return rc;
-resident:
-			objfs_arena_touch(s->arena, c->off, 0);
-			data_iov_add_chunk(v, objfs_arena_ptr(s->arena, c->off),
-					c->cap, co, n);
-			break;
-		}
-		done += n;
-		v->len = done;
-		ip->rd_next = idx + 1;
-	}
-	return 0;
-}
-
 /* Make the block of @c at least @need bytes, keeping its content. */
 static int
 grow(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
@@ -257,7 +74,7 @@ grow(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	unsigned char *p;
 	int rc;
 
-	rc = block_alloc(s, ip, idx, need, 1, &off, &cap);
+	rc = data_block_alloc(s, ip, idx, need, 1, &off, &cap);
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, off);
@@ -275,60 +92,6 @@ grow(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	objfs_arena_free(s->arena, c->off, c->cap);
 	c->off = off;
 	c->cap = cap;
-	return 0;
-}
-
-/*
- * Bring sub-blocks @first..@last of PARTIAL chunk @idx (@c) that its
- * block does not hold from the disk copy into it, each checked against
- * its sum.  Sub-blocks past the copy hold zeros already.
- */
-static int
-fill_subs(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		struct objfs_chunk *c, uint32_t first, uint32_t last)
-{
-	uint32_t n = objfs_nsums(c->disk_len, s->sub_shift), i, j;
-	unsigned char *p;
-	int rc;
-
-	if (last >= n)
-		last = n ? n - 1 : 0;
-	p = objfs_arena_ptr(s->arena, c->off);
-	for (i = first; n && i <= last; i = j) {
-		uint32_t lo = i << s->sub_shift, hi;
-
-		if (objfs_bits_has(c->valid, i)) {
-			j = i + 1;
-			continue;
-		}
-		for (j = i + 1; j <= last && !objfs_bits_has(c->valid, j); j++)
-			;
-		hi = (uint32_t)min64((uint64_t)j << s->sub_shift, c->disk_len);
-		/* Whole blocks: zeros past the copy's end, inside the block
-		 * (its block is a whole chunk: make_partial). */
-		rc = s->copy->read_part(s, ip, idx, c, p + lo, lo, hi);
-		if (rc < 0)
-			return rc;
-		for (uint32_t k = i; k < j; k++)
-			objfs_bits_set(c->valid, k);
-	}
-	return 0;
-}
-
-int
-data_complete(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
-		struct objfs_chunk *c)
-{
-	int rc;
-
-	if (!(c->flags & OBJFS_CHUNK_PARTIAL))
-		return 0;
-	rc = fill_subs(s, ip, idx, c, 0, OBJFS_SUMS_MAX - 1);
-	if (rc < 0)
-		return rc;
-	c->flags &= ~OBJFS_CHUNK_PARTIAL;
-	objfs_bits_zero(c->valid);
-	objfs_arena_tag_whole(s->arena, c->off);
 	return 0;
 }
 
@@ -365,7 +128,7 @@ make_partial(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	want = data_extent_in_file(s, ip, idx);
 	if (want < c->disk_len)
 		want = c->disk_len;
-	rc = block_alloc(s, ip, idx, want, 1, &c->off, &c->cap);
+	rc = data_block_alloc(s, ip, idx, want, 1, &c->off, &c->cap);
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, c->off);
@@ -388,9 +151,9 @@ fill_ends(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	int rc = 0;
 
 	if (wlo & (sub - 1))
-		rc = fill_subs(s, ip, idx, c, first, first);
+		rc = data_fill_subs(s, ip, idx, c, first, first);
 	if (rc == 0 && (need & (sub - 1)) && need < c->disk_len)
-		rc = fill_subs(s, ip, idx, c, last, last);
+		rc = data_fill_subs(s, ip, idx, c, last, last);
 	return rc;
 }
 
@@ -444,8 +207,8 @@ make_resident(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	 * only a write that replaces all of them may go on. */
 	if ((ip->attr.pad & OBJFS_ATTR_DAMAGED) &&
 	    (wlo > 0 || need < data_extent_in_file(s, ip, idx)))
-		return lost_chunk(ip, idx);
-	rc = block_alloc(s, ip, idx, need, 1, &c->off, &c->cap);
+		return data_lost(ip, idx);
+	rc = data_block_alloc(s, ip, idx, need, 1, &c->off, &c->cap);
 	if (rc < 0)
 		return rc;
 	p = objfs_arena_ptr(s->arena, c->off);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * data_int.h - what the file-bytes modules share: data.c (loading,
- * reads, writes, truncation, holes), readahead.c and writeout.c, above
+ * reads, writes, truncation, holes), read.c and writeout.c, above
  * the chunk-store layer (copy.h), and what that layer's stores use of
  * them (local_int.h).  All called with the inode's lock held unless they
  * say otherwise.
@@ -29,19 +29,33 @@ data_mark_subs(const struct objfs_store *s, struct objfs_chunk *c,
 }
 
 /* data.c */
+/* Bytes of chunk @idx that lie inside the file. */
+uint32_t data_extent_in_file(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx);
+/* A block of at least @size bytes for chunk @idx of @ip, tagged so that
+ * the spiller can find it; @dirty: its bytes are about to differ from the
+ * disk.  -ENOSPC when the arena has none. */
+int data_block_alloc(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx, size_t size, int dirty, uint64_t *off,
+		uint32_t *cap);
+/* read.c */
 /* Fill a PARTIAL chunk's block from its disk copy and make it a plain
  * resident one (nothing to do for others); -EIO when the copy does not
  * verify, the chunk unchanged. */
 int data_complete(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t idx, struct objfs_chunk *c);
-/* Bytes of chunk @idx that lie inside the file. */
-uint32_t data_extent_in_file(struct objfs_store *s, struct objfs_inode *ip,
-		uint64_t idx);
+/* Bring sub-blocks @first..@last of PARTIAL chunk @idx that its block
+ * does not hold from the disk copy into it, each checked. */
+int data_fill_subs(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t idx, struct objfs_chunk *c, uint32_t first,
+		uint32_t last);
 /* Bring the disk copy of chunk @idx into a new block of at least
  * @min_cap bytes.  -ENOSPC when the arena has no such block. */
 int data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		struct objfs_chunk *c, uint32_t min_cap);
-/* iov.c */
+/* Chunk @idx of a damaged object has neither a block nor a record: EIO
+ * (logged once), never zeros. */
+int data_lost(struct objfs_inode *ip, uint64_t idx);
 /* Add @n bytes at @p to a read's list (zeros when @p is NULL). */
 void data_iov_add(struct objfs_iov *v, const void *p, size_t n);
 /* Bytes [co, co+n) of a chunk whose valid bytes are src[0..have). */
@@ -59,7 +73,7 @@ int objfs_data_evict(struct objfs_store *s, struct objfs_inode *ip,
 void objfs_data_restore_range(struct objfs_store *s, struct objfs_inode *ip,
 		uint64_t idx, uint64_t n);
 
-/* readahead.c */
+/* read.c: read-ahead */
 /* Load chunk idx into read-ahead slot @slot if request @gen still wants
  * it (the inode's lock dropped for the read). */
 void objfs_data_read_ahead(struct objfs_store *s, struct objfs_inode *ip,

@@ -4,7 +4,7 @@
  * the five calls of struct objfs_spiller_ops.  Each finds the inode among
  * those in memory (an inode that is not, or still loading, has no block
  * the clock could have chosen and no read-ahead waiting), takes its lock,
- * does the work in the file layer (writeout.c, readahead.c) or the chunk
+ * does the work in the file layer (writeout.c, read.c) or the chunk
  * store (copy.h), and lets it go.  The spiller holds none of its own
  * locks across these calls (store_int.h, the lock hierarchy).
  */

@@ -26,7 +26,7 @@
  * arena use stays below the low watermark, so restores never take the
  * room writers and the spiller need.  Above it, the same thread reads
  * chunks ahead of a sequential reader into the inode's read-ahead slots
- * (outside the arena; readahead.c), so the disk works while the reader
+ * (outside the arena; read.c), so the disk works while the reader
  * copies.
  *
  * Locking (the hierarchy is written once, in store_int.h): spill_lock

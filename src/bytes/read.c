@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * readahead.c - spilled chunks served straight from disk, above the low
- * watermark: per-inode read-ahead slots outside the arena, filled ahead of
- * a sequential reader by the restore threads without the inode's lock.
+ * read.c - a read of a file's bytes, from the request down to the copies
+ * (doc/design.md, "Reads"): the list of pieces a read is served from
+ * (struct objfs_iov, store.h: arena blocks, read-ahead slots, buffers of
+ * its own, a static zero page), a spilled chunk brought back into the
+ * arena (data_restore) or its missing sub-blocks (data_fill_subs,
+ * data_complete), and spilled chunks served straight from disk above the
+ * low watermark: per-inode read-ahead slots outside the arena, filled
+ * ahead of a sequential reader by the restore threads without the
+ * inode's lock.  A read passes through this file once: it calls down to
+ * the arena and, through s->copy (copy.h), the chunk store, and up to
+ * nothing.  Writes that must first read a chunk (data.c) and write-out
+ * (writeout.c) call in here.
  *
  * A LOADING slot belongs to its loader; ra->reading counts the loads that
  * read without the lock (the chunk store's read_start/run/end, copy.h),
@@ -24,6 +33,242 @@
 #include "src/base/log.h"
 #include "src/base/sync.h"
 #include "src/bytes/data_int.h"
+
+/* ---- the pieces a read is served from ------------------------------- */
+
+static const unsigned char zeros[65536];
+
+/* Add @n bytes at @p to the iovec list (zeros when @p is NULL, in
+ * pieces of the static zero page). */
+void
+data_iov_add(struct objfs_iov *v, const void *p, size_t n)
+{
+	while (n) {
+		size_t k = p ? n : n < sizeof(zeros) ? n : sizeof(zeros);
+
+		v->iov[v->n].iov_base = (void *)(p ? p : zeros);
+		v->iov[v->n].iov_len = k;
+		v->n++;
+		n -= k;
+	}
+}
+
+/* Bytes [co, co+n) of a chunk whose valid bytes are src[0..have). */
+void
+data_iov_add_chunk(struct objfs_iov *v, const unsigned char *src, uint32_t have,
+		uint32_t co, uint32_t n)
+{
+	uint32_t k = 0;
+
+	if (co < have) {
+		k = have - co < n ? have - co : n;
+		data_iov_add(v, src + co, k);
+	}
+	data_iov_add(v, NULL, n - k);
+}
+
+size_t
+objfs_data_iov_max(struct objfs_store *s, size_t len)
+{
+	/* Per chunk touched: one piece of data and zeros after it; zeros
+	 * come in pieces of sizeof(zeros). */
+	return 2 * (len / s->chunk_size + 2) + len / sizeof(zeros) + 2;
+}
+
+void
+objfs_iov_release(struct objfs_iov *v)
+{
+	for (size_t i = 0; i < v->nbounce; i++)
+		free(v->bounce[i]);
+	free(v->bounce);
+	v->bounce = NULL;
+	v->nbounce = 0;
+}
+
+/* ---- a chunk in the arena: restored, completed, read ------------------ */
+
+/*
+ * Bring the disk copy of chunk @idx into a new block of at least
+ * @min_cap bytes.  -ENOSPC when the arena has no such block.
+ */
+int
+data_restore(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint32_t min_cap)
+{
+	uint32_t want = data_extent_in_file(s, ip, idx), cap;
+	unsigned char *p;
+	uint64_t off;
+	int rc;
+
+	if (want < c->disk_len)
+		want = c->disk_len;
+	if (want < min_cap)
+		want = min_cap;
+	rc = data_block_alloc(s, ip, idx, want, 0, &off, &cap);
+	if (rc < 0)
+		return rc;
+	p = objfs_arena_ptr(s->arena, off);
+	rc = s->copy->read(s, ip, idx, c, p);
+	if (rc < 0) {
+		objfs_arena_free(s->arena, off, cap);
+		return rc;
+	}
+	memset(p + c->disk_len, 0, cap - c->disk_len);
+	c->off = off;
+	c->cap = cap;
+	c->flags &= ~OBJFS_CHUNK_PARTREAD;
+	objfs_chunkmap_set_dirty(&ip->chunks, idx, c, 0);
+	c->dirty_lo = UINT32_MAX;
+	objfs_bits_zero(c->dsub);
+	data_publish(s, ip, idx, c, ip->attr.size, data_mtime_ns(ip));
+	atomic_fetch_add(&s->restored_chunks, 1);
+	atomic_fetch_add(&s->restored_bytes, c->disk_len);
+	return 0;
+}
+
+/* A chunk of a damaged object that has neither a block nor a record: it
+ * may have had bytes, so it is not a hole. */
+int
+data_lost(struct objfs_inode *ip, uint64_t idx)
+{
+	objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 " chunk %" PRIu64 ": its "
+		"record is lost; not served as zeros", ip->ino, idx);
+	return -EIO;
+}
+
+int
+objfs_data_read_iov(struct objfs_store *s, struct objfs_inode *ip,
+		uint64_t off, size_t len, struct objfs_iov *v)
+{
+	struct objfs_arena_stats st;
+	uint64_t first = off >> s->chunk_shift;
+	size_t done;
+	int rc, jump;
+
+	objfs_inode_assert_locked(ip);
+again:
+	objfs_iov_release(v);
+	v->n = 0;
+	v->len = 0;
+	if (off >= ip->attr.size)
+		return 0;
+	len = (size_t)min64(len, ip->attr.size - off);
+	done = 0;
+	while (done < len) {
+		uint64_t pos = off + done, idx = pos >> s->chunk_shift;
+		uint32_t co = (uint32_t)(pos & (s->chunk_size - 1));
+		uint32_t n = (uint32_t)min64(len - done, s->chunk_size - co);
+		struct objfs_chunk *c = objfs_chunkmap_get(&ip->chunks, idx);
+
+		switch (c ? objfs_chunk_state(c) : OBJFS_CHUNK_HOLE) {
+		case OBJFS_CHUNK_HOLE:
+			if (ip->attr.pad & OBJFS_ATTR_DAMAGED)
+				return data_lost(ip, idx);
+			data_iov_add(v, NULL, n);
+			break;
+		case OBJFS_CHUNK_SPILLED:
+			/* Restore, bringing the next chunks back ahead of a
+			 * reader, unless that would eat into what writers
+			 * need, or the reader jumps about and wants a small
+			 * part (its sub-blocks are read alone, read.c);
+			 * then serve the read from the disk copy. */
+			objfs_arena_get_stats(s->arena, &st);
+			rc = -ENOSPC;
+			jump = ip->rd_next && idx != ip->rd_next &&
+				idx + 1 != ip->rd_next &&
+				(c->flags & OBJFS_CHUNK_SUMS) &&
+				n <= c->disk_len / 2;
+			if (jump && !(c->flags & OBJFS_CHUNK_PARTREAD)) {
+				c->flags |= OBJFS_CHUNK_PARTREAD;
+			} else if (st.used < s->restore_limit) {
+				if (!jump)
+					objfs_spiller_restore_ahead(s->spiller,
+							ip->ino, idx + 1);
+				rc = data_restore(s, ip, idx, c, 0);
+			}
+			if (rc == 0)
+				goto resident;
+			if (rc != -ENOSPC)
+				return rc;
+			rc = data_read_from_disk(s, ip, idx, c, first, v, co,
+					n);
+			if (rc == -EAGAIN)
+				goto again;	/* waited: all may have moved */
+			if (rc < 0)
+				return rc;
+			break;
+		case OBJFS_CHUNK_RESIDENT_CLEAN:
+		case OBJFS_CHUNK_RESIDENT_DIRTY:
+			/* A block with only the sub-blocks written: the rest
+			 * from disk first. */
+			if ((rc = data_complete(s, ip, idx, c)) < 0)
+				return rc;
+resident:
+			objfs_arena_touch(s->arena, c->off, 0);
+			data_iov_add_chunk(v, objfs_arena_ptr(s->arena, c->off),
+					c->cap, co, n);
+			break;
+		}
+		done += n;
+		v->len = done;
+		ip->rd_next = idx + 1;
+	}
+	return 0;
+}
+
+/*
+ * Bring sub-blocks @first..@last of PARTIAL chunk @idx (@c) that its
+ * block does not hold from the disk copy into it, each checked against
+ * its sum.  Sub-blocks past the copy hold zeros already.
+ */
+int
+data_fill_subs(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c, uint32_t first, uint32_t last)
+{
+	uint32_t n = objfs_nsums(c->disk_len, s->sub_shift), i, j;
+	unsigned char *p;
+	int rc;
+
+	if (last >= n)
+		last = n ? n - 1 : 0;
+	p = objfs_arena_ptr(s->arena, c->off);
+	for (i = first; n && i <= last; i = j) {
+		uint32_t lo = i << s->sub_shift, hi;
+
+		if (objfs_bits_has(c->valid, i)) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j <= last && !objfs_bits_has(c->valid, j); j++)
+			;
+		hi = (uint32_t)min64((uint64_t)j << s->sub_shift, c->disk_len);
+		/* Whole blocks: zeros past the copy's end, inside the block
+		 * (its block is a whole chunk: make_partial). */
+		rc = s->copy->read_part(s, ip, idx, c, p + lo, lo, hi);
+		if (rc < 0)
+			return rc;
+		for (uint32_t k = i; k < j; k++)
+			objfs_bits_set(c->valid, k);
+	}
+	return 0;
+}
+
+int
+data_complete(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
+		struct objfs_chunk *c)
+{
+	int rc;
+
+	if (!(c->flags & OBJFS_CHUNK_PARTIAL))
+		return 0;
+	rc = data_fill_subs(s, ip, idx, c, 0, OBJFS_SUMS_MAX - 1);
+	if (rc < 0)
+		return rc;
+	c->flags &= ~OBJFS_CHUNK_PARTIAL;
+	objfs_bits_zero(c->valid);
+	objfs_arena_tag_whole(s->arena, c->off);
+	return 0;
+}
 
 /* ---- read-ahead of spilled chunks, outside the arena ---------------- */
 
