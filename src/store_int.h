@@ -84,7 +84,7 @@
 #include "src/store.h"
 #include "src/tier.h"
 
-struct objfs_backing;		/* the backing directory (src/stores/backing.h) */
+struct objfs_backing;		/* the backing directory (src/local/backing.h) */
 
 enum { OBJFS_INODE_LOADING = 0, OBJFS_INODE_READY = 1 };
 

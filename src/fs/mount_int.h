@@ -13,7 +13,7 @@
 #define OBJFS_MOUNT_INT_H
 
 #include "src/store_int.h"
-#include "src/stores/backing.h"
+#include "src/local/backing.h"
 
 /* mount_index.c: open the index in @path (index/), or make it, or, with
  * the remote tier, build it from the pool; *@created when it was made

@@ -30,7 +30,7 @@
 #include "src/tools/check_int.h"
 #include "src/base/csum.h"
 #include "src/base/log.h"
-#include "src/stores/backing.h"
+#include "src/local/backing.h"
 #include "src/store_int.h"
 #include "meta/meta_keys.h"
 

@@ -21,7 +21,7 @@
 #include "src/base/csum.h"
 #include "src/base/log.h"
 #include "src/base/sync.h"
-#include "src/stores/local_int.h"
+#include "src/local/local_int.h"
 
 /* Put @slot of @ip on the list of space to give back once commit @seq is
  * durable (it stays taken meanwhile). */

@@ -19,7 +19,7 @@
 
 #include "src/copy.h"
 #include "src/store_int.h"
-#include "src/stores/backing.h"
+#include "src/local/backing.h"
 
 /* local_obj.c */
 /* The backing file's fd (made, with @create, when missing; *@created

@@ -20,7 +20,7 @@
 
 #include "src/base/csum.h"
 #include "src/base/log.h"
-#include "src/stores/backing.h"
+#include "src/local/backing.h"
 
 struct objfs_backing {
 	int dirfd;

@@ -44,7 +44,7 @@
 
 #include "meta/meta_keys.h"
 #include "src/base/log.h"
-#include "src/stores/local_int.h"
+#include "src/local/local_int.h"
 #include "src/status.h"
 
 int

@@ -16,7 +16,7 @@
 
 #include "src/base/csum.h"
 #include "src/base/log.h"
-#include "src/stores/local_int.h"
+#include "src/local/local_int.h"
 
 int
 local_has_copies(const struct objfs_inode *ip)

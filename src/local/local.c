@@ -37,7 +37,7 @@
 
 #include "src/base/csum.h"
 #include "src/base/log.h"
-#include "src/stores/local_int.h"
+#include "src/local/local_int.h"
 
 /* ---- loading ---------------------------------------------------------- */
 
