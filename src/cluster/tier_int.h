@@ -2,10 +2,9 @@
 /*
  * tier_int.h - what the remote tier's files share: tier.c (the hold, the
  * head, shipping the index), pool.c (the chunk store in the pool),
- * tree.c, gc.c, check_pool.c, shared.c, lease.c,
- * pins.c, compact.c and note.c (counters, the cluster's
- * state).
- * Only they include it.
+ * tree.c, gc.c, shared.c, follow.c, lease.c, pins.c, compact.c, node.c
+ * and note.c (counters, the cluster's state), and objfsctl check --remote
+ * (src/tools/check_pool.c).  Only they include it.
  *
  * Locks: t->lock guards the shipping state below; it is a leaf, taken
  * under an inode's lock at most (an fsync waits on t->cv with it), or
@@ -197,6 +196,7 @@ struct objfs_tier {
 /* What mounts watch and an appender notifies: the head. */
 #define TIER_WATCH	"objfs.head"
 
+/* A mount's open, attach, start, quiesce, stop and close; status lines. */
 int tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize);
 int tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 		size_t msgsize);
@@ -204,33 +204,17 @@ int tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize);
 void tier_share_quiesce(struct objfs_tier *t);
 void tier_share_stop(struct objfs_tier *t);
 void tier_share_close(struct objfs_tier *t);
-int tier_share_renew(struct objfs_tier *t);
 size_t tier_share_status(struct objfs_tier *t, char *buf, size_t size);
-/* The ops of tier.h for shared mode. */
+
+/* ---- follow.c: following the log, the node's lock ---- */
+
+/* Renew this node's lock (a lapse found is repaired: the lock retaken,
+ * the node registered, the log applied). */
+int tier_share_renew(struct objfs_tier *t);
+/* tier.h's catch_up, fresh and view for shared mode. */
 int tier_share_catch_up(struct objfs_tier *t);
-int tier_share_lease(struct objfs_tier *t, struct objfs_meta_txn *tx,
-		uint64_t ino, int take);
-int tier_share_unblock(struct objfs_tier *t);
-void tier_share_publishing(struct objfs_tier *t, uint64_t ino);
 int tier_share_fresh(struct objfs_tier *t);
 int tier_share_view(struct objfs_tier *t);
-int tier_share_lease_state(struct objfs_tier *t, uint64_t ino);
-void tier_share_forget(struct objfs_tier *t, uint64_t ino);
-/* The collector's side of pins (doc/design.md, "Garbage"): every node
- * watching the head is asked to apply the log and name the chunks of the
- * versions open on it (its object objfs.pins.<node>); @add gets each of
- * them, *@nodes (malloc'd, *@n of them) the nodes that answered.  -EBUSY
- * (why in @why) when one did not answer in time. */
-int tier_share_pins(struct objfs_tier *t,
-		int (*add)(void *arg, uint64_t hi, uint64_t lo, uint32_t len),
-		void *arg, uint64_t **nodes, size_t *n, char *why,
-		size_t whysize);
-/* Node @node has a lock object in the pool and did not answer: 0 when it
- * is gone (its objects are removed), -EBUSY (why in @why) when it lives,
- * or -errno. */
-int tier_share_unanswered(struct objfs_tier *t, uint64_t node, char *why,
-		size_t whysize);
-
 /* The follower looks now (a notify came; an open applied records). */
 void tier_share_kick(void *arg);
 /* The log record this thread's commit applies (0: none; follow.c
@@ -250,6 +234,14 @@ uint64_t tier_node_margin_ns(const struct objfs_tier *t);
 
 /* ---- lease.c: leases and the commit hook ---- */
 
+/* tier.h's lease, unblock, publishing, lease_state and forget. */
+int tier_share_lease(struct objfs_tier *t, struct objfs_meta_txn *tx,
+		uint64_t ino, int take);
+int tier_share_unblock(struct objfs_tier *t);
+void tier_share_publishing(struct objfs_tier *t, uint64_t ino);
+int tier_share_lease_state(struct objfs_tier *t, uint64_t ino);
+void tier_share_forget(struct objfs_tier *t, uint64_t ino);
+
 /* The commit hook (objfs_meta_set_hook) of a shared mount. */
 int tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl,
 		size_t n, uint64_t *pos);
@@ -264,6 +256,21 @@ int tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner,
 		uint64_t only, int publish, size_t *count);
 
 /* ---- pins.c: the collector's pins ---- */
+
+/* The collector's side of pins (doc/design.md, "Garbage"): every node
+ * watching the head is asked to apply the log and name the chunks of the
+ * versions open on it (its object objfs.pins.<node>); @add gets each of
+ * them, *@nodes (malloc'd, *@n of them) the nodes that answered.  -EBUSY
+ * (why in @why) when one did not answer in time. */
+int tier_share_pins(struct objfs_tier *t,
+		int (*add)(void *arg, uint64_t hi, uint64_t lo, uint32_t len),
+		void *arg, uint64_t **nodes, size_t *n, char *why,
+		size_t whysize);
+/* Node @node has a lock object in the pool and did not answer: 0 when it
+ * is gone (its objects are removed), -EBUSY (why in @why) when it lives,
+ * or -errno. */
+int tier_share_unanswered(struct objfs_tier *t, uint64_t node, char *why,
+		size_t whysize);
 
 /* The watch's callback (objfs_remote_watch). */
 void tier_share_watched(void *arg, uint64_t notify_id, uint64_t cookie,
