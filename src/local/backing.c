@@ -226,33 +226,33 @@ static int write_range(int fd, uint64_t slot, uint32_t chunk_size,
 		const char *buf, uint32_t from, uint32_t to);
 
 int
-objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size, const void *buf,
+objfs_backing_write(int fd, uint64_t slot, uint32_t chunk_size, const void *buf,
 		uint32_t len, unsigned shift, unsigned char *tab,
 		uint64_t *csum_out)
 {
-	return objfs_spill_write_tail(fd, slot, chunk_size, buf, 0, len,
+	return objfs_backing_write_tail(fd, slot, chunk_size, buf, 0, len,
 			shift, tab, csum_out);
 }
 
 int
-objfs_spill_write_raw(int fd, uint64_t slot, uint32_t chunk_size,
+objfs_backing_write_raw(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t len)
 {
-	static const char zero[OBJFS_SPILL_ALIGN];
+	static const char zero[OBJFS_BACKING_ALIGN];
 	const char *b = buf;
 	off_t pos = (off_t)(slot * chunk_size);
-	uint32_t span = objfs_spill_span(len), lo, hi;
+	uint32_t span = objfs_backing_span(len), lo, hi;
 	int rc = 0, punched = 0;
 	struct stat st;
 
 	/* Runs of aligned blocks, written or, when all zero, punched (the
 	 * slot is free: whatever it held before must read as zeros). */
 	for (lo = 0; rc == 0 && lo < span; lo = hi) {
-		int z = memcmp(b + lo, zero, OBJFS_SPILL_ALIGN) == 0;
+		int z = memcmp(b + lo, zero, OBJFS_BACKING_ALIGN) == 0;
 
-		for (hi = lo + OBJFS_SPILL_ALIGN; hi < span &&
-		     (memcmp(b + hi, zero, OBJFS_SPILL_ALIGN) == 0) == z;
-		     hi += OBJFS_SPILL_ALIGN)
+		for (hi = lo + OBJFS_BACKING_ALIGN; hi < span &&
+		     (memcmp(b + hi, zero, OBJFS_BACKING_ALIGN) == 0) == z;
+		     hi += OBJFS_BACKING_ALIGN)
 			;
 		if (!z) {
 			rc = write_range(fd, slot, chunk_size, b, lo, hi);
@@ -276,7 +276,7 @@ objfs_spill_write_raw(int fd, uint64_t slot, uint32_t chunk_size,
 }
 
 int
-objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
+objfs_backing_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t from, uint32_t len, unsigned shift,
 		unsigned char *tab, uint64_t *csum_out)
 {
@@ -296,7 +296,7 @@ read_range(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 {
 	off_t pos = (off_t)(slot * chunk_size) + from;
 	uint32_t done = 0, want = to - from,
-		 span = objfs_spill_span(to) - from;
+		 span = objfs_backing_span(to) - from;
 	ssize_t n;
 
 	while (done < want) {
@@ -360,7 +360,7 @@ read_subs(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 }
 
 int
-objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+objfs_backing_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 		const struct objfs_alt *alt, uint32_t chunk_size, void *buf,
 		uint32_t len, unsigned shift, uint64_t csum)
 {
@@ -380,7 +380,7 @@ objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 }
 
 int
-objfs_spill_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+objfs_backing_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 		const struct objfs_alt *alt, uint32_t chunk_size, void *buf,
 		uint32_t lo, uint32_t hi, uint32_t len, unsigned shift,
 		const unsigned char *tab)
@@ -406,7 +406,7 @@ write_range(int fd, uint64_t slot, uint32_t chunk_size, const char *buf,
 		uint32_t from, uint32_t to)
 {
 	off_t pos = (off_t)(slot * chunk_size);
-	uint32_t done = from, span = objfs_spill_span(to);
+	uint32_t done = from, span = objfs_backing_span(to);
 	ssize_t n;
 
 	while (done < span) {
@@ -424,7 +424,7 @@ write_range(int fd, uint64_t slot, uint32_t chunk_size, const char *buf,
 }
 
 int
-objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
+objfs_backing_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 		uint32_t chunk_size, const void *buf, uint32_t len,
 		unsigned shift, const uint64_t *dirty,
 		const unsigned char *old_tab, unsigned char *tab,
@@ -466,7 +466,7 @@ objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 }
 
 int
-objfs_spill_punch(int fd, uint64_t slot, uint32_t chunk_size)
+objfs_backing_punch(int fd, uint64_t slot, uint32_t chunk_size)
 {
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			(off_t)(slot * chunk_size), (off_t)chunk_size) < 0)

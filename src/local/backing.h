@@ -11,8 +11,8 @@
  * with O_NOFOLLOW.  Thread-safe: the struct is immutable after open and
  * each call is positional I/O on a caller-owned fd.
  */
-#ifndef OBJFS_SPILL_H
-#define OBJFS_SPILL_H
+#ifndef OBJFS_BACKING_H
+#define OBJFS_BACKING_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,19 +30,19 @@ void objfs_backing_close(struct objfs_backing *b);
  * says whether this call made the file: its name is durable only after
  * objfs_backing_sync_dir().  The fd does direct I/O (O_DIRECT) when the
  * backing filesystem supports it, so that spilled bytes neither fill the
- * page cache nor pay for fresh page-cache memory; objfs_spill_write/read
+ * page cache nor pay for fresh page-cache memory; objfs_backing_write/read
  * handle the alignment either way. */
 int objfs_backing_file(struct objfs_backing *b, uint64_t ino, int create,
 		int *created);
 
 /* Direct I/O moves whole aligned blocks: buffers passed to
- * objfs_spill_write/read must be OBJFS_SPILL_ALIGN-aligned and hold
- * objfs_spill_span(len) bytes (the bytes past @len zero for writes). */
-#define OBJFS_SPILL_ALIGN	4096u
+ * objfs_backing_write/read must be OBJFS_BACKING_ALIGN-aligned and hold
+ * objfs_backing_span(len) bytes (the bytes past @len zero for writes). */
+#define OBJFS_BACKING_ALIGN	4096u
 static inline uint32_t
-objfs_spill_span(uint32_t len)
+objfs_backing_span(uint32_t len)
 {
-	return (len + OBJFS_SPILL_ALIGN - 1) & ~(OBJFS_SPILL_ALIGN - 1);
+	return (len + OBJFS_BACKING_ALIGN - 1) & ~(OBJFS_BACKING_ALIGN - 1);
 }
 /* Remove the file of object @ino; absent is not an error. */
 int objfs_backing_remove(struct objfs_backing *b, uint64_t ino);
@@ -70,18 +70,18 @@ int objfs_backing_free(struct objfs_backing *b, uint64_t *total,
  * failure the slot's bytes are undefined (no record may point at them).
  * Not durable until fdatasync.
  */
-int objfs_spill_write(int fd, uint64_t slot, uint32_t chunk_size,
+int objfs_backing_write(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t len, unsigned shift,
 		unsigned char *tab, uint64_t *csum_out);
 
 /* The write alone, for a caller that has the sums already. */
-int objfs_spill_write_raw(int fd, uint64_t slot, uint32_t chunk_size,
+int objfs_backing_write_raw(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t len);
 
 /* The same for bytes [@from, @len) of the chunk only (@from aligned to
- * OBJFS_SPILL_ALIGN), into the same place of slot @slot; the checksum is
+ * OBJFS_BACKING_ALIGN), into the same place of slot @slot; the checksum is
  * of all @len bytes of @buf. */
-int objfs_spill_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
+int objfs_backing_write_tail(int fd, uint64_t slot, uint32_t chunk_size,
 		const void *buf, uint32_t from, uint32_t len, unsigned shift,
 		unsigned char *tab, uint64_t *csum_out);
 
@@ -111,10 +111,10 @@ objfs_alt_has(const struct objfs_alt *a, uint32_t i)
  * their bits in @alt->map; then the sums into @tab: those of the
  * unchanged sub-blocks from @old_tab (the copy's record), those written
  * computed, and the chunk's checksum into @csum_out.  Only the written
- * sub-blocks of @buf are read.  Errors as objfs_spill_write; on failure
+ * sub-blocks of @buf are read.  Errors as objfs_backing_write; on failure
  * the map is as it was.
  */
-int objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
+int objfs_backing_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
 		uint32_t chunk_size, const void *buf, uint32_t len,
 		unsigned shift, const uint64_t *dirty,
 		const unsigned char *old_tab, unsigned char *tab,
@@ -128,7 +128,7 @@ int objfs_spill_write_subs(int fd, uint64_t slot, struct objfs_alt *alt,
  * checksum mismatch is -EBADMSG, each logged with @ino and @idx; @buf is
  * then undefined.
  */
-int objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+int objfs_backing_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 		const struct objfs_alt *alt, uint32_t chunk_size, void *buf,
 		uint32_t len, unsigned shift, uint64_t csum);
 
@@ -136,16 +136,16 @@ int objfs_spill_read(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
  * Read only the sub-blocks of that copy that hold bytes [@lo, @hi) (@hi
  * <= @len; @shift != 0), checking each against its sum in @tab, into
  * @buf, which receives the copy's bytes from (@lo rounded down to a
- * sub-block) on and holds objfs_spill_span() of them.  Errors as
- * objfs_spill_read().
+ * sub-block) on and holds objfs_backing_span() of them.  Errors as
+ * objfs_backing_read().
  */
-int objfs_spill_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
+int objfs_backing_read_part(int fd, uint64_t ino, uint64_t idx, uint64_t slot,
 		const struct objfs_alt *alt, uint32_t chunk_size, void *buf,
 		uint32_t lo, uint32_t hi, uint32_t len, unsigned shift,
 		const unsigned char *tab);
 
 /* Give the disk blocks of slot @slot back (punch a hole). */
-int objfs_spill_punch(int fd, uint64_t slot, uint32_t chunk_size);
+int objfs_backing_punch(int fd, uint64_t slot, uint32_t chunk_size);
 
 /* The second slot chunk record @r names, as backing.h takes it, in @a;
  * NULL when it has none. */

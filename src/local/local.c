@@ -203,7 +203,7 @@ local_read(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		local_copy_fd_done(fd, own);
 		return rc;
 	}
-	rc = objfs_spill_read(fd, ip->ino, idx, c->slot,
+	rc = objfs_backing_read(fd, ip->ino, idx, c->slot,
 			(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL,
 			s->chunk_size, buf, c->disk_len, chunk_sub_shift(s, c),
 			c->csum);
@@ -229,7 +229,7 @@ local_read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 	fd = local_copy_fd(s, ip, c, &own);
 	if (fd < 0)
 		return unreachable(ip, c, fd);
-	rc = objfs_spill_read_part(fd, ip->ino, idx, c->slot,
+	rc = objfs_backing_read_part(fd, ip->ino, idx, c->slot,
 			(c->flags & OBJFS_CHUNK_ALT) ? &alt : NULL,
 			s->chunk_size, buf, lo, hi, c->disk_len, shift, tab);
 	local_copy_fd_done(fd, own);
@@ -241,7 +241,7 @@ local_read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 			c->disk_len);
 	if (end == c->disk_len)
 		memset((unsigned char *)buf + (end - base), 0,
-			objfs_spill_span(end - base) - (end - base));
+			objfs_backing_span(end - base) - (end - base));
 	atomic_fetch_add(&s->part_reads, 1);
 	return 0;
 }
@@ -299,7 +299,7 @@ local_read_start(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 static int
 local_read_run(struct objfs_store *s, struct objfs_copy_read *rd, void *buf)
 {
-	return bad_sums(s, objfs_spill_read(rd->fd, rd->ino, rd->idx,
+	return bad_sums(s, objfs_backing_read(rd->fd, rd->ino, rd->idx,
 			rd->slot, rd->has_alt ? &rd->alt : NULL,
 			s->chunk_size, buf, rd->len, rd->shift, rd->csum));
 }
@@ -478,7 +478,7 @@ local_put_subs(struct objfs_copy_batch *b, uint64_t idx, struct objfs_chunk *c,
 			return rc;
 	}
 	x->slot = c->slot;
-	rc = objfs_spill_write_subs(b->fd, x->slot, &x->alt, s->chunk_size,
+	rc = objfs_backing_write_subs(b->fd, x->slot, &x->alt, s->chunk_size,
 			objfs_arena_ptr(s->arena, c->off), x->len, s->sub_shift,
 			c->dsub, otab, x->tab, &x->csum);
 	if (rc < 0) {
@@ -515,9 +515,9 @@ local_put(struct objfs_copy_batch *b, uint64_t idx, struct objfs_chunk *c,
 		 * written with the bytes it holds (sector writes are whole
 		 * or not at all). */
 		x->slot = c->slot;
-		rc = objfs_spill_write_tail(b->fd, x->slot, s->chunk_size,
+		rc = objfs_backing_write_tail(b->fd, x->slot, s->chunk_size,
 				objfs_arena_ptr(s->arena, c->off),
-				c->disk_len & ~(OBJFS_SPILL_ALIGN - 1),
+				c->disk_len & ~(OBJFS_BACKING_ALIGN - 1),
 				x->len, s->sub_shift, x->tab, &x->csum);
 		if (rc < 0)
 			return rc;
@@ -539,7 +539,7 @@ local_put(struct objfs_copy_batch *b, uint64_t idx, struct objfs_chunk *c,
 	rc = objfs_slots_alloc(&ip->slots, idx, b->nchunks, &x->slot);
 	if (rc < 0)
 		return rc;
-	rc = objfs_spill_write_raw(b->fd, x->slot, s->chunk_size,
+	rc = objfs_backing_write_raw(b->fd, x->slot, s->chunk_size,
 			objfs_arena_ptr(s->arena, c->off), x->len);
 	if (rc < 0) {
 		objfs_slots_put(&ip->slots, x->slot);
@@ -833,7 +833,7 @@ local_reserve(struct objfs_store *s, struct objfs_inode *ip, uint64_t first,
 		c = objfs_chunkmap_get(&ip->chunks, i);
 		if (!(c && (c->flags & OBJFS_CHUNK_ONDISK)) &&
 		    !objfs_slots_taken(&ip->slots, i) &&
-		    objfs_spill_punch(fd, i, s->chunk_size) < 0)
+		    objfs_backing_punch(fd, i, s->chunk_size) < 0)
 			/* Only space: no record points at these blocks, and
 			 * the trim after an unclean stop, or the next write
 			 * of the chunk, reuses them. */

@@ -200,7 +200,7 @@ local_dedup_find(struct objfs_store *s, struct objfs_inode *ip,
 			continue;
 		/* The bytes, checked against their sums, and compared: equal
 		 * checksums are a candidate, never a proof. */
-		same = objfs_spill_read(fd, k.home[i], 0, k.slot[i], NULL,
+		same = objfs_backing_read(fd, k.home[i], 0, k.slot[i], NULL,
 				s->chunk_size, b, len, s->sub_shift, csum) == 0 &&
 			memcmp(b, buf, len) == 0;
 		local_copy_fd_done(fd, own);

@@ -138,7 +138,7 @@ punch_gone(struct objfs_store *s, struct objfs_deferred *d, size_t n)
 	int fd = objfs_backing_file(s->backing, d[0].ino, 0, NULL);
 
 	for (size_t i = 0; fd >= 0 && i < n; i++)
-		(void)objfs_spill_punch(fd, d[i].slot, s->chunk_size);
+		(void)objfs_backing_punch(fd, d[i].slot, s->chunk_size);
 	if (fd >= 0)
 		close(fd);
 	undefer(s, d, n);
@@ -170,7 +170,7 @@ release_slots(struct objfs_store *s, struct objfs_deferred *d, size_t n)
 		/* Keep what a read-ahead is reading, until next time. */
 		if (local_reading(ip, d[i].slot))
 			continue;
-		if (fd >= 0 && objfs_spill_punch(fd, d[i].slot,
+		if (fd >= 0 && objfs_backing_punch(fd, d[i].slot,
 				s->chunk_size) < 0 && errno != EOPNOTSUPP)
 			objfs_log(OBJFS_LOG_WARNING, "inode %" PRIu64 ": cannot "
 				"give slot %" PRIu64 " back: %m", ip->ino,
@@ -311,7 +311,7 @@ trim_file(struct objfs_store *s, uint64_t ino)
 		     (sl << s->chunk_shift) < (uint64_t)hole; sl++) {
 			if (objfs_slots_taken(&t.slots, sl))
 				continue;
-			if (objfs_spill_punch(fd, sl, s->chunk_size) == 0)
+			if (objfs_backing_punch(fd, sl, s->chunk_size) == 0)
 				freed += s->chunk_size;
 		}
 	}

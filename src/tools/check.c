@@ -11,7 +11,7 @@
  * rebuilds a copy of the index from the records that still verify
  * (objfs_meta_rebuild) and works from the copy.
  *
- * Chunk bytes are read with objfs_spill_read, which verifies each chunk's
+ * Chunk bytes are read with objfs_backing_read, which verifies each chunk's
  * checksum; the core's own log lines are silenced meanwhile, since every
  * finding is printed here.
  */
@@ -402,7 +402,7 @@ check_chunk(void *arg, uint64_t ino, uint64_t idx,
 	if (r->shift && objfs_sums_csum(r->tab, r->len, r->shift) != r->csum)
 		problem(c, "inode %" PRIu64 " chunk %" PRIu64 ": its sub-block "
 			"sums do not match its checksum", ino, idx);
-	rc = objfs_spill_read(fd, ino, idx, r->slot, objfs_rec_alt(r, &alt),
+	rc = objfs_backing_read(fd, ino, idx, r->slot, objfs_rec_alt(r, &alt),
 			c->chunk, k->buf, r->len, r->shift, r->csum);
 	if (fd != k->fd)
 		close(fd);
@@ -731,7 +731,7 @@ objfs_check_remote(const char *data_dir, FILE *out,
 			pool->name);
 	if (c.pool_tree && pool && pool->tree)
 		c.problems += pool->tree(pool->arg, out, c.pool_tree);
-	k.buf = aligned_alloc(OBJFS_SPILL_ALIGN, c.chunk);
+	k.buf = aligned_alloc(OBJFS_BACKING_ALIGN, c.chunk);
 	if (!k.buf) {
 		rc = -ENOMEM;
 		goto out;

@@ -9,7 +9,7 @@
  * copy from the records that still verify (objfs_meta_rebuild) and works
  * from the copy; nothing in the data directory changes.
  *
- * Chunk bytes are read with objfs_spill_read, which verifies each chunk's
+ * Chunk bytes are read with objfs_backing_read, which verifies each chunk's
  * checksum; the core's own log lines are silenced meanwhile, since every
  * finding is printed here.
  */
@@ -103,7 +103,7 @@ copy_chunk(void *arg, uint64_t idx, const struct objfs_chunk_rec *rec)
 		return 0;
 	}
 	k->found++;
-	rc = objfs_spill_read(in, 0, idx, rec->slot, objfs_rec_alt(rec, &alt),
+	rc = objfs_backing_read(in, 0, idx, rec->slot, objfs_rec_alt(rec, &alt),
 			c, k->buf, rec->len, rec->shift, rec->csum);
 	if (in != k->in)
 		close(in);
@@ -133,7 +133,7 @@ save_file(struct rv *r, const struct ino *x)
 			0600);
 	if (k.out < 0)
 		return -errno;
-	k.buf = aligned_alloc(OBJFS_SPILL_ALIGN, r->c.chunk);
+	k.buf = aligned_alloc(OBJFS_BACKING_ALIGN, r->c.chunk);
 	if (!k.buf) {
 		close(k.out);
 		return -ENOMEM;
