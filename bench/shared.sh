@@ -9,7 +9,12 @@
 #                     rados bench seq (32 in flight, 1 MiB objects)
 #   fsync to visible  A appends 4 KiB and fsyncs; B's stat sees the new
 #                     size: the time from A's fsync returning (median and
-#                     99th percentile of 100)
+#                     99th percentile of 100; B's kernel keeps attributes
+#                     up to a second)
+#   close to open     A writes and closes a new file; B opens and reads
+#                     it: the time from A's close returning (of 100)
+#   stats on B        2,000 files A made that nobody changes: B's stats
+#                     per second (the second pass), against a local mount
 #   metadata          creates (open O_CREAT and close), stats and renames
 #                     of 1,000 files per second on A, against a local
 #                     objfs mount (no remote=) and an exclusive remote=
@@ -65,6 +70,23 @@ print("%.0f %.0f %.0f" % (c, s, r))
 PY
 }
 
+# stat_tree DIR: stats per second of the 2,000 files of DIR (20
+# directories of 100), the second of two passes (the first warms what
+# the kernel keeps)
+stat_tree() {
+	python3 - "$1" <<'PY'
+import os, sys, time
+d = sys.argv[1]
+names = ['%s/d%d/f%d' % (d, i, j) for i in range(20) for j in range(100)]
+for n in names:
+    os.stat(n)
+t = time.monotonic()
+for n in names:
+    os.stat(n)
+print("%.0f" % (len(names) / (time.monotonic() - t)))
+PY
+}
+
 # meta_rec WHAT DIR: meta DIR, its three rates recorded as WHAT in the
 # CSV and printed
 meta_rec() {
@@ -117,6 +139,7 @@ PY
 }
 
 declare -a rb_r first lat50 lat99 cr st rn lcr lst lrn xcr xst xrn one eight
+declare -a olat50 olat99 bst lbst
 declare -a fn f4 bn b4
 for ((r = 1; r <= REPS; r++)); do
 	$RB bench 600 write -b 1M -t 32 --max-objects $((SIZE << 10)) --no-cleanup >/dev/null 2>&1
@@ -167,6 +190,43 @@ PY
 	lat50+=("${lat% *}"); lat99+=("${lat#* }")
 	rec objfs_shared fsync_to_visible_p50_ms 4096 "$r" "${lat% *}"
 	rec objfs_shared fsync_to_visible_p99_ms 4096 "$r" "${lat#* }"
+	# From A's close to B's open finding the file and its bytes (a new
+	# file each time: close-to-open, what an open promises).
+	lat=$(python3 - "$W/a" "$W/b" <<'PY'
+import os, sys, time
+a, b = sys.argv[1], sys.argv[2]
+os.makedirs(a + '/c2o', exist_ok=True)
+t = []
+for i in range(100):
+    want = b'%d' % i * 100
+    with open('%s/c2o/f%d' % (a, i), 'wb') as f:
+        f.write(want)
+    a0 = time.monotonic()
+    with open('%s/c2o/f%d' % (b, i), 'rb') as f:
+        if f.read() != want:
+            sys.exit('B read other bytes than A closed')
+    t.append((time.monotonic() - a0) * 1e3)
+t.sort()
+print("%.1f %.1f" % (t[len(t) // 2], t[len(t) * 99 // 100]))
+PY
+)
+	olat50+=("${lat% *}"); olat99+=("${lat#* }")
+	rec objfs_shared close_to_open_p50_ms 100 "$r" "${lat% *}"
+	rec objfs_shared close_to_open_p99_ms 100 "$r" "${lat#* }"
+	# Stats on B of a tree A made and nobody changes (2,000 files): the
+	# second pass, against the same on a local mount below.
+	python3 - "$W/a/tree" <<'PY'
+import os, sys
+d = sys.argv[1]
+for i in range(20):
+    os.makedirs('%s/d%d' % (d, i), exist_ok=True)
+    for j in range(100):
+        os.close(os.open('%s/d%d/f%d' % (d, i, j), os.O_CREAT | os.O_WRONLY, 0o644))
+PY
+	"$BIN/objfsctl" catch-up "$W/b"
+	s1=$(stat_tree "$W/b/tree")
+	bst+=("$s1")
+	rec objfs_shared stats_unchanged_on_B_per_s 2000 "$r" "$s1"
 	# Metadata on the shared tree.
 	read -r c1 s1 r1 < <(meta_rec objfs_shared "$W/a/meta")
 	cr+=("$c1"); st+=("$s1"); rn+=("$r1")
@@ -198,6 +258,17 @@ PY
 	mount_ns "$W/l" "$W/ldata$r" "dedup=on"
 	read -r c1 s1 r1 < <(meta_rec objfs_local "$W/l/meta")
 	lcr+=("$c1"); lst+=("$s1"); lrn+=("$r1")
+	python3 - "$W/l/tree" <<'PY'
+import os, sys
+d = sys.argv[1]
+for i in range(20):
+    os.makedirs('%s/d%d' % (d, i), exist_ok=True)
+    for j in range(100):
+        os.close(os.open('%s/d%d/f%d' % (d, i, j), os.O_CREAT | os.O_WRONLY, 0o644))
+PY
+	s1=$(stat_tree "$W/l/tree")
+	lbst+=("$s1")
+	rec objfs_local stats_unchanged_per_s 2000 "$r" "$s1"
 	umount_wait "$W/l"
 	mount_ns "$W/x" "$W/xdata$r" "remote=rados:objfs/x$r,remote_conf=$CONF"
 	read -r c1 s1 r1 < <(meta_rec objfs_remote "$W/x/meta")
@@ -226,7 +297,9 @@ RBR=$(m "${rb_r[@]}") FR=$(m "${first[@]}")
 	echo "|---|---|---|---|"
 	echo "| first read on B of a $SIZE GiB file A wrote | $FR MB/s | rados bench seq $RBR MB/s | $(ratio "$FR" "$RBR") |"
 	echo "| 8 readers at once on a new B, 1 GiB file, together | $(m "${eight[@]}") MB/s | one reader alone $(m "${one[@]}") MB/s | $(ratio "$(m "${eight[@]}")" "$(m "${one[@]}")") |"
-	echo "| A's fsync returned to B's stat seeing it, median / p99 | $(m "${lat50[@]}") / $(m "${lat99[@]}") ms | notified (100 ms poll if a notify is lost) | |"
+	echo "| A's fsync returned to B's stat seeing it, median / p99 | $(m "${lat50[@]}") / $(m "${lat99[@]}") ms | B's kernel keeps attributes up to 1 s | |"
+	echo "| A's close returned to B's open reading the file, median / p99 | $(m "${olat50[@]}") / $(m "${olat99[@]}") ms | close-to-open | |"
+	echo "| stats per second on B of 2,000 files nobody changes | $(m "${bst[@]}") | local objfs $(m "${lbst[@]}") | $(ratio "$(m "${bst[@]}")" "$(m "${lbst[@]}")") of local |"
 	echo "| creates per second (open O_CREAT, close) | $(m "${cr[@]}") | local objfs $(m "${lcr[@]}"); exclusive remote= $(m "${xcr[@]}") | $(ratio "$(m "${cr[@]}")" "$(m "${lcr[@]}")") of local |"
 	echo "| stats per second | $(m "${st[@]}") | local objfs $(m "${lst[@]}"); exclusive remote= $(m "${xst[@]}") | $(ratio "$(m "${st[@]}")" "$(m "${lst[@]}")") of local |"
 	echo "| renames per second | $(m "${rn[@]}") | local objfs $(m "${lrn[@]}"); exclusive remote= $(m "${xrn[@]}") | $(ratio "$(m "${rn[@]}")" "$(m "${lrn[@]}")") of local |"

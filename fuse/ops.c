@@ -37,12 +37,16 @@
 #include "fuse/ops_int.h"
 
 /* How long the kernel may keep names and attributes without asking: a
- * while, for a tree that changes only through this mount; not at all for
- * a shared one (-o shared), whose files other nodes change, so that a
- * path walk looks each name up again and an open finds the size another
- * node published (copy_file_range, for one, trusts the kernel's size). */
+ * while, for a tree that changes only through this mount; a second on a
+ * shared one (-o shared), whose files other nodes change.  There the
+ * follower drops what another node's record changed as it applies it
+ * (within TIER_FOLLOW_MS of the append, notify_kernel), the timeout only
+ * bounds a notice that did not come, and an open that may have come
+ * through an old name or found an old size answers ESTALE, so that the
+ * kernel looks the path up again (open_file: close-to-open). */
+#define OBJFS_SHARED_TIMEOUT	1.0
 #define OBJFS_ATTR_TIMEOUT(req) \
-	(objfs_store_is_shared(req_store(req)) ? 0.0 : 10.0)
+	(objfs_store_is_shared(req_store(req)) ? OBJFS_SHARED_TIMEOUT : 10.0)
 #define OBJFS_ENTRY_TIMEOUT(req)	OBJFS_ATTR_TIMEOUT(req)
 #define OBJFS_IO_SIZE		(1u << 20)	/* st_blksize */
 

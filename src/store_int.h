@@ -109,6 +109,14 @@ struct objfs_inode {
 					 * past the page cache */
 	int cache_stale;		/* protected by lock: a direct writer
 					 * may have made cached pages wrong */
+	/* Shared mode, what the kernel holds of this inode (doc/design.md,
+	 * "The kernel's caches on a shared mount"), protected by lock, each
+	 * a value of s->remote_gen: when another node's record last changed
+	 * the inode or took one of its names (change_gen); before the last
+	 * lookup that gave the kernel its name and attributes (entry_gen);
+	 * when an open last answered ESTALE, and for which change
+	 * (estale_at, estale_change: open_file). */
+	uint64_t change_gen, entry_gen, estale_at, estale_change;
 	struct objfs_attr attr;		/* protected by lock */
 	int attr_dirty;			/* protected by lock: size/times not
 					 * yet in the index */
@@ -272,6 +280,9 @@ struct objfs_store {
 	uint64_t next_ino;		/* protected by ns_lock */
 	uint64_t next_cookie;		/* protected by ns_lock */
 	_Atomic uint64_t ninodes;	/* in the index */
+	/* Shared mode: counts the records of other nodes applied here
+	 * (an inode's change_gen, entry_gen). */
+	_Atomic uint64_t remote_gen;
 
 	struct objfs_mutex lock;	/* objfs_store_lock() takes it */
 	struct objfs_inode **table;	/* protected by lock */
@@ -322,6 +333,12 @@ struct objfs_store {
 		size_t len;
 		char name[];
 	} *notify_head, **notify_tail;
+	/* Inodes whose kernel attributes the follower left to their
+	 * timeout, for the next objfsctl catch-up (at most
+	 * OBJFS_NOTIFY_KEEP; past that, keep_all: every inode in memory). */
+	struct objfs_notify *keep_head;
+	size_t nkeep;
+	int keep_all;
 	void (*notify_fn)(void *arg, uint64_t parent, const char *name,
 			size_t len, uint64_t ino);
 	void *notify_arg;
@@ -423,9 +440,18 @@ int objfs_store_apply_remote(struct objfs_store *s, const void *pl,
 /* Apply what other mounts put in the pool's log so far and tell the
  * kernel (objfsctl catch-up; no lock held): 0, -ENOTSUP when not shared. */
 int objfs_share_catch_up(struct objfs_store *s);
+/* Shared mode, an open of @ip (locked): -ESTALE when the kernel may have
+ * come through a name another node took away, or with an old size, and
+ * should walk the path again (@by_inode: the kernel's own open). */
+int objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
+		int by_inode);
 /* Send the kernel the cache drops the applied commits queued (no lock
- * held: the kernel may wait for requests that wait for locks). */
-void objfs_store_notify_send(struct objfs_store *s);
+ * held: the kernel may wait for requests that wait for locks): the names
+ * always; the inodes only with @inodes (objfsctl catch-up).  The
+ * follower leaves the kernel's attributes to their timeout and to the
+ * opens (open_file): dropping them bumps the kernel's attribute version,
+ * and a lookup under way then brings a size the kernel throws away. */
+void objfs_store_notify_send(struct objfs_store *s, int inodes);
 /* Take this node's write lease of @ino (its own commit): -EBUSY while
  * another live node holds it. */
 int objfs_share_lease(struct objfs_store *s, uint64_t ino);

@@ -63,7 +63,7 @@ follow_main(void *arg)
 		}
 		rc = tier_share_catch_up(t);
 		/* What changed, to the kernel's caches, with no lock held. */
-		objfs_store_notify_send(t->s);
+		objfs_store_notify_send(t->s, 0);
 		tier_share_answer_pins(t);
 		/* Closes and destroys that failed, tried again. */
 		objfs_share_todo(t->s);

@@ -234,10 +234,12 @@ open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
 	}
 	if (ip->gone)
 		rc = s->shared && !ip->nopen ? -ESTALE : -ENOENT;
-	else if (objfs_sealed_is(ip) && ((flags & O_ACCMODE) != O_RDONLY ||
-			(flags & O_TRUNC)))
+	else
+		rc = objfs_share_walk_again(s, ip, KERNEL_OWN_OPEN(flags));
+	if (rc == 0 && objfs_sealed_is(ip) && ((flags & O_ACCMODE) !=
+			O_RDONLY || (flags & O_TRUNC)))
 		rc = -EPERM;	/* sealed: nobody writes it */
-	else if (ip->so && ((flags & O_ACCMODE) != O_RDONLY ||
+	else if (rc == 0 && ip->so && ((flags & O_ACCMODE) != O_RDONLY ||
 			(flags & O_TRUNC)))
 		rc = objfs_sealed_settle(s, ip);	/* just unsealed */
 	if (rc == 0 && ip->gone)	/* while settle waited */

@@ -210,7 +210,8 @@ destroy_locks(struct objfs_store *s)
 	objfs_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->ns_lock);
 	pthread_rwlock_destroy(&s->apply_lock);
-	objfs_store_notify_send(s);	/* frees what is queued */
+	s->notify_fn = NULL;		/* what is queued is freed, not sent */
+	objfs_store_notify_send(s, 1);
 	pthread_mutex_destroy(&s->notify_mu);
 	pthread_mutex_destroy(&s->todo_mu);
 	free(s->todo);

@@ -83,6 +83,9 @@ lookup_once(struct objfs_store *s, uint64_t parent, const char *name,
 {
 	struct objfs_inode *ip;
 	struct objfs_dirent d;
+	/* Shared mode: what the kernel is about to hold is at least as new
+	 * as what other nodes' records had changed by now (entry_gen). */
+	uint64_t g0 = atomic_load(&s->remote_gen);
 	int rc;
 
 	rc = read_dirent(s, parent, name, len, &d);
@@ -95,6 +98,8 @@ lookup_once(struct objfs_store *s, uint64_t parent, const char *name,
 	 * no names left is not found. */
 	objfs_inode_lock(ip);
 	*out = objfs_inode_attr_out(ip);
+	if (ip->entry_gen < g0)
+		ip->entry_gen = g0;
 	objfs_inode_unlock(ip);
 	if (out->nlink == 0)
 		rc = -ENOENT;

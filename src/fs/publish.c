@@ -145,26 +145,67 @@ notify_add(struct objfs_store *s, uint64_t parent, const char *name,
 	pthread_mutex_unlock(&s->notify_mu);
 }
 
+#define OBJFS_NOTIFY_KEEP	4096
+
 void
-objfs_store_notify_send(struct objfs_store *s)
+objfs_store_notify_send(struct objfs_store *s, int inodes)
 {
-	struct objfs_notify *n, *next;
+	struct objfs_notify *n, *next, *kept = NULL;
 	void (*fn)(void *, uint64_t, const char *, size_t, uint64_t);
 	void *arg;
+	int all = 0;
 
 	pthread_mutex_lock(&s->notify_mu);
 	n = s->notify_head;
 	s->notify_head = NULL;
 	s->notify_tail = &s->notify_head;
+	if (inodes) {
+		kept = s->keep_head;
+		all = s->keep_all;
+		s->keep_head = NULL;
+		s->nkeep = 0;
+		s->keep_all = 0;
+	}
 	fn = s->notify_fn;
 	arg = s->notify_arg;
 	pthread_mutex_unlock(&s->notify_mu);
 	for (; n; n = next) {
 		next = n->next;
-		if (fn)
+		if (fn && (n->len || inodes))
 			fn(arg, n->parent, n->len ? n->name : NULL, n->len,
-				n->ino);
+				inodes ? n->ino : 0);
+		if (n->len || inodes || !n->ino) {
+			free(n);
+			continue;
+		}
+		/* An inode's attributes: kept for catch-up. */
+		pthread_mutex_lock(&s->notify_mu);
+		if (s->nkeep < OBJFS_NOTIFY_KEEP) {
+			n->next = s->keep_head;
+			s->keep_head = n;
+			s->nkeep++;
+			n = NULL;
+		} else {
+			s->keep_all = 1;
+		}
+		pthread_mutex_unlock(&s->notify_mu);
 		free(n);
+	}
+	for (; kept; kept = next) {
+		next = kept->next;
+		if (fn && !all)
+			fn(arg, 0, NULL, 0, kept->ino);
+		free(kept);
+	}
+	if (fn && all) {
+		struct objfs_inode **ips;
+		size_t k;
+
+		if (objfs_inode_snapshot(s, &ips, &k) == 0) {
+			for (size_t i = 0; i < k; i++)
+				fn(arg, 0, NULL, 0, ips[i]->ino);
+			objfs_inode_put_all(s, ips, k);
+		}
 	}
 }
 
@@ -177,6 +218,12 @@ struct touched {
 	uint64_t ino[TOUCH_MAX];
 	size_t n;
 	int all;		/* more than TOUCH_MAX: every inode in memory */
+	/* The inodes whose names the record takes away (the kernel may
+	 * hold them: named_gone), read before it is applied. */
+	struct objfs_meta_txn *tx;
+	uint64_t unnamed[TOUCH_MAX];
+	size_t nun;
+	int unnamed_all;
 };
 
 static void
@@ -221,6 +268,62 @@ scan(void *arg, int op, int db, const unsigned char *k, size_t klen,
 		break;
 	}
 	return 0;
+}
+
+/* Before a record is applied: each name it removes or points elsewhere
+ * (a rename, an unlink, a rename over), and the inode it named. */
+static int
+scan_names(void *arg, int op, int db, const unsigned char *k, size_t klen,
+		const unsigned char *v, size_t vlen)
+{
+	struct touched *t = arg;
+	struct objfs_dirent d;
+
+	(void)op;
+	(void)v;
+	(void)vlen;
+	if (db != OBJFS_MDB_DIRENT || klen <= 8)
+		return 0;
+	if (objfs_meta_dirent_get(t->tx, get_be64(k), (const char *)k + 8,
+			klen - 8, &d) < 0)
+		return 0;	/* a new name: no kernel holds it */
+	if (t->nun < TOUCH_MAX)
+		t->unnamed[t->nun++] = d.ino;
+	else
+		t->unnamed_all = 1;
+	return 0;
+}
+
+/* The inodes in memory that a record took a name of: an open that came
+ * through one of the kernel's names of them looks the path up again
+ * unless the kernel looked one up since (open_file). */
+static void
+named_gone(struct objfs_store *s, struct touched *t, uint64_t g)
+{
+	if (t->unnamed_all) {
+		struct objfs_inode **all;
+		size_t k;
+
+		if (objfs_inode_snapshot(s, &all, &k) == 0) {
+			for (size_t i = 0; i < k; i++) {
+				objfs_inode_lock(all[i]);
+				all[i]->change_gen = g;
+				objfs_inode_unlock(all[i]);
+			}
+			objfs_inode_put_all(s, all, k);
+		}
+		return;
+	}
+	for (size_t i = 0; i < t->nun; i++) {
+		struct objfs_inode *ip;
+
+		if (objfs_store_iget_cached(s, t->unnamed[i], &ip) < 0)
+			continue;	/* not in memory: the kernel holds none */
+		objfs_inode_lock(ip);
+		ip->change_gen = g;
+		objfs_inode_unlock(ip);
+		objfs_store_iput(s, ip);
+	}
 }
 
 /* @ip (locked) as the index has it now: its chunk map and attributes
@@ -287,11 +390,13 @@ objfs_share_unfence(struct objfs_store *s, struct objfs_inode *ip)
 
 /* Bring @ip (locked) in line with the index after a record changed it. */
 static void
-refresh(struct objfs_store *s, struct objfs_inode *ip)
+refresh(struct objfs_store *s, struct objfs_inode *ip, uint64_t g)
 {
 	struct objfs_meta_txn *tx;
 	struct objfs_attr a;
 	int rc;
+
+	ip->change_gen = g;	/* what the kernel holds of it may be old */
 
 	/* A record that broke this node's lease of a file it writes: the
 	 * file is fenced at once (not at its writer's next fsync). */
@@ -338,11 +443,11 @@ objfs_share_reload(struct objfs_store *s, struct objfs_inode *ip)
 	ip->detached = 0;
 	if (ip->gone)
 		return;
-	refresh(s, ip);
+	refresh(s, ip, ip->change_gen);	/* the change is counted */
 }
 
 static void
-refresh_ino(struct objfs_store *s, uint64_t ino)
+refresh_ino(struct objfs_store *s, uint64_t ino, uint64_t g)
 {
 	struct objfs_inode *ip;
 
@@ -350,7 +455,7 @@ refresh_ino(struct objfs_store *s, uint64_t ino)
 	if (objfs_store_iget_loaded(s, ino, &ip) < 0)
 		return;
 	objfs_inode_lock(ip);
-	refresh(s, ip);
+	refresh(s, ip, g);
 	objfs_inode_unlock(ip);
 	objfs_store_iput(s, ip);
 	notify_add(s, 0, NULL, 0, ino);
@@ -370,10 +475,16 @@ objfs_store_apply_remote(struct objfs_store *s, const void *pl, size_t n)
 	pthread_rwlock_wrlock(&s->apply_lock);
 	pthread_mutex_lock(&s->ns_lock);
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &tx);
-	if (rc == 0)
+	if (rc == 0) {
+		t->tx = tx;
+		(void)objfs_meta_payload_walk(pl, n, scan_names, t);
 		rc = objfs_meta_apply(tx, pl, n);
+	}
 	rc = objfs_commit_or_abort(tx, rc, NULL);
 	if (rc == 0) {
+		uint64_t g = atomic_fetch_add(&s->remote_gen, 1) + 1;
+
+		named_gone(s, t, g);
 		(void)objfs_meta_payload_walk(pl, n, scan, t);
 		if (objfs_meta_begin(s->meta, 0, &tx) == 0) {
 			if (objfs_meta_super_get(tx, OBJFS_SUPER_NEXT_INO,
@@ -393,7 +504,7 @@ objfs_store_apply_remote(struct objfs_store *s, const void *pl, size_t n)
 			if (objfs_inode_snapshot(s, &all, &k) == 0) {
 				for (size_t i = 0; i < k; i++) {
 					objfs_inode_lock(all[i]);
-					refresh(s, all[i]);
+					refresh(s, all[i], g);
 					objfs_inode_unlock(all[i]);
 					notify_add(s, 0, NULL, 0, all[i]->ino);
 				}
@@ -401,7 +512,7 @@ objfs_store_apply_remote(struct objfs_store *s, const void *pl, size_t n)
 			}
 		} else {
 			for (size_t i = 0; i < t->n; i++)
-				refresh_ino(s, t->ino[i]);
+				refresh_ino(s, t->ino[i], g);
 		}
 	}
 	pthread_mutex_unlock(&s->ns_lock);
@@ -663,6 +774,35 @@ objfs_share_todo(struct objfs_store *s)
 	free(v);
 }
 
+/*
+ * Shared mode: another node changed @ip (locked) or took a name of it
+ * since the kernel last looked it up, and the kernel may not know yet:
+ * this open may have come through a gone name, with an old size
+ * (copy_file_range trusts it).  -ESTALE: the kernel walks the path again,
+ * looking every name up.  Not again once it did (a later change came
+ * after this open began), nor twice for one change with no lookup between
+ * (/proc/PID/fd names no path); @by_inode: the kernel's own open of an
+ * open file.  doc/design.md, "The kernel's caches on a
+ * shared mount".
+ */
+int
+objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
+		int by_inode)
+{
+	objfs_inode_assert_locked(ip);
+	if (!s->shared || ip->change_gen <= ip->entry_gen || by_inode)
+		return 0;
+	if (ip->estale_at && ip->entry_gen >= ip->estale_at) {
+		ip->estale_at = 0;	/* this open's second walk */
+		return 0;
+	}
+	if (ip->estale_change == ip->change_gen)
+		return 0;
+	ip->estale_at = atomic_load(&s->remote_gen);
+	ip->estale_change = ip->change_gen;
+	return -ESTALE;
+}
+
 int
 objfs_share_catch_up(struct objfs_store *s)
 {
@@ -671,7 +811,7 @@ objfs_share_catch_up(struct objfs_store *s)
 	if (!s->shared)
 		return -ENOTSUP;
 	rc = s->tier_ops->catch_up(s->tier);
-	objfs_store_notify_send(s);
+	objfs_store_notify_send(s, 1);
 	return rc;
 }
 
