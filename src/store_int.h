@@ -13,6 +13,10 @@
  * below it):
  *	(the tier's renew_mu and catch_mu, tier_int.h, are taken with
  *	none of these held, and take apply_lock under them)
+ *	notify_send_mu	shared mode (publish.c): one sender of the kernel's
+ *			cache notices at a time; taken with no lock held
+ *			(the kernel may wait, to drop a name, for a request
+ *			that waits for any of these), notify_mu under it.
  *	apply_lock	shared mode only (publish.c): held shared by an
  *			operation that may change the shared tree, from its
  *			first read to its commit; exclusive while another
@@ -45,6 +49,8 @@
  *			inode's lock.)
  *	todo_mu		shared mode (publish.c): what the follower does later
  *			(closes and destroys that failed); a leaf.
+ *	notify_mu	shared mode (publish.c): the queue of the kernel's
+ *			cache notices; a leaf.
  *	the remote tier's lock (tier_int.h): its shipping state; never
  *			held across a call into the index or the cluster.
  *	the arena's lock, the index's lock (meta.c): innermost but for
@@ -114,9 +120,12 @@ struct objfs_inode {
 	 * a value of s->remote_gen: when another node's record last changed
 	 * the inode or took one of its names (change_gen); before the last
 	 * lookup that gave the kernel its name and attributes (entry_gen);
-	 * when an open last answered ESTALE, and for which change
-	 * (estale_at, estale_change: open_file). */
-	uint64_t change_gen, entry_gen, estale_at, estale_change;
+	 * the change an open last answered ESTALE for (estale_change).
+	 * estale_pending: an open answered ESTALE and no lookup came since;
+	 * walk_pass: the lookup that came next (the kernel's walk again),
+	 * which lets the one open after it through (objfs_share_walk_again). */
+	uint64_t change_gen, entry_gen, estale_change;
+	unsigned estale_pending : 1, walk_pass : 1;
 	struct objfs_attr attr;		/* protected by lock */
 	int attr_dirty;			/* protected by lock: size/times not
 					 * yet in the index */
@@ -326,6 +335,10 @@ struct objfs_store {
 	/* Shared mode (publish.c): one of many mounts of a namespace. */
 	int shared;
 	pthread_rwlock_t apply_lock;
+	/* One sender at a time (objfs_store_notify_send), taken with no
+	 * other lock held, notify_mu under it: a catch-up returns only once
+	 * what the follower applied before it has reached the kernel. */
+	pthread_mutex_t notify_send_mu;
 	pthread_mutex_t notify_mu;	/* a leaf: what follows */
 	struct objfs_notify {
 		struct objfs_notify *next;

@@ -213,6 +213,7 @@ destroy_locks(struct objfs_store *s)
 	s->notify_fn = NULL;		/* what is queued is freed, not sent */
 	objfs_store_notify_send(s, 1);
 	pthread_mutex_destroy(&s->notify_mu);
+	pthread_mutex_destroy(&s->notify_send_mu);
 	pthread_mutex_destroy(&s->todo_mu);
 	free(s->todo);
 }
@@ -466,6 +467,7 @@ objfs_store_open(const struct objfs_store_config *cfg,
 		pthread_rwlockattr_destroy(&ra);
 	}
 	pthread_mutex_init(&s->notify_mu, NULL);
+	pthread_mutex_init(&s->notify_send_mu, NULL);
 	pthread_mutex_init(&s->todo_mu, NULL);
 	s->notify_tail = &s->notify_head;
 	s->nbuckets = 1024;

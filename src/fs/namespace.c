@@ -100,6 +100,11 @@ lookup_once(struct objfs_store *s, uint64_t parent, const char *name,
 	*out = objfs_inode_attr_out(ip);
 	if (ip->entry_gen < g0)
 		ip->entry_gen = g0;
+	/* The kernel walking again after an open's ESTALE: the open that
+	 * follows goes through (objfs_share_walk_again); any other lookup
+	 * takes a pass back. */
+	ip->walk_pass = ip->estale_pending;
+	ip->estale_pending = 0;
 	objfs_inode_unlock(ip);
 	if (out->nlink == 0)
 		rc = -ENOENT;

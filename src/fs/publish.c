@@ -155,6 +155,7 @@ objfs_store_notify_send(struct objfs_store *s, int inodes)
 	void *arg;
 	int all = 0;
 
+	pthread_mutex_lock(&s->notify_send_mu);
 	pthread_mutex_lock(&s->notify_mu);
 	n = s->notify_head;
 	s->notify_head = NULL;
@@ -207,6 +208,7 @@ objfs_store_notify_send(struct objfs_store *s, int inodes)
 			objfs_inode_put_all(s, ips, k);
 		}
 	}
+	pthread_mutex_unlock(&s->notify_send_mu);
 }
 
 /* ---- another mount's commit ------------------------------------------- */
@@ -778,27 +780,30 @@ objfs_share_todo(struct objfs_store *s)
  * Shared mode: another node changed @ip (locked) or took a name of it
  * since the kernel last looked it up, and the kernel may not know yet:
  * this open may have come through a gone name, with an old size
- * (copy_file_range trusts it).  -ESTALE: the kernel walks the path again,
- * looking every name up.  Not again once it did (a later change came
- * after this open began), nor twice for one change with no lookup between
- * (/proc/PID/fd names no path); @by_inode: the kernel's own open of an
- * open file.  doc/design.md, "The kernel's caches on a
- * shared mount".
+ * (copy_file_range trusts it).  -ESTALE: the kernel walks the path again
+ * with LOOKUP_REVAL, looking every name up, and opens what it finds.
+ * The open right after that lookup goes through whatever came since (a
+ * change that raced the walk is as concurrent as the open: a second
+ * ESTALE would reach the caller, the kernel walks again only once); nor
+ * twice for one change with no lookup between (/proc/PID/fd names no
+ * path); @by_inode: the kernel's own open of an open file.
+ * doc/design.md, "The kernel's caches on a shared mount".
  */
 int
 objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
 		int by_inode)
 {
+	int pass;
+
 	objfs_inode_assert_locked(ip);
-	if (!s->shared || ip->change_gen <= ip->entry_gen || by_inode)
+	if (!s->shared || by_inode)
 		return 0;
-	if (ip->estale_at && ip->entry_gen >= ip->estale_at) {
-		ip->estale_at = 0;	/* this open's second walk */
+	pass = ip->walk_pass;
+	ip->walk_pass = 0;
+	if (pass || ip->change_gen <= ip->entry_gen ||
+	    ip->estale_change == ip->change_gen)
 		return 0;
-	}
-	if (ip->estale_change == ip->change_gen)
-		return 0;
-	ip->estale_at = atomic_load(&s->remote_gen);
+	ip->estale_pending = 1;
 	ip->estale_change = ip->change_gen;
 	return -ESTALE;
 }

@@ -177,7 +177,7 @@ a, b, how = sys.argv[1:]
 bad = []
 os.makedirs(a + '/warm', exist_ok=True)
 for i in range(30):
-    name = 'warm/%s%d' % (how, i)
+    name = 'warm/again' if how == 'again' else 'warm/%s%d' % (how, i)
     old = b'old %d ' % i * (100 + i)
     new = b'new version %d ' % i * (5000 + 997 * i)
     with open(a + '/' + name, 'wb') as f:
@@ -195,7 +195,7 @@ for i in range(30):
         os.rename(a + '/' + name + '.tmp', a + '/' + name)
     elif how == 'unlink':
         os.unlink(a + '/' + name)
-    elif how == 'copy':
+    elif how in ('copy', 'again'):
         with open(a + '/' + name, 'wb') as f:
             f.write(new)
     try:
@@ -211,7 +211,7 @@ for i in range(30):
         bad.append('%d: opened a name A removed' % i)
         os.close(fd)
         continue
-    if how == 'copy':
+    if how in ('copy', 'again'):
         # copy_file_range trusts the kernel's size of the source
         out = os.open(b + '/warm/out%d' % i, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         while os.copy_file_range(fd, out, 1 << 20) > 0:
@@ -239,6 +239,10 @@ ok "B's kernel held the name and size: A rewrites in place, B opens at once and 
 ok "... A renames a new file over it: B opens the new file, 30 of 30" warm_then rename
 ok "... A unlinks it: B's open finds no file, 30 of 30" warm_then unlink
 ok "... A rewrites it longer: copy_file_range on B copies all of the new version, 30 of 30" warm_then copy
+# One file, each version longer: an open that walked again once must not
+# let a later open through with the size of a version before (the
+# two-node fuzzer, seed 616812240).
+ok "... A rewrites one file 30 times: copy_file_range on B copies each version whole" warm_then again
 stats_cached() {	# 1,000 stats of 5 unchanged files on B: the kernel answers
 	python3 - "$B" <<'PY'
 import os, sys
