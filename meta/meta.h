@@ -338,6 +338,21 @@ typedef int (*objfs_meta_hook_fn)(void *arg, struct objfs_meta_txn *t,
 		const void *payload, size_t len, uint64_t *pos);
 void objfs_meta_set_hook(struct objfs_meta *m, objfs_meta_hook_fn fn,
 		void *arg);
+/*
+ * Shared mode's deferred commits (src/cluster/deleg.c): from inside the
+ * hook only, each journaled with the commit that calls it, so a commit
+ * and what it puts in or takes out of the outbox reach LMDB together.
+ * _defer keeps @p (a commit's entries for the tree) as the outbox's next
+ * entry; _take gives every entry, in order, as one run of entries
+ * (malloc'd; *@count of them) and takes them out.  Neither may be
+ * called before the hook is done with its payload (the journal's buffer
+ * it points into may move).  _count: how many wait, in any transaction.
+ */
+int objfs_meta_hook_defer(struct objfs_meta_txn *t, const void *p,
+		size_t len);
+int objfs_meta_hook_take(struct objfs_meta_txn *t, void **buf, size_t *len,
+		size_t *count);
+int objfs_meta_outbox_count(struct objfs_meta_txn *t, size_t *count);
 /* Apply journal entries (another mount's commit, as the pool's log has
  * it; every put carries its record checksum) in write transaction @t,
  * as its own changes: journaled with it, all or nothing at its commit.

@@ -94,6 +94,15 @@
 #define OBJFS_SUPER_JOURNAL	"journal_seq"	/* last record checkpointed */
 #define OBJFS_SUPER_REMOTE_POS	"remote_pos"	/* the pool's shared log:
 						 * the last record applied */
+/* Shared mode: this node's range of inode numbers and directory cookies
+ * (src/fs/namespace.c), each the next to hand out and the range's end;
+ * this data directory's own, never shipped, never in a snapshot. */
+#define OBJFS_SUPER_IDS_INO	"ids_ino"
+#define OBJFS_SUPER_IDS_INO_END	"ids_ino_end"
+#define OBJFS_SUPER_IDS_CK	"ids_cookie"
+#define OBJFS_SUPER_IDS_CK_END	"ids_cookie_end"
+/* Shared mode: how many times this node shipped its waiting commits. */
+#define OBJFS_SUPER_SHIPPED	"deleg_shipped"
 #define OBJFS_SUPER_CLEAN	"clean"		/* 1: the last daemon stopped
 						 * cleanly */
 

@@ -30,7 +30,9 @@ local_key(int db, const unsigned char *k, size_t klen)
 {
 	static const char *const own[] = { OBJFS_SUPER_ID, OBJFS_SUPER_CLEAN,
 		OBJFS_SUPER_JOURNAL, "remote_tree", "remote_epoch",
-		"remote_owner", OBJFS_SUPER_REMOTE_POS };
+		"remote_owner", OBJFS_SUPER_REMOTE_POS, OBJFS_SUPER_IDS_INO,
+		OBJFS_SUPER_IDS_INO_END, OBJFS_SUPER_IDS_CK,
+		OBJFS_SUPER_IDS_CK_END, OBJFS_SUPER_SHIPPED };
 
 	if (db == DB_OUTBOX)
 		return 1;

@@ -284,6 +284,10 @@ int objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 		uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len,
 		const struct objfs_writer *w, int *changed, size_t *n_out);
 int objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync);
+/* A writer's close (FLUSH) on a shared mount: the file published, as an
+ * fsync does, but what waits in the outbox is not waited for (another
+ * node's open recalls the directory first); 0 elsewhere. */
+int objfs_store_flush(struct objfs_store *s, uint64_t ino);
 int objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 		uint64_t off, uint64_t len);
 int objfs_store_lseek(struct objfs_store *s, uint64_t ino, uint64_t off,

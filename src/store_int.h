@@ -288,6 +288,14 @@ struct objfs_store {
 	pthread_mutex_t ns_lock;	/* namespace changes */
 	uint64_t next_ino;		/* protected by ns_lock */
 	uint64_t next_cookie;		/* protected by ns_lock */
+	/* Shared mode: the ends of this node's ranges of inode numbers and
+	 * cookies (namespace.c, ids_room; 0: not read yet), under ns_lock;
+	 * the inode numbers it handed out since it last shipped its
+	 * deferred commits, [own_lo, own_hi): no other node knows them
+	 * (namespace.c raises own_hi, src/cluster/deleg.c moves own_lo up
+	 * to it at each shipping). */
+	uint64_t ino_end, cookie_end;
+	_Atomic uint64_t own_lo, own_hi;
 	_Atomic uint64_t ninodes;	/* in the index */
 	/* Shared mode: counts the records of other nodes applied here
 	 * (an inode's change_gen, entry_gen). */
@@ -465,6 +473,11 @@ int objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
  * opens (open_file): dropping them bumps the kernel's attribute version,
  * and a lookup under way then brings a size the kernel throws away. */
 void objfs_store_notify_send(struct objfs_store *s, int inodes);
+/* Shared mode (0 otherwise): a namespace change in @dir is about to be
+ * made (apply lock held: OBJFS_SHARED), or a lookup or readdir of it (no
+ * lock held): src/cluster/deleg.c. */
+int objfs_share_dir_use(struct objfs_store *s, uint64_t dir);
+int objfs_share_dir_read(struct objfs_store *s, uint64_t dir);
 /* Take this node's write lease of @ino (its own commit): -EBUSY while
  * another live node holds it. */
 int objfs_share_lease(struct objfs_store *s, uint64_t ino);

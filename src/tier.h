@@ -49,7 +49,9 @@ struct objfs_tier_ops {
 	 * shipping commits and renewing the hold. */
 	int (*start)(struct objfs_tier *t, struct objfs_store *s, char *msg,
 			size_t msgsize);
-	/* Every commit up to @seq is in the pool's log (fsync): 0, or
+	/* Every commit up to @seq is in the pool's log (fsync; shared mode:
+	 * every commit waiting in the outbox, @seq unused; no store lock
+	 * held): 0, or
 	 * -ETIMEDOUT when the cluster did not take it within the timeout,
 	 * -EIO when this mount lost its hold (logged). */
 	int (*sync)(struct objfs_tier *t, uint64_t seq);
@@ -117,6 +119,18 @@ struct objfs_tier_ops {
 	/* This node forgets what it held of @ino's lease (its last fenced
 	 * writer closed, or the inode is destroyed). */
 	void (*forget)(struct objfs_tier *t, uint64_t ino);
+	/*
+	 * Delegations (doc/design.md, "Delegations").  A namespace change
+	 * in directory @dir is about to be made here (the store's apply
+	 * lock held): the directory is taken if nobody holds it (one
+	 * record), so that its changes may wait in the outbox; 0, or
+	 * -errno (-ERESTART: the log moved; the operation is tried again).
+	 */
+	int (*dir_use)(struct objfs_tier *t, uint64_t dir);
+	/* A lookup or readdir of @dir (no store lock held): when another
+	 * node holds it, it is recalled first, and what it made applied
+	 * here before this returns. */
+	int (*dir_read)(struct objfs_tier *t, uint64_t dir);
 };
 
 /* objfsctl check --remote: the way to the pool that check.c reads

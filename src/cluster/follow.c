@@ -56,12 +56,51 @@ tier_index_pos(struct objfs_tier *t, uint64_t *pos)
 	return rc;
 }
 
+/* A commit of this data directory's own count of shipments: its hook
+ * (lease.c, unsure_settle) finds whether this node's unsure record is in
+ * the log, and if so takes its commits out of the outbox. */
+static int
+settle(struct objfs_tier *t)
+{
+	struct objfs_meta_txn *tx;
+	uint64_t n = 0;
+	int rc;
+
+	objfs_share_begin(t->s);
+	rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
+	if (rc == 0) {
+		(void)objfs_meta_super_get(tx, OBJFS_SUPER_SHIPPED, &n);
+		rc = objfs_commit_or_abort(tx, objfs_meta_super_put(tx,
+				OBJFS_SUPER_SHIPPED, n + 1), NULL);
+	}
+	objfs_share_end(t->s);
+	return rc;
+}
+
 static int
 apply_commit(void *arg, uint64_t seq, const void *pl, size_t n)
 {
 	struct objfs_tier *t = arg;
-	int rc;
+	int rc, own;
 
+	/* This node's own record of waiting commits, whose put did not
+	 * answer: they are in this index already; settled, not applied. */
+	pthread_mutex_lock(&t->lock);
+	own = t->unsure_pos == seq;
+	pthread_mutex_unlock(&t->lock);
+	if (own) {
+		uint64_t at = 0;
+
+		(void)settle(t);
+		rc = tier_index_pos(t, &at);
+		if (rc < 0)
+			return rc;
+		if (at >= seq) {
+			atomic_store(&t->pos, seq);
+			return 0;
+		}
+		/* Not this node's after all (settle found it so): applied. */
+	}
 	tl_applying = seq;
 	rc = objfs_store_apply_remote(t->s, pl, n);
 	tl_applying = 0;

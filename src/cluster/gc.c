@@ -369,13 +369,19 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 			rc = objfs_meta_begin(t->m, 0, &tx);
 		if (rc == 0) {
 			rc = objfs_meta_super_list(tx, "w", other_lease, &o);
+			/* A directory another node holds: what waits there to
+			 * be shipped may name chunks no record does yet. */
+			if (rc == 0)
+				rc = objfs_meta_super_list(tx, "D",
+						other_lease, &o);
 			objfs_meta_abort(tx);
 		}
 		if (rc == 0 && o.n) {
 			snprintf(report, size, "deferred: %" PRIu64 " file(s) "
-				"open for writing on other nodes (node %016"
-				PRIx64 "...): their chunks are named only "
-				"there until they close", o.n, o.first);
+				"open for writing, or directories held, on other "
+				"nodes (node %016" PRIx64 "...): their chunks are "
+				"named only there until they close or ship",
+				o.n, o.first);
 			objfs_log(OBJFS_LOG_INFO, "remote: %s: garbage "
 				"collection %s", t->spec, report);
 			pthread_mutex_lock(&t->lock);

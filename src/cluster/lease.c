@@ -227,7 +227,9 @@ static int
 local_super(const unsigned char *k, size_t klen)
 {
 	static const char *const own[] = { "id", "clean", "journal_seq",
-		SUPER_TREE, SUPER_EPOCH, SUPER_OWNER, OBJFS_SUPER_REMOTE_POS };
+		SUPER_TREE, SUPER_EPOCH, SUPER_OWNER, OBJFS_SUPER_REMOTE_POS,
+		OBJFS_SUPER_IDS_INO, OBJFS_SUPER_IDS_INO_END, OBJFS_SUPER_IDS_CK,
+		OBJFS_SUPER_IDS_CK_END, OBJFS_SUPER_SHIPPED };
 
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (klen == strlen(own[i]) && memcmp(k, own[i], klen) == 0)
@@ -518,8 +520,11 @@ lease_moved(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	int grant;
 	uint64_t ino = lease_entry(db, k, klen, &grant);
 
-	if (!ino)
+	if (!ino) {
+		if (db == OBJFS_MDB_SUPER)
+			tier_deleg_moved(t, lm->own, op, k, klen, v, vlen);
 		return 0;
+	}
 	if (op == OBJFS_JOURNAL_PUT && vlen >= 8)
 		memcpy(&val, v, 8);
 	pthread_mutex_lock(&t->lease_mu);
@@ -537,6 +542,55 @@ lease_moved(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	return 0;
 }
 
+/* Past this node's local deadline nothing is appended, nor kept to be
+ * (the caller renews and tries again): a node that stopped may have been
+ * given up by the others, and the log compacted past it. */
+static int
+past_deadline(struct objfs_tier *t)
+{
+	uint64_t t0 = objfs_mono_ns();
+	int rc;
+
+	pthread_mutex_lock(&t->lock);
+	rc = t0 + tier_node_margin_ns(t) >= t->lease_ns ? -ETIME : 0;
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+/*
+ * A record of this node's that carried waiting commits, whose put did not
+ * answer (t->unsure_pos): is it in the log?  1 yes (then what waited is
+ * shipped: the caller takes it out of the outbox), 0 no (it waits still),
+ * or -errno.
+ */
+static int
+unsure_settle(struct objfs_tier *t)
+{
+	uint64_t pos;
+	unsigned char *rec;
+	size_t len;
+	int rc;
+
+	pthread_mutex_lock(&t->lock);
+	pos = t->unsure_pos;
+	rec = t->unsure_rec;
+	len = t->unsure_len;
+	pthread_mutex_unlock(&t->lock);
+	if (!pos)
+		return 0;
+	rc = same_record(t, pos, rec, len);
+	if (rc == -ENOENT)
+		rc = 0;
+	if (rc >= 0) {
+		pthread_mutex_lock(&t->lock);
+		free(t->unsure_rec);
+		t->unsure_rec = NULL;
+		t->unsure_pos = 0;
+		pthread_mutex_unlock(&t->lock);
+	}
+	return rc;
+}
+
 int
 tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		uint64_t *pos)
@@ -544,18 +598,20 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	struct objfs_tier *t = arg;
 	struct filt f = { 0 };
 	struct lease_moves lm = { t, 0 };
-	unsigned char *rec;
+	unsigned char *rec, *all = NULL;
+	void *ob = NULL;
 	uint64_t cur = 0, t0;
-	size_t len;
-	int rc;
+	size_t len, obn = 0, count = 0, alln;
+	int rc, defer = 0, settled = 0;
 
 	f.t = t;
 	f.tx = tx;
 	pthread_mutex_lock(&t->lock);
-	rc = t->lost;
+	rc = t->lost || t->diverged;
 	pthread_mutex_unlock(&t->lock);
 	if (rc)
-		return -EIO;	/* the epoch's log is fenced (fenced_out) */
+		return -EIO;	/* the epoch's log is fenced (fenced_out), or
+				 * this index went ahead of the tree */
 	if (tier_applying()) {
 		/* Another node's record (or this node's, found in the log
 		 * by the follower): a lease it breaks is lost here. */
@@ -579,29 +635,104 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		free(ents);
 	}
 	free(f.held);
-	if (rc < 0 || f.len == 0) {
-		free(f.p);
-		return rc;	/* refused, or this mount's alone */
+	/* From here on @pl is not read: the outbox's entries go into the
+	 * journal's buffer it points into. */
+	if (rc == 0 && f.len)
+		rc = tier_deleg_classify(t, f.p, f.len, &defer);
+	if (defer) {
+		/* Nothing is kept while a record of kept commits may or may
+		 * not be in the log: this commit settles it first. */
+		pthread_mutex_lock(&t->lock);
+		defer = !t->unsure_pos;
+		pthread_mutex_unlock(&t->lock);
 	}
-	rc = objfs_meta_super_get(tx, OBJFS_SUPER_REMOTE_POS, &cur);
+	if (rc == 0 && defer) {
+		/* Of directories this node holds and inodes only it knows:
+		 * kept, shipped with the next record this node puts. */
+		rc = past_deadline(t);
+		if (rc == 0)
+			rc = objfs_meta_hook_defer(tx, f.p, f.len);
+		if (rc == 0) {
+			lm.own = 1;
+			(void)objfs_meta_payload_walk(f.p, f.len, lease_moved,
+					&lm);
+			tier_deleg_deferred(t);
+		}
+		free(f.p);
+		return rc;
+	}
+	if (rc == 0)
+		rc = objfs_meta_super_get(tx, OBJFS_SUPER_REMOTE_POS, &cur);
+	if (rc == -ENOENT)
+		rc = -EIO;
+	/* A record of waiting commits whose put did not answer: if it is
+	 * in the log, they are shipped, and this commit comes after it. */
+	if (rc == 0 && (rc = unsure_settle(t)) == 1) {
+		settled = 1;
+		cur++;
+		rc = 0;
+	}
+	/* What waits goes first, in this commit's record. */
+	if (rc == 0 && (atomic_load(&t->dl_waiting) || settled ||
+	    tier_deleg_flushing()))
+		rc = objfs_meta_hook_take(tx, &ob, &obn, &count);
+	if (rc == 0 && count && !settled && tier_deleg_lost_any(t)) {
+		pthread_mutex_lock(&t->lock);
+		t->diverged = 1;
+		pthread_mutex_unlock(&t->lock);
+		objfs_log(OBJFS_LOG_ERR, "remote: %s: a directory this node "
+			"held was taken by another node while %zu change(s) of "
+			"it waited here: they are refused, and this mount "
+			"writes nothing more (EIO); mount it again", t->spec,
+			count);
+		rc = -EIO;
+	}
 	if (rc < 0) {
 		free(f.p);
-		return rc == -ENOENT ? -EIO : rc;
+		free(ob);
+		return rc;	/* refused */
 	}
-	rec = make_record(cur + 1, f.p, f.len, &len);
-	free(f.p);
-	if (!rec)
+	if (settled) {
+		/* The unsure record's commits are in the log: dropped from
+		 * the outbox; what came after them goes in a record of its
+		 * own. */
+		free(ob);
+		ob = NULL;
+		obn = 0;
+		tier_deleg_shipped(t, count);
+		count = 0;
+	}
+	alln = obn + f.len;
+	if (alln == 0) {
+		free(f.p);
+		free(ob);
+		if (settled) {
+			atomic_store(&t->pos, cur);
+			*pos = cur;
+		}
+		return 0;	/* this mount's alone */
+	}
+	all = ob;
+	if (f.len) {
+		all = realloc(ob, alln);
+		if (!all) {
+			free(ob);
+			free(f.p);
+			return -ENOMEM;
+		}
+		memcpy(all + obn, f.p, f.len);
+	}
+	rec = make_record(cur + 1, all, alln, &len);
+	free(all);
+	if (!rec) {
+		free(f.p);
 		return -ENOMEM;
+	}
 	t0 = objfs_mono_ns();
-	/* Past this node's local deadline nothing is appended before its
-	 * lock is proved held (the caller renews and tries again): a node
-	 * that stopped may have been given up by the others, and the log
-	 * compacted past it. */
-	pthread_mutex_lock(&t->lock);
-	rc = t0 + tier_node_margin_ns(t) >= t->lease_ns ? -ETIME : 0;
-	pthread_mutex_unlock(&t->lock);
+	rc = past_deadline(t);
 	if (rc < 0) {
 		free(rec);
+		free(f.p);
 		return rc;
 	}
 	rc = objfs_remote_log_put(t->r, t->epoch, cur + 1, rec, len);
@@ -615,15 +746,32 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 			rc = 0;
 		}
 	}
+	if (rc < 0 && rc != -ERESTART && count) {
+		/* It may have landed: the next commit, or the follower
+		 * finding it, settles it (unsure_settle). */
+		pthread_mutex_lock(&t->lock);
+		free(t->unsure_rec);
+		t->unsure_rec = rec;
+		t->unsure_len = len;
+		t->unsure_pos = cur + 1;
+		pthread_mutex_unlock(&t->lock);
+		rec = NULL;
+	}
 	free(rec);
 	objfs_tier_note(t, rc == -ERESTART ? 0 : rc, "writing the pool's log");
-	if (rc < 0)
+	if (rc < 0) {
+		free(f.p);
 		return rc;
+	}
 	objfs_tier_count(&t->logs, len, t0);
 	atomic_fetch_add(&t->sh_appended, 1);
-	/* The leases this commit granted or gave back are (not) held. */
+	/* The leases (and directories) this commit granted or gave back are
+	 * (not) held; those of the waiting commits were when they were
+	 * kept. */
 	lm.own = 1;
-	(void)objfs_meta_payload_walk(pl, n, lease_moved, &lm);
+	(void)objfs_meta_payload_walk(f.p, f.len, lease_moved, &lm);
+	free(f.p);
+	tier_deleg_shipped(t, count);
 	/* The other mounts look now rather than at their next poll. */
 	(void)objfs_remote_notify(t->r, TIER_WATCH);
 	atomic_store(&t->pos, cur + 1);
@@ -799,10 +947,14 @@ tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner, uint64_t only,
 int
 tier_share_unblock(struct objfs_tier *t)
 {
-	uint64_t ino = tl_blocked_ino, node = tl_blocked_node;
+	uint64_t ino = tl_blocked_ino, node = tl_blocked_node, dir, dnode;
 	int rc;
 
 	tl_blocked_ino = tl_blocked_node = 0;
+	/* A directory another node holds: recalled (or broken once its
+	 * lock lapsed), then the commit is tried again. */
+	if (tier_deleg_blocked(&dir, &dnode))
+		return tier_deleg_recall(t, dir, dnode);
 	if (!ino)
 		return -EBUSY;
 	rc = tier_node_alive(t, node);

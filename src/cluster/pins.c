@@ -35,6 +35,11 @@ tier_share_watched(void *arg, uint64_t notify_id, uint64_t cookie, const void *d
 	struct objfs_tier *t = arg;
 	int queued = 0;
 
+	if (data && len > strlen(TIER_RECALL_ASK) &&
+	    memcmp(data, TIER_RECALL_ASK, strlen(TIER_RECALL_ASK)) == 0) {
+		tier_deleg_watched(t, notify_id, cookie, data, len);
+		return;
+	}
 	if (data && len == strlen(TIER_PINS_ASK) &&
 	    memcmp(data, TIER_PINS_ASK, len) == 0) {
 		pthread_mutex_lock(&t->lock);

@@ -65,6 +65,9 @@ follow_main(void *arg)
 		/* What changed, to the kernel's caches, with no lock held. */
 		objfs_store_notify_send(t->s, 0);
 		tier_share_answer_pins(t);
+		/* Recalls answered, what waits shipped, idle directories
+		 * given back. */
+		tier_deleg_tick(t);
 		/* Closes and destroys that failed, tried again. */
 		objfs_share_todo(t->s);
 		if (rc < 0 && rc != -ETIMEDOUT && !quiet) {
@@ -92,6 +95,8 @@ tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize)
 	pthread_mutex_init(&t->catch_mu, NULL);
 	pthread_mutex_init(&t->renew_mu, NULL);
 	pthread_mutex_init(&t->lease_mu, NULL);
+	pthread_mutex_init(&t->deleg_mu, NULL);
+	t->deleg_on = 1;
 	rc = objfs_remote_hold_shared(t->r, TIER_HOLD, t->holder, t->hold_s,
 			who, sizeof(who));
 	if (rc == -EBUSY) {
@@ -208,6 +213,15 @@ tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 		(void)objfs_meta_super_get(tx, SUPER_OWNER, &prev);
 		objfs_meta_abort(tx);
 	}
+	/* The tree's delegations, before the log is applied: a record
+	 * that takes away one the last daemon held while commits of it
+	 * wait here is seen as it is applied. */
+	rc = tier_deleg_attach(t, prev);
+	if (rc < 0) {
+		snprintf(msg, msgsize, "%s: cannot read the index: %s",
+			t->spec, strerror(-rc));
+		return rc;
+	}
 	objfs_meta_set_hook(t->m, tier_share_hook, t);
 	rc = tier_share_catch_up(t);
 	if (rc == -ESTALE) {
@@ -230,6 +244,18 @@ tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 	/* This data directory's last daemon was killed: the leases it still
 	 * holds are this mount's before anything of its files is touched
 	 * (orphans removed, the arena adopted). */
+	rc = tier_deleg_take_over(t, prev);
+	if (rc < 0) {
+		snprintf(msg, msgsize, rc == -ESTALE ? "%s: another node took "
+			"a directory this data directory's last daemon held, "
+			"while changes of it had not reached the pool; they "
+			"are refused: move %s/index aside and mount again (the "
+			"index is built anew from the pool)" : "%s: cannot take "
+			"over the directories of the last daemon of this data "
+			"directory: %s", t->spec, rc == -ESTALE ? t->dir :
+			strerror(-rc));
+		return rc;
+	}
 	if (prev && prev != t->node) {
 		rc = tier_share_rewrite_leases(t, prev, 0, 0, &n);
 		if (rc < 0) {
@@ -345,6 +371,12 @@ tier_share_quiesce(struct objfs_tier *t)
 		return;
 	t->quiesced = 1;
 	objfs_share_todo(t->s);		/* what failed before: once more */
+	rc = tier_deleg_release_all(t);
+	if (rc < 0)
+		objfs_log(OBJFS_LOG_ERR, "remote: %s: cannot ship what waits "
+			"here, or give this node's directories back: %s; other "
+			"nodes take them once this node's lock lapses "
+			"(remote_lease)", t->spec, strerror(-rc));
 	rc = tier_share_rewrite_leases(t, t->node, 0, 1, &n);
 	if (rc < 0)
 		objfs_log(OBJFS_LOG_ERR, "remote: %s: cannot publish the files "
@@ -376,7 +408,10 @@ tier_share_close(struct objfs_tier *t)
 	pthread_mutex_destroy(&t->catch_mu);
 	pthread_mutex_destroy(&t->renew_mu);
 	pthread_mutex_destroy(&t->lease_mu);
+	pthread_mutex_destroy(&t->deleg_mu);
 	free(t->held);
+	free(t->dl);
+	free(t->unsure_rec);
 }
 
 struct lease_count {
@@ -429,6 +464,9 @@ tier_share_status(struct objfs_tier *t, char *buf, size_t size)
 		(uint64_t)atomic_load(&t->sh_lapses),
 		(uint64_t)atomic_load(&t->compactions),
 		(uint64_t)atomic_load(&t->compact_removed));
-
-	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
+	if (n < 0)
+		return 0;
+	if ((size_t)n >= size)
+		return size - 1;
+	return (size_t)n + tier_deleg_status(t, buf + n, size - (size_t)n);
 }

@@ -593,9 +593,10 @@ tier_sync(struct objfs_tier *t, uint64_t seq)
 	uint64_t tries;
 	int rc = 0;
 
-	/* Shared mode: a commit is in the pool's log when it returns. */
+	/* Shared mode: a commit is in the pool's log when it returns, but
+	 * those that wait in the outbox (deleg.c). */
 	if (t->shared)
-		return 0;
+		return tier_deleg_flush(t);
 	pthread_mutex_lock(&t->lock);
 	if (t->want < seq)
 		t->want = seq;
@@ -779,6 +780,8 @@ const struct objfs_tier_ops objfs_tier_rados = {
 	.gc = tier_gc,
 	.status = tier_status,
 	.shared = tier_shared,
+	.dir_use = tier_deleg_use,
+	.dir_read = tier_deleg_read,
 	.attach = tier_attach,
 	.quiesce = tier_quiesce,
 	.catch_up = tier_share_catch_up,

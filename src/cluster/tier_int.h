@@ -43,6 +43,11 @@ struct tier_counter {
 #define TIER_PINS_FMT	"objfs.pins.%016" PRIx64
 #define TIER_PINS_MAGIC	0x4e49504fu	/* "OPIN" */
 
+/* Recalls of this node's directories waiting for its follower, at most;
+ * directories given back recently, remembered. */
+#define TIER_RECALL_REQS	16
+#define TIER_RECALLED		8
+
 /* A chunk's object, by its name's parts (pool.c). */
 struct gc_name {
 	uint64_t hi, lo;
@@ -182,6 +187,37 @@ struct objfs_tier {
 	 * by the follower: notify ids and watch cookies. */
 	struct { uint64_t id, cookie; } pins_req[TIER_PINS_REQS];
 	unsigned pins_n;
+	/* Directory delegations (deleg.c).  deleg_mu guards dl[] (every
+	 * delegation of the tree as this node applied the log: its
+	 * directory, holder, token; this node's with their last use and
+	 * whether lost), dl_held (how many are this node's) and the
+	 * recently given back; a leaf, taken under the index's lock by the
+	 * hook. */
+	pthread_mutex_t deleg_mu;
+	struct tier_deleg {
+		uint64_t dir, node, tok, used_ns;
+		int lost;
+	} *dl;
+	size_t dl_n, dl_cap, dl_held;
+	struct { uint64_t dir, ns; } recalled[TIER_RECALLED];
+	unsigned recalled_i;
+	int deleg_on;			/* remote_delegate: take directories */
+	int diverged;			/* (lock) a delegation with commits
+					 * waiting was taken away: writes
+					 * nothing more */
+	/* Commits waiting in the outbox, since when; counters. */
+	_Atomic uint64_t dl_waiting, dl_waiting_ns;
+	_Atomic uint64_t dl_deferred, dl_batches, dl_granted, dl_released,
+		dl_recalls, dl_answered, dl_broken;
+	/* A record of waiting commits whose put did not answer (t->lock):
+	 * its position and bytes, until one of this node's commits, or the
+	 * follower, finds whether it landed (lease.c, unsure_settle). */
+	uint64_t unsure_pos;
+	unsigned char *unsure_rec;
+	size_t unsure_len;
+	/* Recalls of other nodes, answered by the follower (t->lock). */
+	struct { uint64_t id, cookie, dir; } recall_req[TIER_RECALL_REQS];
+	unsigned recall_n;
 };
 
 /* ---- shared.c: shared mode ---- */
@@ -254,6 +290,54 @@ uint64_t tier_lease_ino(const unsigned char *k, size_t klen);
  * else they become this node's; *@count how many. */
 int tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner,
 		uint64_t only, int publish, size_t *count);
+
+/* ---- deleg.c: directory delegations, deferred commits ---- */
+
+#define TIER_DELEG_FMT	"D%016" PRIx64	/* a super key: the node that holds
+					 * the directory */
+#define TIER_DTOK_FMT	"T%016" PRIx64	/* ... and the log position that
+					 * granted it (its token) */
+#define TIER_RECALL_ASK	"objfs-recall"	/* + directory + holder, 8 bytes each */
+
+/* The directory a delegation key names (*@tok: the token's key), or 0. */
+uint64_t tier_deleg_key(const unsigned char *k, size_t klen, int *tok);
+/* The hook: may the commit whose entries for the tree are @p wait in the
+ * outbox (*@defer)?  -EBUSY when it touches a directory another node
+ * holds (tier_deleg_blocked says which). */
+int tier_deleg_classify(struct objfs_tier *t, const void *p, size_t n,
+		int *defer);
+/* This thread's commit ships what waits (a flush, a giving back). */
+int tier_deleg_flushing(void);
+/* A delegation this node held was taken away (then nothing waiting may
+ * ship). */
+int tier_deleg_lost_any(struct objfs_tier *t);
+/* The hook kept a commit in the outbox; shipped @count of them. */
+void tier_deleg_deferred(struct objfs_tier *t);
+void tier_deleg_shipped(struct objfs_tier *t, size_t count);
+/* A delegation key a record puts or deletes (@own: this node's). */
+void tier_deleg_moved(struct objfs_tier *t, int own, int op,
+		const unsigned char *k, size_t klen, const unsigned char *v,
+		size_t vlen);
+/* tier.h's dir_use, dir_read and flush. */
+int tier_deleg_use(struct objfs_tier *t, uint64_t dir);
+int tier_deleg_read(struct objfs_tier *t, uint64_t dir);
+int tier_deleg_flush(struct objfs_tier *t);
+/* The watch's recall requests; the follower's pass. */
+void tier_deleg_watched(struct objfs_tier *t, uint64_t notify_id,
+		uint64_t cookie, const unsigned char *p, size_t len);
+void tier_deleg_tick(struct objfs_tier *t);
+/* Unmount: every directory given back, what waits shipped. */
+int tier_deleg_release_all(struct objfs_tier *t);
+/* The directory (and holder) that refused this thread's last commit. */
+int tier_deleg_blocked(uint64_t *dir, uint64_t *node);
+/* Get @dir back from @node (asked, or broken once its lock lapsed). */
+int tier_deleg_recall(struct objfs_tier *t, uint64_t dir, uint64_t node);
+/* A mount: the tree's delegations read (the last daemon's, @prev, are
+ * this mount's), before the log is applied; after it, made this mount's
+ * in the tree (-ESTALE when one was taken away with commits waiting). */
+int tier_deleg_attach(struct objfs_tier *t, uint64_t prev);
+int tier_deleg_take_over(struct objfs_tier *t, uint64_t prev);
+size_t tier_deleg_status(struct objfs_tier *t, char *buf, size_t size);
 
 /* ---- pins.c: the collector's pins ---- */
 

@@ -70,6 +70,10 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 	uint64_t parent;
 	int rc, full = 0;
 
+	/* Shared mode: a directory another node holds is recalled before
+	 * its first entries are read (what it made there is listed). */
+	if (off == 0 && (rc = objfs_share_dir_read(s, ino)) < 0)
+		return rc;
 	rc = objfs_inode_get(s, ino, &dp);
 	if (rc < 0)
 		return rc;

@@ -767,8 +767,8 @@ objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 	return 0;
 }
 
-int
-objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
+static int
+fsync_or_close(struct objfs_store *s, uint64_t ino, int durable)
 {
 	struct objfs_inode *ip;
 	int rc;
@@ -819,11 +819,30 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 		 * went to the pool's log when its call returned. */
 		if (w)
 			rc = objfs_share_publish(s, ip, 0);
+		/* ... and, for an fsync, what waits in the outbox
+		 * (src/cluster/deleg.c) goes to the log with it.  A close
+		 * does not wait for it: another node that opens the file
+		 * recalls its directory first. */
+		if (rc == 0 && durable)
+			rc = objfs_store_sync_index(s);
 	} else if (rc == 0) {
 		rc = objfs_store_sync_index(s);
 	}
 	objfs_inode_put(s, ip);
 	return rc;
+}
+
+int
+objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
+{
+	(void)datasync;
+	return fsync_or_close(s, ino, 1);
+}
+
+int
+objfs_store_flush(struct objfs_store *s, uint64_t ino)
+{
+	return fsync_or_close(s, ino, 0);
 }
 
 int

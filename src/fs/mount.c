@@ -670,7 +670,9 @@ objfs_store_sync_all(struct objfs_store *s)
 {
 	int rc = flush_all(s), r;
 
-	r = s->shared ? objfs_share_publish_all(s) : objfs_store_sync_index(s);
+	r = s->shared ? objfs_share_publish_all(s) : 0;
+	if (r == 0)
+		r = objfs_store_sync_index(s);	/* shared: what waits */
 	return rc ? rc : r;
 }
 

@@ -108,6 +108,20 @@ objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries)
 	return 0;
 }
 
+int
+objfs_share_dir_use(struct objfs_store *s, uint64_t dir)
+{
+	return s->shared && s->tier_ops->dir_use ?
+		s->tier_ops->dir_use(s->tier, dir) : 0;
+}
+
+int
+objfs_share_dir_read(struct objfs_store *s, uint64_t dir)
+{
+	return s->shared && s->tier_ops->dir_read ?
+		s->tier_ops->dir_read(s->tier, dir) : 0;
+}
+
 /* ---- the kernel's caches ---------------------------------------------- */
 
 void
@@ -488,13 +502,9 @@ objfs_store_apply_remote(struct objfs_store *s, const void *pl, size_t n)
 
 		named_gone(s, t, g);
 		(void)objfs_meta_payload_walk(pl, n, scan, t);
+		/* The inode and cookie counters are this node's own range's
+		 * (namespace.c, ids_room), not the tree's. */
 		if (objfs_meta_begin(s->meta, 0, &tx) == 0) {
-			if (objfs_meta_super_get(tx, OBJFS_SUPER_NEXT_INO,
-					&v) == 0 && v > s->next_ino)
-				s->next_ino = v;
-			if (objfs_meta_super_get(tx, OBJFS_SUPER_NEXT_COOKIE,
-					&v) == 0 && v > s->next_cookie)
-				s->next_cookie = v;
 			if (objfs_meta_inode_count(tx, &v) == 0)
 				atomic_store(&s->ninodes, v);
 			objfs_meta_abort(tx);

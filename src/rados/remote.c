@@ -458,7 +458,7 @@ objfs_remote_ask(struct objfs_remote *r, const char *name, const void *buf,
 
 	if (reply && rados_decode_notify_response(reply, rlen, &acks, &nacks,
 			&touts, &ntouts) == 0) {
-		for (size_t i = 0; i < nacks; i++)
+		for (size_t i = 0; cb && i < nacks; i++)
 			cb(arg, acks[i].payload, acks[i].payload_len);
 		if (ntouts && rc == 0)
 			rc = -ETIMEDOUT;

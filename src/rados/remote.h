@@ -135,7 +135,8 @@ int objfs_remote_omap_list(struct objfs_remote *r, const char *name,
  * collected by later calls, and by unwatch). */
 int objfs_remote_notify(struct objfs_remote *r, const char *name);
 /* Notify @name's watchers with @len bytes of @buf and wait up to
- * @timeout_ms for every one to answer: @cb gets each answer's payload.
+ * @timeout_ms for every one to answer: @cb (may be NULL) gets each
+ * answer's payload.
  * -ETIMEDOUT when one did not answer in time (the others' answers are
  * given still). */
 int objfs_remote_ask(struct objfs_remote *r, const char *name,
