@@ -593,7 +593,8 @@ objfs_ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * (opens say so: noflush), unless the mount is shared: then the
 	 * close of a writer publishes the file (close-to-open). */
 	if (fi->fh & FH_PUBLISH) {
-		fuse_reply_err(req, -objfs_store_flush(req_store(req), ino));
+		fuse_reply_err(req, -objfs_store_fsync(req_store(req), ino,
+				OBJFS_FSYNC_CLOSE));
 		return;
 	}
 	fuse_reply_err(req, 0);

@@ -247,6 +247,13 @@ raw_put(MDB_txn *txn, MDB_dbi dbi, int db, const void *k, size_t klen,
 }
 
 int
+meta_raw_put(MDB_txn *txn, MDB_dbi dbi, int db, const void *k, size_t klen,
+		const void *v, size_t vlen, MDB_val *stored)
+{
+	return raw_put(txn, dbi, db, k, klen, v, vlen, 0, stored);
+}
+
+int
 meta_put(struct objfs_meta_txn *t, int db, const void *k, size_t klen,
 		const void *v, size_t vlen, unsigned flags)
 {
@@ -776,115 +783,6 @@ pos_put(struct objfs_meta *m, uint64_t pos)
 		return rc;
 	return meta_jlog(m, OBJFS_JOURNAL_PUT, DB_SUPER, key, sizeof(key) - 1,
 			stored.mv_data, stored.mv_size) < 0 ? ENOMEM : 0;
-}
-
-/* ---- shared mode's deferred commits (meta.h), from inside the hook ----- */
-
-int
-objfs_meta_hook_defer(struct objfs_meta_txn *t, const void *p, size_t len)
-{
-	struct objfs_meta *m = t->m;
-	unsigned char kb[8];
-	MDB_cursor *cur;
-	MDB_val k, v, stored;
-	uint64_t seq = 1;
-	int rc = mdb_cursor_open(t->txn, m->dbi[DB_OUTBOX], &cur);
-
-	if (rc == 0) {
-		rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
-		if (rc == 0 && k.mv_size == 8)
-			seq = get_be64(k.mv_data) + 1;
-		mdb_cursor_close(cur);
-		if (rc == MDB_NOTFOUND)
-			rc = 0;
-	}
-	if (rc)
-		return map_err(rc, "outbox");
-	put_be64(kb, seq);
-	m->w_touched = 1;
-	rc = raw_put(t->txn, m->dbi[DB_OUTBOX], DB_OUTBOX, kb, 8, p, len, 0,
-			&stored);
-	if (rc)
-		return map_err(rc, "outbox");
-	return meta_jlog(m, OBJFS_JOURNAL_PUT, DB_OUTBOX, kb, 8,
-			stored.mv_data, stored.mv_size);
-}
-
-int
-objfs_meta_hook_take(struct objfs_meta_txn *t, void **buf, size_t *len,
-		size_t *count)
-{
-	struct objfs_meta *m = t->m;
-	unsigned char *out = NULL;
-	size_t n = 0, cap = 0, c = 0;
-	MDB_cursor *cur = NULL;
-	MDB_val k, v;
-	int rc = mdb_cursor_open(t->txn, m->dbi[DB_OUTBOX], &cur);
-
-	if (rc == 0)
-		rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-	while (rc == 0) {
-		unsigned char kb[8];
-		size_t vl;
-
-		if (k.mv_size != 8 || !objfs_meta_rec_ok(DB_OUTBOX, k.mv_data,
-				8, v.mv_data, v.mv_size)) {
-			rc = -1;
-			break;
-		}
-		vl = v.mv_size - TRAILER;
-		if (n + vl > cap) {
-			size_t nc = cap ? cap : 4096;
-			unsigned char *np;
-
-			while (nc < n + vl)
-				nc *= 2;
-			np = realloc(out, nc);
-			if (!np) {
-				rc = ENOMEM;
-				break;
-			}
-			out = np;
-			cap = nc;
-		}
-		memcpy(out + n, v.mv_data, vl);
-		n += vl;
-		c++;
-		memcpy(kb, k.mv_data, 8);
-		m->w_touched = 1;
-		rc = mdb_cursor_del(cur, 0);
-		if (rc == 0 && meta_jlog(m, OBJFS_JOURNAL_DEL, DB_OUTBOX, kb, 8,
-				NULL, 0) < 0)
-			rc = ENOMEM;
-		if (rc == 0)
-			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-	}
-	if (cur)
-		mdb_cursor_close(cur);
-	if (rc == -1) {
-		free(out);
-		return meta_damaged(DB_OUTBOX, k.mv_data, k.mv_size);
-	}
-	if (rc && rc != MDB_NOTFOUND) {
-		free(out);
-		return map_err(rc, "outbox");
-	}
-	*buf = out;
-	*len = n;
-	*count = c;
-	return 0;
-}
-
-int
-objfs_meta_outbox_count(struct objfs_meta_txn *t, size_t *count)
-{
-	MDB_stat st;
-	int rc = mdb_stat(t->txn, t->m->dbi[DB_OUTBOX], &st);
-
-	if (rc)
-		return map_err(rc, "outbox");
-	*count = st.ms_entries;
-	return 0;
 }
 
 static int

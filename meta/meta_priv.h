@@ -178,6 +178,10 @@ int meta_open_err(int rc);
 int meta_ensure_batch(struct objfs_meta *m);
 int meta_replay(struct objfs_meta *m, uint64_t *n);
 int meta_checkpoint(struct objfs_meta *m);
+/* Store @v under @k in @txn with its trailer (the stored value, for the
+ * journal, in *@stored): a positive MDB error or 0. */
+int meta_raw_put(MDB_txn *txn, MDB_dbi dbi, int db, const void *k,
+		size_t klen, const void *v, size_t vlen, MDB_val *stored);
 int meta_outbox_put(struct objfs_meta *m, MDB_txn *txn, uint64_t seq,
 		const void *p, size_t len);
 int meta_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);

@@ -73,6 +73,7 @@ struct opts {
 	int remote_shared;		/* -o shared */
 	unsigned remote_lease;		/* -o remote_lease=SECONDS */
 	long remote_compact;		/* -o remote_compact=RECORDS, -1: unset */
+	long remote_batch;		/* -o remote_batch=MS, -1: unset */
 	char *passthrough;	/* options for libfuse and the kernel */
 	size_t passlen;
 };
@@ -353,26 +354,22 @@ usage(FILE *f)
 "                           fsync returns once they are in the pool, and\n"
 "                           an empty data directory on any machine mounts\n"
 "                           the same tree (one mount per namespace)\n"
-"    -o remote_conf=FILE    the cluster's ceph.conf (default\n"
-"                           /etc/ceph/ceph.conf)\n"
+"    -o remote_conf=FILE    the cluster's ceph.conf (/etc/ceph/ceph.conf)\n"
 "    -o remote_id=NAME      the cephx user, client.NAME (default admin)\n"
 "    -o remote_timeout=S    an operation on the cluster fails with\n"
 "                           ETIMEDOUT after S seconds (default 30)\n"
 "    -o shared              share the namespace with other nodes' mounts\n"
-"                           (each with -o shared): the same tree on\n"
-"                           all, close-to-open, one writer per file\n"
-"    -o remote_lease=S      shared: a dead node's write leases lapse S\n"
-"                           seconds after its last renewal (default:\n"
-"                           remote_hold)\n"
-"    -o remote_compact=N    shared: a node compacts the shared log into a\n"
-"                           snapshot once N records (at least, and more\n"
-"                           for a large tree) follow the last one\n"
-"                           (default 1000; 0: never)\n"
+"                           (-o shared): close-to-open, one file writer\n"
+"    -o remote_lease=S      shared: a dead node's write leases lapse S s\n"
+"                           after its last renewal (default remote_hold)\n"
+"    -o remote_batch=MS     shared: changes in a directory this node holds\n"
+"                           wait up to MS ms for the log (default 0)\n"
+"    -o remote_compact=N    shared: compact the log once N records follow\n"
+"                           its snapshot (default 1000; 0: never)\n"
 "    -o remote_hold=S       the namespace's hold lapses S seconds after\n"
 "                           its mount stops renewing it (default 30)\n"
-"    -o metrics_file=FILE   write the figures in Prometheus text format to\n"
-"                           FILE every 15 s (for node_exporter's textfile\n"
-"                           collector: a DIR/NAME.prom it reads)\n"
+"    -o metrics_file=FILE   the figures in Prometheus text format, every\n"
+"                           15 s (node_exporter's textfile collector)\n"
 "    -o log=WHERE           where a detached daemon logs: syslog, or a\n"
 "                           file (4 MiB, then FILE.1); default: syslog\n"
 "                           when a syslog daemon listens on /dev/log,\n"
@@ -535,14 +532,18 @@ parse_one_option(struct opts *o, const char *opt)
 		o->remote_id = strdup(opt + 10);
 	} else if (strcmp(opt, "shared") == 0) {
 		o->remote_shared = 1;
-	} else if (strncmp(opt, "remote_compact=", 15) == 0) {
+	} else if (strncmp(opt, "remote_compact=", 15) == 0 ||
+		   strncmp(opt, "remote_batch=", 13) == 0) {
+		int b = opt[7] == 'b';
+		const char *num = strchr(opt, '=') + 1;
 		char *end;
-		long n = strtol(opt + 15, &end, 10);
+		long n = strtol(num, &end, 10);
 
-		if (end == opt + 15 || *end || n < 0 || n > 100000000)
-			refuse("%s: must be a number of log records from 0 "
+		if (end == num || *end || n < 0 || n > (b ? 60000 : 100000000))
+			refuse(b ? "%s: must be milliseconds from 0 to 60000" :
+				"%s: must be a number of log records from 0 "
 				"(never) to 100000000", opt);
-		o->remote_compact = n;
+		*(b ? &o->remote_batch : &o->remote_compact) = n;
 	} else if (strncmp(opt, "remote_timeout=", 15) == 0 ||
 		   strncmp(opt, "remote_hold=", 12) == 0 ||
 		   strncmp(opt, "remote_lease=", 13) == 0) {
@@ -853,6 +854,7 @@ main(int argc, char **argv)
 			  .uring = 1,
 			  .fuse_pt = 1,
 			  .remote_compact = -1,
+			  .remote_batch = -1,
 			  .readahead = 1 << 20 };
 	struct objfs_fuse_opts fo;
 	const char *msg;
@@ -916,15 +918,18 @@ main(int argc, char **argv)
 		cfg.remote_shared = o.remote_shared;
 		cfg.remote_lease = o.remote_lease;
 		cfg.remote_compact = o.remote_compact;
-		if (o.remote_lease && !o.remote_shared)
-			refuse("remote_lease= is for shared mounts (-o shared)");
-		if (o.remote_compact >= 0 && !o.remote_shared)
-			refuse("remote_compact= is for shared mounts (-o shared)");
+		cfg.remote_batch_ms = o.remote_batch < 0 ? 0 : o.remote_batch;
+		if (!o.remote_shared && (o.remote_lease ||
+		    o.remote_compact >= 0 || o.remote_batch >= 0))
+			refuse("%s= is for shared mounts (-o shared)",
+				o.remote_lease ? "remote_lease" :
+				o.remote_batch >= 0 ? "remote_batch" :
+				"remote_compact");
 	} else if (o.remote_conf || o.remote_id || o.remote_timeout ||
 		   o.remote_hold || o.remote_shared || o.remote_lease ||
-		   o.remote_compact >= 0) {
+		   o.remote_compact >= 0 || o.remote_batch >= 0) {
 		refuse("remote_conf, remote_id, remote_timeout, remote_hold, "
-			"shared, remote_lease and remote_compact need "
+			"shared, remote_lease, remote_batch and remote_compact need "
 			"remote=rados:POOL");
 	}
 	{

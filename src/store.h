@@ -56,6 +56,8 @@ struct objfs_store_config {
 	unsigned remote_hold;	/* s; 0: 30 */
 	int remote_shared;	/* -o shared: one of many mounts */
 	unsigned remote_lease;	/* s; 0: remote_hold */
+	long remote_batch_ms;	/* shared: changes in a held directory wait
+				 * up to this long (0: no directory held) */
 	long remote_compact;	/* shared: compact after this many log
 				 * records (0 never, < 0 the default) */
 };
@@ -283,11 +285,11 @@ int objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 int objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 		uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len,
 		const struct objfs_writer *w, int *changed, size_t *n_out);
+/* @datasync OBJFS_FSYNC_CLOSE: a writer's close (FLUSH) of a shared
+ * mount, which publishes the file as an fsync does but does not wait for
+ * what waits in the outbox (another node's open recalls the directory). */
+#define OBJFS_FSYNC_CLOSE	(-1)
 int objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync);
-/* A writer's close (FLUSH) on a shared mount: the file published, as an
- * fsync does, but what waits in the outbox is not waited for (another
- * node's open recalls the directory first); 0 elsewhere. */
-int objfs_store_flush(struct objfs_store *s, uint64_t ino);
 int objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 		uint64_t off, uint64_t len);
 int objfs_store_lseek(struct objfs_store *s, uint64_t ino, uint64_t off,

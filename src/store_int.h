@@ -54,9 +54,9 @@
  *	the remote tier's lock (tier_int.h): its shipping state; never
  *			held across a call into the index or the cluster.
  *	the arena's lock, the index's lock (meta.c): innermost but for
- *			the tier's lease_mu (tier_int.h), which the commit
- *			hook takes under the index's lock, and which takes
- *			none.  Every transaction, read or write, holds the
+ *			the tier's lease_mu and deleg_mu (tier_int.h), which
+ *			the commit hook takes under the index's lock, and
+ *			which take none.  Every transaction, read or write, holds the
  *			index's lock until it ends: an inode's lock is never
  *			taken inside one (publish.c's publish took it so, and
  *			deadlocked against a part read: remote_pause.sh F1).  The
@@ -473,6 +473,13 @@ int objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
  * opens (open_file): dropping them bumps the kernel's attribute version,
  * and a lookup under way then brings a size the kernel throws away. */
 void objfs_store_notify_send(struct objfs_store *s, int inodes);
+/* ids.c (ns_lock held): room for @nino inode numbers and @nck cookies
+ * (shared mode: in this node's range, reserved in a commit of its own);
+ * the counters after a change that hands out numbers below @next_ino
+ * (0: none) and cookies below @next_ck, in @t. */
+int objfs_ids_room(struct objfs_store *s, unsigned nino, unsigned nck);
+int objfs_ids_put(struct objfs_store *s, struct objfs_meta_txn *t,
+		uint64_t next_ino, uint64_t next_ck);
 /* Shared mode (0 otherwise): a namespace change in @dir is about to be
  * made (apply lock held: OBJFS_SHARED), or a lookup or readdir of it (no
  * lock held): src/cluster/deleg.c. */

@@ -33,11 +33,14 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "src/base/clock.h"
 #include "src/base/log.h"
@@ -45,9 +48,8 @@
 #include "src/store_int.h"
 #include "src/cluster/tier_int.h"
 
-/* What waits is shipped after this long, or once this many commits wait;
- * a directory not changed for this long is given back. */
-#define DELEG_SHIP_MS		50u
+/* What waits is shipped after remote_batch ms, or once this many commits
+ * wait; a directory not changed for this long is given back. */
 #define DELEG_SHIP_MAX		2048u
 #define DELEG_IDLE_MS		2000u
 /* A directory recalled from this node is not taken again for this long
@@ -294,9 +296,26 @@ tier_deleg_shipped(struct objfs_tier *t, size_t count)
 		atomic_fetch_add(&t->dl_batches, 1);
 }
 
+/* The data directory says so, for its next mount (tree.c builds its
+ * index anew). */
+static void
+mark_refused(struct objfs_tier *t)
+{
+	char mark[PATH_MAX + 32];
+	int fd;
+
+	snprintf(mark, sizeof(mark), "%s/%s", t->dir, TIER_DELEG_REFUSED);
+	fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
 static void
 diverge(struct objfs_tier *t, uint64_t dir)
 {
+	mark_refused(t);
 	pthread_mutex_lock(&t->lock);
 	if (!t->diverged)
 		objfs_log(OBJFS_LOG_ERR, "remote: %s: another node took "
@@ -518,7 +537,7 @@ tier_deleg_use(struct objfs_tier *t, uint64_t dir)
 	pthread_mutex_lock(&t->lock);
 	rc = t->diverged ? -EIO : 0;
 	pthread_mutex_unlock(&t->lock);
-	if (rc < 0 || !t->deleg_on)
+	if (rc < 0 || !t->batch_ms)
 		return rc;
 	pthread_mutex_lock(&t->deleg_mu);
 	e = dl_find(t, dir);
@@ -635,7 +654,7 @@ tier_deleg_tick(struct objfs_tier *t)
 		(void)objfs_remote_notify_ack(t->r, id, cookie, NULL, 0);
 	}
 	if (atomic_load(&t->dl_waiting) && now - atomic_load(
-			&t->dl_waiting_ns) >= DELEG_SHIP_MS * 1000000ull) {
+			&t->dl_waiting_ns) >= (uint64_t)t->batch_ms * 1000000ull) {
 		int rc = tier_deleg_flush(t);
 
 		if (rc < 0 && rc != -EIO)
@@ -646,7 +665,8 @@ tier_deleg_tick(struct objfs_tier *t)
 	pthread_mutex_lock(&t->deleg_mu);
 	for (size_t i = 0; i < t->dl_n && nidle < 16; i++)
 		if (t->dl[i].node == t->node && !t->dl[i].lost &&
-		    now - t->dl[i].used_ns >= DELEG_IDLE_MS * 1000000ull)
+		    now - t->dl[i].used_ns >= (uint64_t)(DELEG_IDLE_MS +
+		    2 * t->batch_ms) * 1000000ull)
 			idle[nidle++] = t->dl[i].dir;
 	pthread_mutex_unlock(&t->deleg_mu);
 	for (size_t i = 0; i < nidle; i++)
@@ -872,6 +892,8 @@ tier_deleg_take_over(struct objfs_tier *t, uint64_t prev)
 	pthread_mutex_lock(&t->lock);
 	rc = t->diverged ? -ESTALE : 0;
 	pthread_mutex_unlock(&t->lock);
+	if (rc < 0)
+		mark_refused(t);
 	if (rc < 0 || !prev || prev == t->node)
 		return rc;
 	return run(t, rewrite, prev);

@@ -676,17 +676,8 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	if (rc == 0 && (atomic_load(&t->dl_waiting) || settled ||
 	    tier_deleg_flushing()))
 		rc = objfs_meta_hook_take(tx, &ob, &obn, &count);
-	if (rc == 0 && count && !settled && tier_deleg_lost_any(t)) {
-		pthread_mutex_lock(&t->lock);
-		t->diverged = 1;
-		pthread_mutex_unlock(&t->lock);
-		objfs_log(OBJFS_LOG_ERR, "remote: %s: a directory this node "
-			"held was taken by another node while %zu change(s) of "
-			"it waited here: they are refused, and this mount "
-			"writes nothing more (EIO); mount it again", t->spec,
-			count);
-		rc = -EIO;
-	}
+	if (rc == 0 && count && !settled && tier_deleg_lost_any(t))
+		rc = -EIO;	/* refused whole: deleg.c said so (diverge) */
 	if (rc < 0) {
 		free(f.p);
 		free(ob);

@@ -96,7 +96,6 @@ tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize)
 	pthread_mutex_init(&t->renew_mu, NULL);
 	pthread_mutex_init(&t->lease_mu, NULL);
 	pthread_mutex_init(&t->deleg_mu, NULL);
-	t->deleg_on = 1;
 	rc = objfs_remote_hold_shared(t->r, TIER_HOLD, t->holder, t->hold_s,
 			who, sizeof(who));
 	if (rc == -EBUSY) {
@@ -249,10 +248,10 @@ tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 		snprintf(msg, msgsize, rc == -ESTALE ? "%s: another node took "
 			"a directory this data directory's last daemon held, "
 			"while changes of it had not reached the pool; they "
-			"are refused: move %s/index aside and mount again (the "
-			"index is built anew from the pool)" : "%s: cannot take "
-			"over the directories of the last daemon of this data "
-			"directory: %s", t->spec, rc == -ESTALE ? t->dir :
+			"are refused: mount again (the index is built anew "
+			"from the pool)%s" : "%s: cannot take over the "
+			"directories of the last daemon of this data "
+			"directory: %s", t->spec, rc == -ESTALE ? "" :
 			strerror(-rc));
 		return rc;
 	}

@@ -166,6 +166,8 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 	if (cfg->remote_shared) {
 		t->shared = 1;
 		t->lease_s = cfg->remote_lease ? cfg->remote_lease : t->hold_s;
+		t->batch_ms = cfg->remote_batch_ms > 0 ?
+			(unsigned)cfg->remote_batch_ms : 0u;
 		t->compact_min = cfg->remote_compact < 0 ? 1000u :
 			(uint64_t)cfg->remote_compact;
 		snprintf(t->dir, sizeof(t->dir), "%s", dir);
@@ -293,8 +295,8 @@ tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 threads:
 	t->gc_next_ns = objfs_mono_ns() +
 		(uint64_t)OBJFS_GC_INTERVAL_S * 1000000000u;
-	/* Shared mode ships in each commit: the shipper has nothing to do
-	 * but wait for the stop. */
+	/* Shared mode ships in the commits (and deleg.c's): the shipper has
+	 * nothing to do but wait for the stop. */
 	rc = pthread_create(&t->ship_th, NULL, ship_main, t);
 	if (rc == 0) {
 		rc = pthread_create(&t->renew_th, NULL, renew_main, t);
@@ -474,6 +476,11 @@ ship_main(void *arg)
 
 	pthread_mutex_lock(&t->lock);
 	after = t->shipped;
+	/* Shared mode ships in the commits themselves, and its outbox holds
+	 * the commits that wait for the next one (deleg.c): none of it is
+	 * this thread's. */
+	while (t->shared && !t->stop)
+		pthread_cond_wait(&t->cv, &t->lock);
 	while (!t->stop && !t->lost) {
 		int rc;
 

@@ -10,8 +10,8 @@
  * under an inode's lock at most (an fsync waits on t->cv with it), or
  * under the index's lock by the commit hook (it reads the deadline), and
  * never held across a call into the index or the cluster.  lease_mu
- * (the leases this node holds) is a leaf too, taken under the index's
- * lock by the hook.
+ * (the leases this node holds) and deleg_mu (the delegations' table,
+ * deleg.c) are leaves too, taken under the index's lock by the hook.
  */
 #ifndef OBJFS_TIER_INT_H
 #define OBJFS_TIER_INT_H
@@ -201,7 +201,8 @@ struct objfs_tier {
 	size_t dl_n, dl_cap, dl_held;
 	struct { uint64_t dir, ns; } recalled[TIER_RECALLED];
 	unsigned recalled_i;
-	int deleg_on;			/* remote_delegate: take directories */
+	unsigned batch_ms;		/* remote_batch: what waits ships
+					 * after this long (0: nothing held) */
 	int diverged;			/* (lock) a delegation with commits
 					 * waiting was taken away: writes
 					 * nothing more */
@@ -298,6 +299,8 @@ int tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner,
 #define TIER_DTOK_FMT	"T%016" PRIx64	/* ... and the log position that
 					 * granted it (its token) */
 #define TIER_RECALL_ASK	"objfs-recall"	/* + directory + holder, 8 bytes each */
+/* In the data directory: its index holds commits the tree refused. */
+#define TIER_DELEG_REFUSED	"deleg.refused"
 
 /* The directory a delegation key names (*@tok: the token's key), or 0. */
 uint64_t tier_deleg_key(const unsigned char *k, size_t klen, int *tok);

@@ -606,6 +606,23 @@ tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,
 	}
 	if (t->shared && epoch == h.epoch) {
 		uint64_t pos;
+		char mark[PATH_MAX + 32];
+
+		/* Its last mount held commits that the tree refused (a
+		 * directory taken from it while they waited: deleg.c): its
+		 * index is ahead of the tree for good. */
+		snprintf(mark, sizeof(mark), "%s/%s", t->dir,
+			TIER_DELEG_REFUSED);
+		if (access(mark, F_OK) == 0) {
+			objfs_log(OBJFS_LOG_WARNING, "remote: %s: this data "
+				"directory's last mount held changes that "
+				"another node's taking of their directory "
+				"refused: building its index anew from the "
+				"pool", t->spec);
+			(void)unlink(mark);
+			*stale = 1;
+			return 0;
+		}
 
 		/* One of many mounts: the log is applied from the index's
 		 * position on (start), unless records after it may have

@@ -767,8 +767,8 @@ objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 	return 0;
 }
 
-static int
-fsync_or_close(struct objfs_store *s, uint64_t ino, int durable)
+int
+objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 {
 	struct objfs_inode *ip;
 	int rc;
@@ -819,30 +819,15 @@ fsync_or_close(struct objfs_store *s, uint64_t ino, int durable)
 		 * went to the pool's log when its call returned. */
 		if (w)
 			rc = objfs_share_publish(s, ip, 0);
-		/* ... and, for an fsync, what waits in the outbox
-		 * (src/cluster/deleg.c) goes to the log with it.  A close
-		 * does not wait for it: another node that opens the file
-		 * recalls its directory first. */
-		if (rc == 0 && durable)
+		/* ... and what waits in the outbox (deleg.c) ships, but at
+		 * a close: another node's open recalls the directory. */
+		if (rc == 0 && datasync != OBJFS_FSYNC_CLOSE)
 			rc = objfs_store_sync_index(s);
 	} else if (rc == 0) {
 		rc = objfs_store_sync_index(s);
 	}
 	objfs_inode_put(s, ip);
 	return rc;
-}
-
-int
-objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
-{
-	(void)datasync;
-	return fsync_or_close(s, ino, 1);
-}
-
-int
-objfs_store_flush(struct objfs_store *s, uint64_t ino)
-{
-	return fsync_or_close(s, ino, 0);
 }
 
 int

@@ -206,104 +206,6 @@ struct create_open {
  * open before any unlink can see it.
  */
 
-/* ---- inode numbers and directory cookies ---------------------------- */
-
-/* Shared mode: a node hands out inode numbers and directory cookies from
- * a range of its own, reserved in the tree this many at a time (one
- * record), so that a change that makes a name touches no counter of the
- * tree, and may wait in this node's outbox (src/cluster/deleg.c). */
-#define OBJFS_SHARED_IDS	4096
-
-/*
- * Room in this node's ranges for @nino inode numbers and @nck cookies
- * (ns_lock held; shared mode only): the next of each, and the ends, are
- * this data directory's own super records; an empty range is reserved
- * from the tree's counters in a commit of its own, which goes to the log
- * at once (and moves what this node has handed out since it last shipped
- * to the range's start: s->own_lo, s->own_hi).
- */
-static int
-ids_room(struct objfs_store *s, unsigned nino, unsigned nck)
-{
-	struct objfs_meta_txn *t;
-	uint64_t ino = 0, ck = 0, ino_end = 0, ck_end = 0;
-	int rc;
-
-	if (!s->shared || (s->next_ino + nino <= s->ino_end &&
-	    s->next_cookie + nck <= s->cookie_end))
-		return 0;
-	rc = objfs_store_begin_change(s, &t);
-	if (rc < 0)
-		return rc;
-	if (!s->ino_end &&
-	    objfs_meta_super_get(t, OBJFS_SUPER_IDS_INO, &ino) == 0 &&
-	    objfs_meta_super_get(t, OBJFS_SUPER_IDS_INO_END, &ino_end) == 0 &&
-	    objfs_meta_super_get(t, OBJFS_SUPER_IDS_CK, &ck) == 0 &&
-	    objfs_meta_super_get(t, OBJFS_SUPER_IDS_CK_END, &ck_end) == 0 &&
-	    ino + nino <= ino_end && ck + nck <= ck_end) {
-		/* This data directory's range, from its last mount. */
-		objfs_meta_abort(t);
-		s->next_ino = ino;
-		s->ino_end = ino_end;
-		s->next_cookie = ck;
-		s->cookie_end = ck_end;
-		atomic_store(&s->own_lo, ino);
-		atomic_store(&s->own_hi, ino);
-		return 0;
-	}
-	if ((rc = objfs_meta_super_get(t, OBJFS_SUPER_NEXT_INO, &ino)) < 0 ||
-	    (rc = objfs_meta_super_get(t, OBJFS_SUPER_NEXT_COOKIE, &ck)) < 0 ||
-	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_INO,
-				ino + OBJFS_SHARED_IDS)) < 0 ||
-	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_NEXT_COOKIE,
-				ck + OBJFS_SHARED_IDS)) < 0 ||
-	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_IDS_INO, ino)) < 0 ||
-	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_IDS_INO_END,
-				ino + OBJFS_SHARED_IDS)) < 0 ||
-	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_IDS_CK, ck)) < 0 ||
-	    (rc = objfs_meta_super_put(t, OBJFS_SUPER_IDS_CK_END,
-				ck + OBJFS_SHARED_IDS)) < 0) {
-		objfs_meta_abort(t);
-		return rc;
-	}
-	rc = objfs_meta_commit(t);
-	if (rc < 0)
-		return rc;
-	s->next_ino = ino;
-	s->ino_end = ino + OBJFS_SHARED_IDS;
-	s->next_cookie = ck;
-	s->cookie_end = ck + OBJFS_SHARED_IDS;
-	atomic_store(&s->own_lo, ino);
-	atomic_store(&s->own_hi, ino);
-	return 0;
-}
-
-/* The counters after a change that hands out inode numbers below
- * @next_ino (0: none) and cookies below @next_ck: the tree's, or in
- * shared mode this node's range's (and the inodes it made since it last
- * shipped reach up to @next_ino). */
-static int
-ids_put(struct objfs_store *s, struct objfs_meta_txn *t, uint64_t next_ino,
-		uint64_t next_ck)
-{
-	int rc = 0;
-
-	if (next_ino)
-		rc = objfs_meta_super_put(t, s->shared ? OBJFS_SUPER_IDS_INO :
-				OBJFS_SUPER_NEXT_INO, next_ino);
-	if (rc == 0)
-		rc = objfs_meta_super_put(t, s->shared ? OBJFS_SUPER_IDS_CK :
-				OBJFS_SUPER_NEXT_COOKIE, next_ck);
-	if (rc == 0 && s->shared && next_ino) {
-		uint64_t hi = atomic_load(&s->own_hi);
-
-		while (hi < next_ino &&
-		       !atomic_compare_exchange_weak(&s->own_hi, &hi, next_ino))
-			;
-	}
-	return rc;
-}
-
 static int
 make_node(struct objfs_store *s, uint64_t parent, const char *name,
 		uint32_t mode, uint64_t rdev, const char *target,
@@ -333,7 +235,7 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 		rc = -ENOSPC;
 		goto out_dp;
 	}
-	rc = ids_room(s, 1, 1);
+	rc = objfs_ids_room(s, 1, 1);
 	if (rc < 0)
 		goto out_dp;
 	objfs_inode_lock(dp);
@@ -374,7 +276,7 @@ make_node(struct objfs_store *s, uint64_t parent, const char *name,
 	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
 	    (target && (rc = objfs_meta_symlink_put(t, a.ino, target,
 				strlen(target))) < 0) ||
-	    (rc = ids_put(s, t, a.ino + 1, s->next_cookie + 1)) < 0)
+	    (rc = objfs_ids_put(s, t, a.ino + 1, s->next_cookie + 1)) < 0)
 		goto out_abort;
 	/* Shared mode: created open for writing, leased in the same
 	 * commit. */
@@ -523,7 +425,7 @@ link_once(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 		rc = -EMLINK;
 		goto out_ip;
 	}
-	rc = ids_room(s, 0, 1);
+	rc = objfs_ids_room(s, 0, 1);
 	if (rc < 0)
 		goto out_ip;
 	objfs_inode_lock(dp);
@@ -541,7 +443,7 @@ link_once(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 				a.mode & S_IFMT, s->next_cookie)) < 0 ||
 	    (rc = objfs_meta_inode_put(t, &a)) < 0 ||
 	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
-	    (rc = ids_put(s, t, 0, s->next_cookie + 1)) < 0) {
+	    (rc = objfs_ids_put(s, t, 0, s->next_cookie + 1)) < 0) {
 		objfs_meta_abort(t);
 		goto out_locks;
 	}
@@ -793,7 +695,7 @@ rename_once(struct objfs_store *s, uint64_t parent, const char *name,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&s->ns_lock);
-	rc = ids_room(s, 1, 2);
+	rc = objfs_ids_room(s, 1, 2);
 	if (rc < 0)
 		goto out_unlock;
 	rc = get_dir(s, parent, &src.dp);
@@ -919,7 +821,7 @@ rename_once(struct objfs_store *s, uint64_t parent, const char *name,
 		if ((rc = objfs_meta_dirent_add(t, parent, name, len, wh.ino,
 					S_IFCHR, s->next_cookie + 1)) < 0 ||
 		    (rc = objfs_meta_inode_put(t, &wh)) < 0 ||
-		    (rc = ids_put(s, t, wh.ino + 1, s->next_cookie + 2)) < 0)
+		    (rc = objfs_ids_put(s, t, wh.ino + 1, s->next_cookie + 2)) < 0)
 			goto out_locks;
 	}
 	if (flags & RENAME_EXCHANGE) {
@@ -974,7 +876,7 @@ rename_once(struct objfs_store *s, uint64_t parent, const char *name,
 	    (dst.ip && (rc = objfs_meta_inode_put(t, &dst.a)) < 0) ||
 	    (rc = objfs_meta_inode_put(t, &src.pa)) < 0 ||
 	    (rc = objfs_meta_inode_put(t, &dst.pa)) < 0 ||
-	    (rc = ids_put(s, t, 0, s->next_cookie + 2)) < 0)
+	    (rc = objfs_ids_put(s, t, 0, s->next_cookie + 2)) < 0)
 		goto out_locks;
 	rc = objfs_meta_commit(t);
 	t = NULL;
