@@ -483,7 +483,7 @@ give_back(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t dir)
 }
 
 /* Break @dir's delegation to a node whose lock lapsed (@node). */
-static uint64_t tl_break_node;
+static _Thread_local uint64_t tl_break_node;
 
 static int
 break_one(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t dir)
@@ -903,8 +903,11 @@ size_t
 tier_deleg_status(struct objfs_tier *t, char *buf, size_t size)
 {
 	size_t held = 0, others = 0;
-	int n;
+	int n, diverged;
 
+	pthread_mutex_lock(&t->lock);
+	diverged = t->diverged;
+	pthread_mutex_unlock(&t->lock);
 	pthread_mutex_lock(&t->deleg_mu);
 	for (size_t i = 0; i < t->dl_n; i++) {
 		if (t->dl[i].node == t->node)
@@ -932,6 +935,6 @@ tier_deleg_status(struct objfs_tier *t, char *buf, size_t size)
 		(uint64_t)atomic_load(&t->dl_broken),
 		(uint64_t)atomic_load(&t->dl_deferred),
 		(uint64_t)atomic_load(&t->dl_waiting),
-		(uint64_t)atomic_load(&t->dl_batches), t->diverged);
+		(uint64_t)atomic_load(&t->dl_batches), diverged);
 	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
 }
