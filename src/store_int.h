@@ -289,11 +289,11 @@ struct objfs_store {
 	uint64_t next_ino;		/* protected by ns_lock */
 	uint64_t next_cookie;		/* protected by ns_lock */
 	/* Shared mode: the ends of this node's ranges of inode numbers and
-	 * cookies (namespace.c, ids_room; 0: not read yet), under ns_lock;
-	 * the inode numbers it handed out since it last shipped its
-	 * deferred commits, [own_lo, own_hi): no other node knows them
-	 * (namespace.c raises own_hi, src/cluster/deleg.c moves own_lo up
-	 * to it at each shipping). */
+	 * cookies (ids.c; 0: not read yet), under ns_lock; the inode
+	 * numbers it handed out since it last gave a directory back or put
+	 * a name in one it does not hold, [own_lo, own_hi): no other node
+	 * can reach them (ids.c raises own_hi; src/cluster/deleg.c moves
+	 * own_lo up to it). */
 	uint64_t ino_end, cookie_end;
 	_Atomic uint64_t own_lo, own_hi;
 	_Atomic uint64_t ninodes;	/* in the index */

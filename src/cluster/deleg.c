@@ -7,8 +7,9 @@
  * the tree's super records "D<dir>" (the node) and "T<dir>" (the token:
  * the log position that granted it).  While it holds the directory, a
  * commit whose every entry is of it (its names, its attributes) or of an
- * inode this node made since it last shipped (no other node knows that
- * number: namespace.c's own_lo/own_hi) does not wait for the cluster: the
+ * inode this node made since it last gave a directory back or put a name
+ * in one it does not hold (no other node can reach it: own_lo/own_hi,
+ * src/fs/ids.c) does not wait for the cluster: the
  * hook keeps it in the outbox (objfs_meta_hook_defer, journaled with the
  * commit), and the next commit that goes to the log carries every commit
  * waiting, in order, before its own, in one record (the shipper's every
@@ -156,6 +157,7 @@ struct dscan {
 	struct objfs_tier *t;
 	uint64_t own_lo, own_hi;
 	int defer;
+	int escape;		/* a name put in a directory not held here */
 };
 
 static int
@@ -184,7 +186,6 @@ dscan_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	uint64_t ino, node;
 	int ok = 0;
 
-	(void)op;
 	(void)v;
 	(void)vlen;
 	switch (db) {
@@ -235,8 +236,11 @@ dscan_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 		tl_dir_node = node;
 		return -EBUSY;
 	}
-	if (!ok)
+	if (!ok) {
 		d->defer = 0;
+		if (db == OBJFS_MDB_DIRENT && op == OBJFS_JOURNAL_PUT)
+			d->escape = 1;
+	}
 	return 0;
 }
 
@@ -244,7 +248,7 @@ int
 tier_deleg_classify(struct objfs_tier *t, const void *p, size_t n,
 		int *defer)
 {
-	struct dscan d = { t, 0, 0, 1 };
+	struct dscan d = { t, 0, 0, 1, 0 };
 	int rc;
 
 	d.own_lo = atomic_load(&t->s->own_lo);
@@ -254,6 +258,10 @@ tier_deleg_classify(struct objfs_tier *t, const void *p, size_t n,
 	pthread_mutex_unlock(&t->deleg_mu);
 	rc = objfs_meta_payload_walk(p, n, dscan_one, &d);
 	*defer = rc == 0 && d.defer && n > 0;
+	/* A name elsewhere may be of an inode only this node knew: other
+	 * nodes can reach it from now on. */
+	if (rc == 0 && !*defer && d.escape)
+		tier_deleg_disown(t);
 
 	return rc;
 }
@@ -288,9 +296,14 @@ tier_deleg_deferred(struct objfs_tier *t)
 }
 
 void
-tier_deleg_shipped(struct objfs_tier *t, size_t count)
+tier_deleg_disown(struct objfs_tier *t)
 {
 	atomic_store(&t->s->own_lo, atomic_load(&t->s->own_hi));
+}
+
+void
+tier_deleg_shipped(struct objfs_tier *t, size_t count)
+{
 	atomic_store(&t->dl_waiting, 0);
 	if (count)
 		atomic_fetch_add(&t->dl_batches, 1);
@@ -342,7 +355,7 @@ tier_deleg_moved(struct objfs_tier *t, int own, int op,
 {
 	struct tier_deleg *e;
 	uint64_t val = 0;
-	int tok, lost = 0;
+	int tok, lost = 0, forgot = 0;
 	uint64_t dir = tier_deleg_key(k, klen, &tok);
 
 	if (!dir)
@@ -364,6 +377,7 @@ tier_deleg_moved(struct objfs_tier *t, int own, int op,
 			t->dl_held--;
 			dl_del(t, dir);
 			e = NULL;
+			forgot = 1;
 		}
 	}
 	if (lost) {
@@ -387,6 +401,10 @@ tier_deleg_moved(struct objfs_tier *t, int own, int op,
 		}
 	}
 	pthread_mutex_unlock(&t->deleg_mu);
+	/* A directory this node gave back or lost: what it made there is
+	 * within other nodes' reach. */
+	if (!tok && (own || lost || forgot) && op != OBJFS_JOURNAL_PUT)
+		tier_deleg_disown(t);
 	if (lost)
 		diverge(t, dir);
 }

@@ -317,6 +317,9 @@ int tier_deleg_lost_any(struct objfs_tier *t);
 /* The hook kept a commit in the outbox; shipped @count of them. */
 void tier_deleg_deferred(struct objfs_tier *t);
 void tier_deleg_shipped(struct objfs_tier *t, size_t count);
+/* Every inode this node made so far is within other nodes' reach (a
+ * directory given back or lost, a name put elsewhere). */
+void tier_deleg_disown(struct objfs_tier *t);
 /* A delegation key a record puts or deletes (@own: this node's). */
 void tier_deleg_moved(struct objfs_tier *t, int own, int op,
 		const unsigned char *k, size_t klen, const unsigned char *v,

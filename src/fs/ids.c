@@ -25,7 +25,7 @@
  * (ns_lock held; shared mode only): the next of each, and the ends, are
  * this data directory's own super records; an empty range is reserved
  * from the tree's counters in a commit of its own, which goes to the log
- * at once (and moves what this node has handed out since it last shipped
+ * at once (and moves what this node has handed out so far
  * to the range's start: s->own_lo, s->own_hi).
  */
 int
