@@ -671,8 +671,10 @@ tier_deleg_tick(struct objfs_tier *t)
 			atomic_fetch_add(&t->dl_answered, 1);
 		(void)objfs_remote_notify_ack(t->r, id, cookie, NULL, 0);
 	}
-	if (atomic_load(&t->dl_waiting) && now - atomic_load(
-			&t->dl_waiting_ns) >= (uint64_t)t->batch_ms * 1000000ull) {
+	now = objfs_mono_ns();
+	if (atomic_load(&t->dl_waiting) && now > atomic_load(&t->dl_waiting_ns) &&
+	    now - atomic_load(&t->dl_waiting_ns) >=
+	    (uint64_t)t->batch_ms * 1000000ull) {
 		int rc = tier_deleg_flush(t);
 
 		if (rc < 0 && rc != -EIO)
@@ -680,11 +682,14 @@ tier_deleg_tick(struct objfs_tier *t)
 				"this node's waiting changes: %s", t->spec,
 				strerror(-rc));
 	}
+	/* Now, not when the pass began: a directory used since then is
+	 * not idle (its last use may be later than the pass's start). */
+	now = objfs_mono_ns();
 	pthread_mutex_lock(&t->deleg_mu);
 	for (size_t i = 0; i < t->dl_n && nidle < 16; i++)
 		if (t->dl[i].node == t->node && !t->dl[i].lost &&
-		    now - t->dl[i].used_ns >= (uint64_t)(DELEG_IDLE_MS +
-		    2 * t->batch_ms) * 1000000ull)
+		    now > t->dl[i].used_ns && now - t->dl[i].used_ns >=
+		    (uint64_t)(DELEG_IDLE_MS + 2 * t->batch_ms) * 1000000ull)
 			idle[nidle++] = t->dl[i].dir;
 	pthread_mutex_unlock(&t->deleg_mu);
 	for (size_t i = 0; i < nidle; i++)
