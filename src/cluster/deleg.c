@@ -78,17 +78,11 @@ dtok_key(char k[24], uint64_t dir)
 uint64_t
 tier_deleg_key(const unsigned char *k, size_t klen, int *tok)
 {
-	char hex[17];
-	char *end;
-	uint64_t dir;
+	char c = 0;
+	uint64_t dir = tier_key_ino(k, klen, "DT", &c);
 
-	if (klen != 17 || (k[0] != 'D' && k[0] != 'T'))
-		return 0;
-	memcpy(hex, k + 1, 16);
-	hex[16] = '\0';
-	dir = strtoull(hex, &end, 16);
-	*tok = k[0] == 'T';
-	return *end ? 0 : dir;
+	*tok = c == 'T';
+	return dir;
 }
 
 /* ---- the table (deleg_mu) --------------------------------------------- */
@@ -193,16 +187,10 @@ dscan_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 		/* A lease of an inode made since the last shipping goes with
 		 * it; any other record of the tree's (a counter, a lease of a
 		 * file others know, a delegation) goes to the log now. */
-		ino = 0;
-		if (klen == 17 && (k[0] == 'w' || k[0] == 'g')) {
-			char hex[17];
-			char *end;
+		{
+			char c;
 
-			memcpy(hex, k + 1, 16);
-			hex[16] = '\0';
-			ino = strtoull(hex, &end, 16);
-			if (*end)
-				ino = 0;
+			ino = tier_key_ino(k, klen, "wg", &c);
 		}
 		if (!ino || !owned(d, ino))
 			d->defer = 0;
@@ -446,18 +434,6 @@ commit_retry(struct objfs_tier *t, int (*fn)(struct objfs_tier *,
 	return -EAGAIN;
 }
 
-static int
-super_or_0(struct objfs_meta_txn *tx, const char *k, uint64_t *v)
-{
-	int rc = objfs_meta_super_get(tx, k, v);
-
-	if (rc == -ENOENT) {
-		*v = 0;
-		rc = 0;
-	}
-	return rc;
-}
-
 /* Take @dir: 1 (nothing to do) when somebody holds it. */
 static int
 grant(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t dir)
@@ -468,7 +444,7 @@ grant(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t dir)
 
 	deleg_key(k, dir);
 	dtok_key(tk, dir);
-	rc = super_or_0(tx, k, &node);
+	rc = tier_super_or_0(tx, k, &node);
 	if (rc < 0 || node)
 		return rc < 0 ? rc : 1;
 	rc = objfs_meta_super_get(tx, OBJFS_SUPER_REMOTE_POS, &pos);
@@ -490,7 +466,7 @@ give_back(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t dir)
 
 	deleg_key(k, dir);
 	dtok_key(tk, dir);
-	rc = super_or_0(tx, k, &node);
+	rc = tier_super_or_0(tx, k, &node);
 	if (rc < 0 || node != t->node)
 		return rc < 0 ? rc : 1;
 	tl_flush = 1;
@@ -513,7 +489,7 @@ break_one(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t dir)
 	(void)t;
 	deleg_key(k, dir);
 	dtok_key(tk, dir);
-	rc = super_or_0(tx, k, &node);
+	rc = tier_super_or_0(tx, k, &node);
 	if (rc < 0 || node != tl_break_node)
 		return rc < 0 ? rc : 1;
 	rc = objfs_meta_super_del(tx, k);
@@ -530,7 +506,7 @@ ship(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t unused)
 	uint64_t n = 0;
 
 	(void)unused;
-	(void)super_or_0(tx, OBJFS_SUPER_SHIPPED, &n);
+	(void)tier_super_or_0(tx, OBJFS_SUPER_SHIPPED, &n);
 	tl_flush = 1;
 	return objfs_meta_super_put(tx, OBJFS_SUPER_SHIPPED, n + 1);
 }
@@ -844,7 +820,7 @@ dload_one(void *arg, const char *key, uint64_t node)
 	e->node = node == dl->prev && dl->prev ? t->node : node;
 	e->used_ns = objfs_mono_ns();
 	dtok_key(tk, dir);
-	(void)super_or_0(dl->tx, tk, &e->tok);
+	(void)tier_super_or_0(dl->tx, tk, &e->tok);
 	if (e->node == t->node)
 		t->dl_held++;
 	return 0;
@@ -897,7 +873,7 @@ rewrite(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t prev)
 		if (v[i].node != t->node || v[i].lost)
 			continue;
 		deleg_key(k, v[i].dir);
-		rc = super_or_0(tx, k, &node);
+		rc = tier_super_or_0(tx, k, &node);
 		if (rc == 0 && node == prev) {
 			rc = objfs_meta_super_put(tx, k, t->node);
 			any = 1;

@@ -60,25 +60,13 @@ grant_key(char k[24], uint64_t ino)
 	snprintf(k, 24, TIER_GRANT_FMT, ino);
 }
 
-static int
-super_or_0(struct objfs_meta_txn *tx, const char *k, uint64_t *v)
-{
-	int rc = objfs_meta_super_get(tx, k, v);
-
-	if (rc == -ENOENT) {
-		*v = 0;
-		rc = 0;
-	}
-	return rc;
-}
-
 int
 tier_lease_node(struct objfs_meta_txn *tx, uint64_t ino, uint64_t *node)
 {
 	char k[24];
 
 	lease_key(k, ino);
-	return super_or_0(tx, k, node);
+	return tier_super_or_0(tx, k, node);
 }
 
 /* The lease of @ino as the tree has it: its node and its grant. */
@@ -91,7 +79,7 @@ lease_get2(struct objfs_meta_txn *tx, uint64_t ino, uint64_t *node,
 
 	grant_key(k, ino);
 	if (rc == 0)
-		rc = super_or_0(tx, k, tok);
+		rc = tier_super_or_0(tx, k, tok);
 	return rc;
 }
 
@@ -241,16 +229,9 @@ local_super(const unsigned char *k, size_t klen)
 uint64_t
 tier_lease_ino(const unsigned char *k, size_t klen)
 {
-	char hex[17];
-	char *end;
-	uint64_t ino;
+	char c;
 
-	if (klen != 17 || k[0] != 'w')
-		return 0;
-	memcpy(hex, k + 1, 16);
-	hex[16] = '\0';
-	ino = strtoull(hex, &end, 16);
-	return *end ? 0 : ino;
+	return tier_key_ino(k, klen, "w", &c);
 }
 
 #define FILT_LEASES	16
@@ -485,17 +466,12 @@ same_record(struct objfs_tier *t, uint64_t g, const void *rec, size_t len)
 static uint64_t
 lease_entry(int db, const unsigned char *k, size_t klen, int *grant)
 {
-	char hex[17];
-	char *end;
-	uint64_t ino;
+	char c = 0;
+	uint64_t ino = db == OBJFS_MDB_SUPER ? tier_key_ino(k, klen, "wg", &c) :
+		0;
 
-	if (db != OBJFS_MDB_SUPER || klen != 17 || (k[0] != 'w' && k[0] != 'g'))
-		return 0;
-	memcpy(hex, k + 1, 16);
-	hex[16] = '\0';
-	ino = strtoull(hex, &end, 16);
-	*grant = k[0] == 'g';
-	return *end ? 0 : ino;
+	*grant = c == 'g';
+	return ino;
 }
 
 struct lease_moves {

@@ -20,8 +20,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "src/base/be.h"
+#include "meta/meta.h"
 #include "src/rados/remote.h"
 #include "src/tier.h"
 
@@ -220,6 +223,39 @@ struct objfs_tier {
 	struct { uint64_t id, cookie, dir; } recall_req[TIER_RECALL_REQS];
 	unsigned recall_n;
 };
+
+/* The inode a tree's super key "<letter><16 hex digits>" names (a lease,
+ * its grant, a delegation, its token) when its letter is in @letters:
+ * *@which gets the letter; 0 for any other key. */
+static inline uint64_t
+tier_key_ino(const unsigned char *k, size_t klen, const char *letters,
+		char *which)
+{
+	char hex[17];
+	char *end;
+	uint64_t ino;
+
+	if (klen != 17 || !k[0] || !strchr(letters, k[0]))
+		return 0;
+	memcpy(hex, k + 1, 16);
+	hex[16] = '\0';
+	ino = strtoull(hex, &end, 16);
+	*which = (char)k[0];
+	return *end ? 0 : ino;
+}
+
+/* A super record of the tree, 0 when it is absent. */
+static inline int
+tier_super_or_0(struct objfs_meta_txn *tx, const char *k, uint64_t *v)
+{
+	int rc = objfs_meta_super_get(tx, k, v);
+
+	if (rc == -ENOENT) {
+		*v = 0;
+		rc = 0;
+	}
+	return rc;
+}
 
 /* ---- shared.c: shared mode ---- */
 
