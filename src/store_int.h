@@ -482,7 +482,7 @@ int objfs_ids_put(struct objfs_store *s, struct objfs_meta_txn *t,
 		uint64_t next_ino, uint64_t next_ck);
 /* Shared mode (0 otherwise): a namespace change in @dir is about to be
  * made (apply lock held: OBJFS_SHARED), or a lookup or readdir of it (no
- * lock held): src/cluster/deleg.c. */
+ * lock held; 1: this node holds it): src/cluster/deleg.c. */
 int objfs_share_dir_use(struct objfs_store *s, uint64_t dir);
 int objfs_share_dir_read(struct objfs_store *s, uint64_t dir);
 /* Take this node's write lease of @ino (its own commit): -EBUSY while

@@ -129,7 +129,9 @@ struct objfs_tier_ops {
 	int (*dir_use)(struct objfs_tier *t, uint64_t dir);
 	/* A lookup or readdir of @dir (no store lock held): when another
 	 * node holds it, it is recalled first, and what it made applied
-	 * here before this returns. */
+	 * here before this returns.  1 when this node holds it (a name not
+	 * in this index is in no other: the log need not be read), else 0
+	 * or -errno. */
 	int (*dir_read)(struct objfs_tier *t, uint64_t dir);
 };
 

@@ -782,13 +782,24 @@ tier_deleg_read(struct objfs_tier *t, uint64_t dir)
 {
 	struct tier_deleg *e;
 	uint64_t node = 0;
+	int mine;
 
 	pthread_mutex_lock(&t->deleg_mu);
 	e = dl_find(t, dir);
 	if (e && e->node != t->node)
 		node = e->node;
+	mine = e && e->node == t->node;
 	pthread_mutex_unlock(&t->deleg_mu);
-	return node ? tier_deleg_recall(t, dir, node) : 0;
+	if (node)
+		return tier_deleg_recall(t, dir, node);
+	/* Held here, and this node within its deadline (no other node can
+	 * have broken it): every name of the directory is in this index. */
+	if (!mine || tier_past_deadline(t) < 0)
+		return 0;
+	pthread_mutex_lock(&t->lock);
+	mine = !t->lost && !t->diverged;
+	pthread_mutex_unlock(&t->lock);
+	return mine;
 }
 
 /* ---- a mount ----------------------------------------------------------- */

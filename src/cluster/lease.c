@@ -518,11 +518,10 @@ lease_moved(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	return 0;
 }
 
-/* Past this node's local deadline nothing is appended, nor kept to be
- * (the caller renews and tries again): a node that stopped may have been
+/* The caller renews and tries again: a node that stopped may have been
  * given up by the others, and the log compacted past it. */
-static int
-past_deadline(struct objfs_tier *t)
+int
+tier_past_deadline(struct objfs_tier *t)
 {
 	uint64_t t0 = objfs_mono_ns();
 	int rc;
@@ -625,7 +624,7 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	if (rc == 0 && defer) {
 		/* Of directories this node holds and inodes only it knows:
 		 * kept, shipped with the next record this node puts. */
-		rc = past_deadline(t);
+		rc = tier_past_deadline(t);
 		if (rc == 0)
 			rc = objfs_meta_hook_defer(tx, f.p, f.len);
 		if (rc == 0) {
@@ -696,7 +695,7 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		return -ENOMEM;
 	}
 	t0 = objfs_mono_ns();
-	rc = past_deadline(t);
+	rc = tier_past_deadline(t);
 	if (rc < 0) {
 		free(rec);
 		free(f.p);

@@ -129,13 +129,16 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 	}
 	/* Shared mode: a directory another node holds is recalled first
 	 * (what it made there is in the log, and applied here). */
-	rc = objfs_share_dir_read(s, parent);
-	if (rc < 0)
-		return rc;
+	int held = objfs_share_dir_read(s, parent);
+
+	if (held < 0)
+		return held;
 	rc = lookup_once(s, parent, name, len, out);
 	/* Shared mode: a name another node made before this lookup began
-	 * is found (close-to-open: the path walk of an open). */
-	if (rc == -ENOENT && s->shared && s->tier_ops->view(s->tier) == 0)
+	 * is found (close-to-open: the path walk of an open), unless this
+	 * node holds the directory (then nobody else made one). */
+	if (rc == -ENOENT && s->shared && !held &&
+	    s->tier_ops->view(s->tier) == 0)
 		rc = lookup_once(s, parent, name, len, out);
 	return rc;
 }

@@ -199,6 +199,47 @@ PY
 }
 ok "B finds the 40 files the killed daemon had not shipped, by their new names (its next mount did)" waited_on_b
 
+# ---- a paused holder with nothing waiting ----
+# A holds dq, all of it in the log (fsynced; no file closed there, whose
+# release the kernel sends when it likes), and has looked up a name not
+# there (a directory it holds answers that without the log).  Stopped
+# past its lease, B takes dq and makes that name; A, resumed, opens it at
+# once: past its deadline A trusts no directory it believed it held.
+python3 -c "
+import os
+os.mkdir('$A/dq')
+fd = os.open('$A/dq', os.O_RDONLY | os.O_DIRECTORY)
+os.fsync(fd)
+os.close(fd)
+assert not os.path.exists('$A/dq/x')
+"
+ok "A fsynced the directory it holds: nothing waits in its outbox" \
+	test "$(figure "$A" remote_deferred_waiting)" = 0
+kill -STOP "$PA"
+sleep 6		# past remote_lease (4 s)
+ok "A stopped past its lease: B makes the name in A's directory" \
+	sh -c "echo from-b > '$B/dq/x'"
+# The open begins the moment A runs again (a busy wait: before A's own
+# follower has read the log).
+python3 - "$A/dq/x" "$T/resumed" >"$T/resumed.out" 2>&1 <<'PY' &
+import os, sys
+path, flag = sys.argv[1], sys.argv[2]
+open(flag + '.ready', 'w').close()
+while not os.path.exists(flag):
+    pass
+try:
+    with open(path, 'rb') as f:
+        print('read ' + f.read().decode().strip())
+except OSError as e:
+    print('A: %s' % e)
+PY
+RP=$!
+for _ in $(seq 500); do [ -e "$T/resumed.ready" ] && break; sleep 0.01; done
+kill -CONT "$PA"
+: >"$T/resumed"
+wait "$RP"
+ok "A resumed opens it at once, with B's bytes" grep -qx "read from-b" "$T/resumed.out"
+
 # ---- a paused holder whose directory another node takes ----
 python3 -c "
 import os
