@@ -937,6 +937,8 @@ tier_deleg_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_commits_deferred: %" PRIu64 "\n"
 		"remote_deferred_waiting: %" PRIu64 "\n"
 		"remote_batches_shipped: %" PRIu64 "\n"
+		"remote_batches_unsure: %" PRIu64 "\n"
+		"remote_batches_unsure_landed: %" PRIu64 "\n"
 		"remote_diverged: %d\n",
 		held, others, (uint64_t)atomic_load(&t->dl_granted),
 		(uint64_t)atomic_load(&t->dl_released),
@@ -945,6 +947,8 @@ tier_deleg_status(struct objfs_tier *t, char *buf, size_t size)
 		(uint64_t)atomic_load(&t->dl_broken),
 		(uint64_t)atomic_load(&t->dl_deferred),
 		(uint64_t)atomic_load(&t->dl_waiting),
-		(uint64_t)atomic_load(&t->dl_batches), diverged);
+		(uint64_t)atomic_load(&t->dl_batches),
+		(uint64_t)atomic_load(&t->dl_unsure),
+		(uint64_t)atomic_load(&t->dl_unsure_landed), diverged);
 	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
 }

@@ -556,6 +556,8 @@ unsure_settle(struct objfs_tier *t)
 	rc = same_record(t, pos, rec, len);
 	if (rc == -ENOENT)
 		rc = 0;
+	if (rc == 1)
+		atomic_fetch_add(&t->dl_unsure_landed, 1);
 	if (rc >= 0) {
 		pthread_mutex_lock(&t->lock);
 		free(t->unsure_rec);
@@ -721,6 +723,7 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		t->unsure_len = len;
 		t->unsure_pos = cur + 1;
 		pthread_mutex_unlock(&t->lock);
+		atomic_fetch_add(&t->dl_unsure, 1);
 		rec = NULL;
 	}
 	free(rec);

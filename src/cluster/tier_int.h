@@ -213,6 +213,9 @@ struct objfs_tier {
 	_Atomic uint64_t dl_waiting, dl_waiting_ns;
 	_Atomic uint64_t dl_deferred, dl_batches, dl_granted, dl_released,
 		dl_recalls, dl_answered, dl_broken;
+	/* Records of waiting commits whose put did not answer; of those,
+	 * found in the log (their commits shipped, not put again). */
+	_Atomic uint64_t dl_unsure, dl_unsure_landed;
 	/* A record of waiting commits whose put did not answer (t->lock):
 	 * its position and bytes, until one of this node's commits, or the
 	 * follower, finds whether it landed (lease.c, unsure_settle). */

@@ -240,6 +240,68 @@ kill -CONT "$PA"
 wait "$RP"
 ok "A resumed opens it at once, with B's bytes" grep -qx "read from-b" "$T/resumed.out"
 
+# ---- a batch whose put did not answer ----
+# A's fsync puts its waiting creates while the OSD is stopped: the put
+# times out (remote_timeout, 8 s) and may yet land when the OSD runs
+# again.  A's next commit finds out which (its record, byte for byte, or
+# none): the creates are shipped once, nothing waits, and B has them.
+python3 -c "
+import os
+os.mkdir('$A/du')
+for i in range(20):
+    os.close(os.open('$A/du/u%d' % i, os.O_CREAT | os.O_WRONLY, 0o644))
+"
+OSD=$(cat "$C/run/osd.0.pid")
+u0=$(figure "$A" remote_batches_unsure)
+kill -STOP "$OSD"
+timeout 60 python3 - "$A/du" >"$T/unsure.out" 2>&1 <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+try:
+    os.fsync(fd)
+    print('fsync returned')
+except OSError as e:
+    print('fsync: %s' % os.strerror(e.errno))
+PY
+kill -CONT "$OSD"
+sed 's/^/# OSD stopped: /' "$T/unsure.out"
+ok "A's fsync with the OSD stopped fails, the put's answer lost" \
+	grep -q "^fsync: " "$T/unsure.out"
+ok "... counted as a batch not known to be in the log" \
+	test "$(figure "$A" remote_batches_unsure)" -gt "$u0"
+fsync_again() {	# the OSD back, A's fsync goes through (within 60 s)
+	python3 - "$A/du" <<'PY'
+import os, sys, time
+t0 = time.monotonic()
+while True:
+    fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+        sys.exit(0)
+    except OSError as e:
+        if time.monotonic() - t0 > 60:
+            sys.exit('fsync: %s' % os.strerror(e.errno))
+        time.sleep(0.5)
+    finally:
+        os.close(fd)
+PY
+}
+ok "the OSD back, A's fsync of the directory goes through" fsync_again
+echo "# the unsure batch found in the log: $(figure "$A" remote_batches_unsure_landed) time(s)"
+ok "... nothing of A's waits" test "$(figure "$A" remote_deferred_waiting)" = 0
+ok "B lists the 20 files" \
+	sh -c "[ \"\$(ls '$B/du' | sort -V | tr '\n' ' ')\" = '$(seq -f 'u%g' 0 19 | tr '\n' ' ')' ]"
+rm -f "$B"/du/u*
+none_left() {	# A's follower applies B's unlinks (in 10 s); none comes back
+	for _ in $(seq 100); do
+		[ -z "$(ls "$A/du")" ] && break
+		sleep 0.1
+	done
+	sleep 1
+	[ -z "$(ls "$A/du")" ] && [ -z "$(ls "$B/du")" ]
+}
+ok "B removes them; A lists none (no batch put twice brings one back)" none_left
+
 # ---- a paused holder whose directory another node takes ----
 python3 -c "
 import os
