@@ -518,20 +518,6 @@ lease_moved(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	return 0;
 }
 
-/* The caller renews and tries again: a node that stopped may have been
- * given up by the others, and the log compacted past it. */
-int
-tier_past_deadline(struct objfs_tier *t)
-{
-	uint64_t t0 = objfs_mono_ns();
-	int rc;
-
-	pthread_mutex_lock(&t->lock);
-	rc = t0 + tier_node_margin_ns(t) >= t->lease_ns ? -ETIME : 0;
-	pthread_mutex_unlock(&t->lock);
-	return rc;
-}
-
 /*
  * A record of this node's that carried waiting commits, whose put did not
  * answer (t->unsure_pos): is it in the log?  1 yes (then what waited is

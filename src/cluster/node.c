@@ -2,8 +2,8 @@
 /*
  * node.c - a shared node as the others see it (doc/design.md, "Many
  * nodes on one namespace"): the name of its lock in the pool, whether it
- * holds it (alive), and the margin its local deadline keeps before the
- * lock could lapse.  The bottom of shared mode: it calls only the pool's
+ * holds it (alive), the margin its local deadline keeps before the lock
+ * could lapse, and whether this node is past that deadline.  The bottom of shared mode: it calls only the pool's
  * client.
  */
 #include <config.h>
@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+
+#include "src/base/clock.h"
 
 #include "src/store_int.h"
 #include "src/cluster/tier_int.h"
@@ -42,4 +44,18 @@ tier_node_margin_ns(const struct objfs_tier *t)
 	uint64_t m = (uint64_t)t->lease_s * 1000000000u / 4;
 
 	return m < 2000000000u ? m : 2000000000u;
+}
+
+/* The caller renews and tries again: a node that stopped may have been
+ * given up by the others, and the log compacted past it. */
+int
+tier_past_deadline(struct objfs_tier *t)
+{
+	uint64_t t0 = objfs_mono_ns();
+	int rc;
+
+	pthread_mutex_lock(&t->lock);
+	rc = t0 + tier_node_margin_ns(t) >= t->lease_ns ? -ETIME : 0;
+	pthread_mutex_unlock(&t->lock);
+	return rc;
 }

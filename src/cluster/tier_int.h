@@ -309,7 +309,7 @@ int tier_node_alive(struct objfs_tier *t, uint64_t node);
 uint64_t tier_node_margin_ns(const struct objfs_tier *t);
 /* -ETIME past this node's local deadline (it may have stopped, and
  * been given up by the others): nothing is appended, nor kept to be,
- * nor trusted as held (lease.c). */
+ * nor trusted as held (node.c). */
 int tier_past_deadline(struct objfs_tier *t);
 
 /* ---- lease.c: leases and the commit hook ---- */
