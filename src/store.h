@@ -122,7 +122,9 @@ struct objfs_store_stats {
  * Open the data directory (creating it 0700 if needed), lock it against a
  * second daemon (-EBUSY, with the holder's pid in *holder when known),
  * open the index, create the arena.  On error *msg (if non-NULL) points to
- * a static text naming what failed.
+ * a static text naming what failed.  A shared mount whose last daemon's
+ * unshipped changes were refused is opened twice: the second builds the
+ * index anew from the pool.
  */
 int objfs_store_open(const struct objfs_store_config *cfg,
 		struct objfs_store **out, const char **msg, long *holder);

@@ -76,7 +76,9 @@ struct objfs_tier_ops {
 	/* The store's index and inode table are up, nothing else yet (no
 	 * orphan removed, no arena block adopted): a shared mount follows
 	 * the pool's log from here on, and takes over what this data
-	 * directory's killed daemon held. */
+	 * directory's killed daemon held.  -ESTALE: what it held was
+	 * refused (the data directory is marked; opened again, its index
+	 * is built anew from the pool). */
 	int (*attach)(struct objfs_tier *t, struct objfs_store *s, char *msg,
 			size_t msgsize);
 	/* Apply every record of the pool's log that this mount has not
@@ -133,6 +135,9 @@ struct objfs_tier_ops {
 	 * in this index is in no other: the log need not be read), else 0
 	 * or -errno. */
 	int (*dir_read)(struct objfs_tier *t, uint64_t dir);
+	/* objfsctl catch-up: every directory another node holds recalled
+	 * (what it made there is in the log), before the log is applied. */
+	int (*recall_all)(struct objfs_tier *t);
 };
 
 /* objfsctl check --remote: the way to the pool that check.c reads

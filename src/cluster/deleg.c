@@ -87,46 +87,6 @@ tier_deleg_key(const unsigned char *k, size_t klen, int *tok)
 
 /* ---- the table (deleg_mu) --------------------------------------------- */
 
-static struct tier_deleg *
-dl_find(struct objfs_tier *t, uint64_t dir)
-{
-	for (size_t i = 0; i < t->dl_n; i++)
-		if (t->dl[i].dir == dir)
-			return &t->dl[i];
-	return NULL;
-}
-
-static struct tier_deleg *
-dl_add(struct objfs_tier *t, uint64_t dir)
-{
-	struct tier_deleg *e = dl_find(t, dir);
-
-	if (e)
-		return e;
-	if (t->dl_n == t->dl_cap) {
-		size_t cap = t->dl_cap ? 2 * t->dl_cap : 16;
-		struct tier_deleg *v = realloc(t->dl, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		t->dl = v;
-		t->dl_cap = cap;
-	}
-	e = &t->dl[t->dl_n++];
-	memset(e, 0, sizeof(*e));
-	e->dir = dir;
-	return e;
-}
-
-static void
-dl_del(struct objfs_tier *t, uint64_t dir)
-{
-	struct tier_deleg *e = dl_find(t, dir);
-
-	if (e)
-		*e = t->dl[--t->dl_n];
-}
-
 static int
 recently_recalled(struct objfs_tier *t, uint64_t dir, uint64_t now)
 {
@@ -165,7 +125,7 @@ owned(const struct dscan *d, uint64_t ino)
 static uint64_t
 holder(struct objfs_tier *t, uint64_t dir, int *ok)
 {
-	struct tier_deleg *e = dl_find(t, dir);
+	struct tier_deleg *e = tier_dl_find(t, dir);
 
 	*ok = e && e->node == t->node && !e->lost;
 	return e ? e->node : 0;
@@ -351,7 +311,7 @@ tier_deleg_moved(struct objfs_tier *t, int own, int op,
 	if (op == OBJFS_JOURNAL_PUT && vlen >= 8)
 		memcpy(&val, v, 8);
 	pthread_mutex_lock(&t->deleg_mu);
-	e = dl_find(t, dir);
+	e = tier_dl_find(t, dir);
 	if (!own && e && e->node == t->node && !e->lost &&
 	    (op != OBJFS_JOURNAL_PUT || (tok ? val != e->tok :
 	     val != t->node))) {
@@ -363,7 +323,7 @@ tier_deleg_moved(struct objfs_tier *t, int own, int op,
 			lost = 1;
 		} else {
 			t->dl_held--;
-			dl_del(t, dir);
+			tier_dl_del(t, dir);
 			e = NULL;
 			forgot = 1;
 		}
@@ -374,9 +334,9 @@ tier_deleg_moved(struct objfs_tier *t, int own, int op,
 		if (!tok && e && !e->lost) {
 			if (e->node == t->node)
 				t->dl_held--;
-			dl_del(t, dir);
+			tier_dl_del(t, dir);
 		}
-	} else if ((e = dl_add(t, dir)) != NULL && !e->lost) {
+	} else if ((e = tier_dl_add(t, dir)) != NULL && !e->lost) {
 		if (tok) {
 			e->tok = val;
 		} else {
@@ -534,7 +494,7 @@ tier_deleg_use(struct objfs_tier *t, uint64_t dir)
 	if (rc < 0 || !t->batch_ms)
 		return rc;
 	pthread_mutex_lock(&t->deleg_mu);
-	e = dl_find(t, dir);
+	e = tier_dl_find(t, dir);
 	(void)holder(t, dir, &ok);
 	if (ok)
 		e->used_ns = now;
@@ -694,8 +654,8 @@ tier_deleg_release_all(struct objfs_tier *t)
 			break;
 		}
 		pthread_mutex_lock(&t->deleg_mu);
-		if (dl_find(t, dir) && dl_find(t, dir)->node == t->node)
-			dl_find(t, dir)->lost = 1;	/* not again */
+		if (tier_dl_find(t, dir) && tier_dl_find(t, dir)->node == t->node)
+			tier_dl_find(t, dir)->lost = 1;	/* not again */
 		pthread_mutex_unlock(&t->deleg_mu);
 	}
 	if (rc == 0)
@@ -757,7 +717,7 @@ tier_deleg_recall(struct objfs_tier *t, uint64_t dir, uint64_t node)
 		if (rc < 0)
 			return rc;
 		pthread_mutex_lock(&t->deleg_mu);
-		e = dl_find(t, dir);
+		e = tier_dl_find(t, dir);
 		still = e && e->node == node;
 		/* Two nodes working in one directory: neither takes it for
 		 * a while (their changes go to the log one by one), rather
@@ -785,7 +745,7 @@ tier_deleg_read(struct objfs_tier *t, uint64_t dir)
 	int mine;
 
 	pthread_mutex_lock(&t->deleg_mu);
-	e = dl_find(t, dir);
+	e = tier_dl_find(t, dir);
 	if (e && e->node != t->node)
 		node = e->node;
 	mine = e && e->node == t->node;
@@ -800,6 +760,30 @@ tier_deleg_read(struct objfs_tier *t, uint64_t dir)
 	mine = !t->lost && !t->diverged;
 	pthread_mutex_unlock(&t->lock);
 	return mine;
+}
+
+int
+tier_deleg_recall_all(struct objfs_tier *t)
+{
+	struct { uint64_t dir, node; } *v = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&t->deleg_mu);
+	if (t->dl_n)
+		v = malloc(t->dl_n * sizeof(*v));
+	for (size_t i = 0; v && i < t->dl_n; i++)
+		if (t->dl[i].node != t->node) {
+			v[n].dir = t->dl[i].dir;
+			v[n++].node = t->dl[i].node;
+		}
+	if (t->dl_n && !v)
+		rc = -ENOMEM;
+	pthread_mutex_unlock(&t->deleg_mu);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = tier_deleg_recall(t, v[i].dir, v[i].node);
+	free(v);
+	return rc;
 }
 
 /* ---- a mount ----------------------------------------------------------- */
@@ -823,7 +807,7 @@ dload_one(void *arg, const char *key, uint64_t node)
 
 	if (!dir || tok)
 		return 0;
-	e = dl_add(t, dir);
+	e = tier_dl_add(t, dir);
 	if (!e)
 		return -ENOMEM;
 	/* The last daemon's of this data directory: this mount's now

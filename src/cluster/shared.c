@@ -235,7 +235,10 @@ tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 			"fenced; this mount begins a new one", t->spec);
 		return 0;
 	}
-	if (rc < 0) {
+	/* Applying the log may have met the taking of a directory this data
+	 * directory's last daemon held while changes waited (diverged):
+	 * the take-over below says so (-ESTALE). */
+	if (rc < 0 && tier_deleg_take_over(t, 0) != -ESTALE) {
 		snprintf(msg, msgsize, "%s: cannot apply the pool's log: %s",
 			t->spec, strerror(-rc));
 		return rc;
@@ -247,9 +250,9 @@ tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 	if (rc < 0) {
 		snprintf(msg, msgsize, rc == -ESTALE ? "%s: another node took "
 			"a directory this data directory's last daemon held, "
-			"while changes of it had not reached the pool; they "
-			"are refused: mount again (the index is built anew "
-			"from the pool)%s" : "%s: cannot take over the "
+			"while changes of it had not reached the pool: they "
+			"are refused, and the index is built anew from the "
+			"pool%s" : "%s: cannot take over the "
 			"directories of the last daemon of this data "
 			"directory: %s", t->spec, rc == -ESTALE ? "" :
 			strerror(-rc));
@@ -410,6 +413,7 @@ tier_share_close(struct objfs_tier *t)
 	pthread_mutex_destroy(&t->deleg_mu);
 	free(t->held);
 	free(t->dl);
+	free(t->dl_slot);
 	free(t->unsure_rec);
 }
 

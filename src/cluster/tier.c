@@ -789,6 +789,7 @@ const struct objfs_tier_ops objfs_tier_rados = {
 	.shared = tier_shared,
 	.dir_use = tier_deleg_use,
 	.dir_read = tier_deleg_read,
+	.recall_all = tier_deleg_recall_all,
 	.attach = tier_attach,
 	.quiesce = tier_quiesce,
 	.catch_up = tier_share_catch_up,

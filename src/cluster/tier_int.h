@@ -202,6 +202,11 @@ struct objfs_tier {
 		int lost;
 	} *dl;
 	size_t dl_n, dl_cap, dl_held;
+	/* dl[]'s index by directory: linear probing, a slot holds an index
+	 * of dl[] plus 1 (0: empty); dl_nslot a power of 2, at least twice
+	 * dl_cap. */
+	uint32_t *dl_slot;
+	size_t dl_nslot;
 	struct { uint64_t dir, ns; } recalled[TIER_RECALLED];
 	unsigned recalled_i;
 	unsigned batch_ms;		/* remote_batch: what waits ships
@@ -370,6 +375,13 @@ void tier_deleg_moved(struct objfs_tier *t, int own, int op,
 /* tier.h's dir_use, dir_read and flush. */
 int tier_deleg_use(struct objfs_tier *t, uint64_t dir);
 int tier_deleg_read(struct objfs_tier *t, uint64_t dir);
+/* deleg_table.c, deleg_mu held: @dir's entry of dl[] (NULL: none); added
+ * if missing (NULL: no memory); taken out (another entry may move into
+ * its place: pointers into dl[] do not outlive a tier_dl_del). */
+struct tier_deleg *tier_dl_find(struct objfs_tier *t, uint64_t dir);
+struct tier_deleg *tier_dl_add(struct objfs_tier *t, uint64_t dir);
+void tier_dl_del(struct objfs_tier *t, uint64_t dir);
+int tier_deleg_recall_all(struct objfs_tier *t);
 int tier_deleg_flush(struct objfs_tier *t);
 /* The watch's recall requests; the follower's pass. */
 void tier_deleg_watched(struct objfs_tier *t, uint64_t notify_id,

@@ -252,8 +252,8 @@ pseudo_fs(int dirfd)
 	return NULL;
 }
 
-int
-objfs_store_open(const struct objfs_store_config *cfg,
+static int
+store_open_once(const struct objfs_store_config *cfg,
 		struct objfs_store **out, const char **msg, long *holder)
 {
 	struct objfs_inode *root;
@@ -571,6 +571,28 @@ err_free:
 	free(s);
 err_dirfd:
 	close(dirfd);
+	return rc;
+}
+
+int
+objfs_store_open(const struct objfs_store_config *cfg,
+		struct objfs_store **out, const char **msg, long *holder)
+{
+	const char *dummy;
+	int rc;
+
+	if (!msg)
+		msg = &dummy;
+	rc = store_open_once(cfg, out, msg, holder);
+	/* Shared mode: another node took a directory this data directory's
+	 * last daemon held while changes of it had not reached the pool.
+	 * They are refused (the tier marked the data directory): opened
+	 * again, its index is built anew from the pool. */
+	if (rc == -ESTALE && cfg->remote_shared) {
+		objfs_log(OBJFS_LOG_WARNING, "%s: %s; opening it again",
+			cfg->data_dir, *msg ? *msg : "refused");
+		rc = store_open_once(cfg, out, msg, holder);
+	}
 	return rc;
 }
 

@@ -825,7 +825,9 @@ objfs_share_catch_up(struct objfs_store *s)
 
 	if (!s->shared)
 		return -ENOTSUP;
-	rc = s->tier_ops->catch_up(s->tier);
+	rc = s->tier_ops->recall_all ? s->tier_ops->recall_all(s->tier) : 0;
+	if (rc == 0)
+		rc = s->tier_ops->catch_up(s->tier);
 	objfs_store_notify_send(s, 1);
 	return rc;
 }

@@ -327,6 +327,7 @@ class Run:
         self.enospc = 0
         self.pauses = 0		# daemons and OSD stopped and resumed
         self.broken = 0		# leases another node broke meanwhile
+        self.deferred = self.recalled = 0	# --batch: the last mounts'
         self.ns = None		# --remote: this run's namespace
 
     def p(self, name):
@@ -987,6 +988,13 @@ class Run:
             os.unlink(self.p(name))
         self.names = {}
         self.m_gc()
+        if self.a.batch:
+            # Delegations were used (the last mounts' counts).
+            for fs in self.nodes:
+                self.deferred += int(self.status(
+                    fs, "remote_commits_deferred") or 0)
+                self.recalled += int(self.status(
+                    fs, "remote_dirs_recalled") or 0)
         for fs in self.nodes[1:]:
             fs.stop()
             fs.check()
@@ -1028,6 +1036,8 @@ class Run:
                 TIMEOUT_S)
         if self.a.shared:
             opts += ",shared,remote_lease=%d" % LEASE_S
+            if self.a.batch:
+                opts += ",remote_batch=%d" % self.a.batch
             for k in range(2):
                 os.makedirs(os.path.join(work, "n%d" % k))
                 self.nodes.append(Objfs(self.a.bin, self.a.ctl, os.path.join(
@@ -1159,6 +1169,10 @@ def main():
     ap.add_argument("--shared", action="store_true",
                     help="with --remote: two mounts of the namespace "
                     "(-o shared), each operation on one of them")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="with --shared: -o remote_batch=MS on both "
+                    "(directories held, their changes shipped in batches; "
+                    "each catch-up recalls them)")
     ap.add_argument("--osd-pid", default=None,
                     help="with --remote: the OSD's pid file (the osd "
                     "operation stops and resumes it)")
@@ -1197,6 +1211,7 @@ def main():
         random.SystemRandom().randrange(1 << 31)
     end = time.monotonic() + args.seconds if args.seconds else None
     seeds = total = enospc = busy = perm = pauses = broken = 0
+    deferred = recalled = 0
     counts = {}
     t0 = time.monotonic()
     while True:
@@ -1218,6 +1233,8 @@ def main():
         perm += r.perm
         pauses += r.pauses
         broken += r.broken
+        deferred += r.deferred
+        recalled += r.recalled
         if why:
             print("FAIL seed %d at op %d after %.1f s: %s" %
                   (seed, at, time.monotonic() - t0, why), flush=True)
@@ -1249,7 +1266,10 @@ def main():
            if args.shared else "") +
           "; %d changes of sealed files refused" % perm +
           "; %d pauses of a daemon or the OSD, %d leases broken "
-          "meanwhile" % (pauses, broken))
+          "meanwhile" % (pauses, broken) +
+          ("; %d commits kept in an outbox, %d directories recalled "
+           "(the last mounts of each seed)" % (deferred, recalled)
+           if args.batch else ""))
     return 0
 
 

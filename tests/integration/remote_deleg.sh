@@ -131,6 +131,34 @@ PY
 CTL=$(dirname "$OBJFS_BIN")/objfsctl
 ok "A and B creating in one directory at once: all 300 on both" both_create
 
+# ---- the collector, and objfsctl catch-up, with directories held ----
+# What waits in a holder's outbox may name chunks no record names yet:
+# another node's collection waits until nothing is held elsewhere.
+python3 -c "
+import os
+os.mkdir('$A/dgc')
+for i in range(5):
+    with open('$A/dgc/g%d' % i, 'wb') as f:
+        f.write(b'kept %d' % i)
+    os.rename('$A/dgc/g%d' % i, '$A/dgc/h%d' % i)
+"
+gc_deferred_dir() {
+	if setfattr -n user.objfs.gc -v 0 "$B/.objfs-status" 2>"$T/gc.err"; then
+		echo "the collection ran"
+		return 1
+	fi
+	grep -q "busy" "$T/gc.err" && grep -q "directories held" "$T/objfs.b.log"
+}
+ok "a collection on B waits while A holds a directory, and says why" gc_deferred_dir
+recalled_all() { "$CTL" catch-up "$B" && [ "$(figure "$A" remote_dirs_held)" = 0 ]; }
+ok "objfsctl catch-up on B recalls every directory A holds" recalled_all
+ok "... and B lists what A made there, at once (no recall left)" \
+	sh -c "[ \"\$(ls '$B/dgc' | tr '\n' ' ')\" = 'h0 h1 h2 h3 h4 ' ]"
+ok "the collection on B runs once nothing is held elsewhere" \
+	setfattr -n user.objfs.gc -v 0 "$B/.objfs-status"
+ok "... and every file A made reads on B" \
+	sh -c "for i in 0 1 2 3 4; do [ \"\$(cat '$B/dgc/h'\$i)\" = \"kept \$i\" ] || exit 1; done"
+
 # ---- fsync: durable in the pool when it returns ----
 fsync_then_kill() {
 	python3 - "$A" <<'PY'
@@ -301,6 +329,39 @@ none_left() {	# A's follower applies B's unlinks (in 10 s); none comes back
 	[ -z "$(ls "$A/du")" ] && [ -z "$(ls "$B/du")" ]
 }
 ok "B removes them; A lists none (no batch put twice brings one back)" none_left
+
+# ---- a killed holder whose directory another node took ----
+# A is killed with creates waiting in dz; B, once A's lock lapsed, breaks
+# A's delegation and makes a file there.  A's data directory mounts again
+# at once: what it kept is refused, and the index is built anew from the
+# pool in that one mount.
+python3 -c "
+import os
+os.mkdir('$A/dz')
+fd = os.open('$A/dz', os.O_RDONLY | os.O_DIRECTORY)
+os.fsync(fd)
+os.close(fd)
+for i in range(10):
+    os.close(os.open('$A/dz/z%d' % i, os.O_CREAT | os.O_WRONLY, 0o644))
+"
+w=$(figure "$A" remote_deferred_waiting)
+kill -9 "$PA"
+wait "$PA" 2>/dev/null
+fusermount3 -u "$A" 2>/dev/null || umount -l "$A"
+ok "A killed with $w commits waiting" test "$w" -ge 10
+ok "B makes a file in A's directory (A's lock lapsed: the delegation broken)" \
+	sh -c "echo from-b > '$B/dz/b'"
+n0=$(grep -c "building its index anew" "$T/objfs.a.log")
+ok "A mounts again on its data directory, in one mount" start_objfs "$A" "$T/dA" \
+	"$OPTS,remote_batch=5000"
+PA=$OBJFS_PID
+ok "... its log says what was refused, and that the index was built anew" \
+	sh -c "grep -q 'they are refused, and the index is built anew' '$T/objfs.a.log' &&
+		[ \$(grep -c 'building its index anew' '$T/objfs.a.log') -gt $n0 ]"
+ok "A's tree is B's: B's file, none of the 10 creates A had not shipped" \
+	sh -c "[ \"\$(ls '$A/dz')\" = b ] && [ \"\$(cat '$A/dz/b')\" = from-b ]"
+ok "... and A changes the tree again" \
+	sh -c "echo from-a > '$A/dz/a' && '$CTL' catch-up '$B' && [ \"\$(cat '$B/dz/a')\" = from-a ]"
 
 # ---- a paused holder whose directory another node takes ----
 python3 -c "

@@ -9,12 +9,13 @@
 #     lost (data directory and arena deleted) and the next mount, from an
 #     empty data directory, must have every fsynced byte;
 #   - fuzz.py --remote, a namespace for each sequence, on one mount and
-#     on two shared mounts (-o shared) at once, against one model;
+#     on two shared mounts (-o shared) at once, against one model, also
+#     with directories held (--batch 50);
 #   - the crash simulator (sim.py remote): pool snapshots taken while a
 #     workload runs, each mounted and checked as a lost machine's pool.
 # REMOTE_KILL_ROUNDS, REMOTE_LOSE_ROUNDS, REMOTE_FUZZ_SECONDS,
-# REMOTE_SHARED_FUZZ_SECONDS and REMOTE_CRASH_STEPS set the sizes (defaults
-# 12, 6, 60, 60 and 1000).
+# REMOTE_SHARED_FUZZ_SECONDS, REMOTE_BATCH_FUZZ_SECONDS and
+# REMOTE_CRASH_STEPS set the sizes (defaults 12, 6, 60, 60, 40 and 1000).
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -37,6 +38,12 @@ t_fuzz "remote=" "${REMOTE_FUZZ_SECONDS:-60}" "$SEED" \
 t_fuzz "two shared mounts" "${REMOTE_SHARED_FUZZ_SECONDS:-60}" \
 	"$((SEED + 1))" --remote rados:objfs --remote-conf "$CONF" --shared \
 	--osd-pid "$C/run/osd.0.pid"
+# The same with directories held (-o remote_batch=50): a node's changes
+# wait in its outbox, and the other node's operation (or catch-up)
+# recalls the directory first.
+t_fuzz "two shared mounts, directories held" \
+	"${REMOTE_BATCH_FUZZ_SECONDS:-40}" "$((SEED + 2))" --remote rados:objfs \
+	--remote-conf "$CONF" --shared --batch 50 --osd-pid "$C/run/osd.0.pid"
 
 # The crash simulator with remote=: the workload of crash.sh on a mount
 # of its own pool, the data directory's writes recorded (crashrec.so),
