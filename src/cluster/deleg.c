@@ -854,7 +854,7 @@ rewrite(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t prev)
 
 	pthread_mutex_lock(&t->deleg_mu);
 	v = malloc((t->dl_n + 1) * sizeof(*v));
-	if (v) {
+	if (v && t->dl_n) {	/* t->dl is NULL while none was ever known */
 		memcpy(v, t->dl, t->dl_n * sizeof(*v));
 		n = t->dl_n;
 	}

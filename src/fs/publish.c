@@ -150,7 +150,8 @@ notify_add(struct objfs_store *s, uint64_t parent, const char *name,
 	n->parent = parent;
 	n->ino = ino;
 	n->len = len;
-	memcpy(n->name, name, len);
+	if (len)		/* an inode's notice has no name */
+		memcpy(n->name, name, len);
 	n->name[len] = '\0';
 	pthread_mutex_lock(&s->notify_mu);
 	n->next = NULL;
