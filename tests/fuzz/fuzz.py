@@ -1250,8 +1250,9 @@ def main():
                     json.dump({"seed": seed, "opts": args.opts,
                                "blocks_seed": args.blocks_seed,
                                "ops": failing}, f, indent=0)
-                print("# saved: fuzz.py --replay %s --dedup %s"
-                      % (args.save, args.dedup))
+                print("# saved: fuzz.py --replay %s --dedup %s%s"
+                      % (args.save, args.dedup, " --shared --batch %d" %
+                         args.batch if args.batch else ""))
             return 1
         seeds += 1
         total += r.done
