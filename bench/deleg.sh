@@ -6,7 +6,8 @@
 # its call returns), against a local objfs mount (no remote=), in one
 # run, on a single-node Ceph cluster started here:
 #   one process       creates (open O_CREAT and close), stats and renames
-#                     of 1,000 files per second on node A
+#                     of 1,000 files per second on node A; files of 100
+#                     bytes (create, write, close) per second, 300
 #   four processes    two on A, two on B, each creating 1,000 files in a
 #                     directory of its own: creates per second together
 #                     (the local baseline: four processes on one mount)
@@ -53,6 +54,21 @@ for i in range(n):
     os.rename("%s/f%d" % (d, i), "%s/g%d" % (d, i))
 r = n / (time.monotonic() - t)
 print("%.0f %.0f %.0f" % (c, s, r))
+PY
+}
+
+# small DIR: files of 100 bytes made per second (create, write, close),
+# 300 of them in DIR
+small() {
+	python3 - "$1" <<'PY'
+import os, sys, time
+d, n = sys.argv[1], 300
+os.makedirs(d, exist_ok=True)
+t = time.monotonic()
+for i in range(n):
+    with open("%s/s%d" % (d, i), "wb") as f:
+        f.write(os.urandom(100))
+print("%.0f" % (n / (time.monotonic() - t)))
 PY
 }
 
@@ -103,7 +119,7 @@ print("%.1f %.1f" % (t[len(t) // 2], t[len(t) * 99 // 100]))
 PY
 }
 
-declare -a dc ds dr nc ns nr lc lst lr d4 n4 l4 d1 n1 o50 o99
+declare -a dc ds dr nc ns nr lc lst lr d4 n4 l4 d1 n1 o50 o99 dsm nsm lsm
 for ((r = 1; r <= REPS; r++)); do
 	for mode in batch none; do
 		if [ "$mode" = batch ]; then o=",remote_batch=50"; else o=""; fi
@@ -113,6 +129,8 @@ for ((r = 1; r <= REPS; r++)); do
 		rec "objfs_shared_$mode" creates_per_s 0 "$r" "$c"
 		rec "objfs_shared_$mode" stats_per_s 0 "$r" "$s"
 		rec "objfs_shared_$mode" renames_per_s 0 "$r" "$n"
+		sm=$(small "$W/a/small")
+		rec "objfs_shared_$mode" small_files_per_s 0 "$r" "$sm"
 		f4=$(many 1000 "$W/a/p0" "$W/a/p1" "$W/b/p2" "$W/b/p3")
 		rec "objfs_shared_$mode" creates_4procs_2nodes_per_s 0 "$r" "$f4"
 		python3 -c "import os; os.makedirs('$W/a/same', exist_ok=True)"
@@ -121,12 +139,14 @@ for ((r = 1; r <= REPS; r++)); do
 		rec "objfs_shared_$mode" creates_2nodes_one_dir_per_s 0 "$r" "$f1"
 		if [ "$mode" = batch ]; then
 			dc+=("$c"); ds+=("$s"); dr+=("$n"); d4+=("$f4"); d1+=("$f1")
+			dsm+=("$sm")
 			lat=$(c2o "$W/a" "$W/b")
 			o50+=("${lat% *}"); o99+=("${lat#* }")
 			rec objfs_shared_batch close_to_open_p50_ms 100 "$r" "${lat% *}"
 			rec objfs_shared_batch close_to_open_p99_ms 100 "$r" "${lat#* }"
 		else
 			nc+=("$c"); ns+=("$s"); nr+=("$n"); n4+=("$f4"); n1+=("$f1")
+			nsm+=("$sm")
 		fi
 		umount_wait "$W/b"
 		umount_wait "$W/a"
@@ -137,6 +157,9 @@ for ((r = 1; r <= REPS; r++)); do
 	rec objfs_local creates_per_s 0 "$r" "$c"
 	rec objfs_local stats_per_s 0 "$r" "$s"
 	rec objfs_local renames_per_s 0 "$r" "$n"
+	sm=$(small "$W/l/small")
+	lsm+=("$sm")
+	rec objfs_local small_files_per_s 0 "$r" "$sm"
 	f4=$(many 1000 "$W/l/p0" "$W/l/p1" "$W/l/p2" "$W/l/p3")
 	l4+=("$f4")
 	rec objfs_local creates_4procs_per_s 0 "$r" "$f4"
@@ -155,6 +178,7 @@ done
 	echo "| creates per second, one process | $(m "${dc[@]}") | $(m "${nc[@]}") | $(m "${lc[@]}") | $(ratio "$(m "${dc[@]}")" "$(m "${lc[@]}")") |"
 	echo "| renames per second, one process | $(m "${dr[@]}") | $(m "${nr[@]}") | $(m "${lr[@]}") | $(ratio "$(m "${dr[@]}")" "$(m "${lr[@]}")") |"
 	echo "| stats per second, one process | $(m "${ds[@]}") | $(m "${ns[@]}") | $(m "${lst[@]}") | $(ratio "$(m "${ds[@]}")" "$(m "${lst[@]}")") |"
+	echo "| files of 100 bytes made per second (create, write, close), one process | $(m "${dsm[@]}") | $(m "${nsm[@]}") | $(m "${lsm[@]}") | $(ratio "$(m "${dsm[@]}")" "$(m "${lsm[@]}")") |"
 	echo "| creates per second, 4 processes on 2 nodes, a directory each | $(m "${d4[@]}") | $(m "${n4[@]}") | 4 processes on one mount $(m "${l4[@]}") | $(ratio "$(m "${d4[@]}")" "$(m "${l4[@]}")") |"
 	echo "| creates per second, 2 nodes in one directory at once | $(m "${d1[@]}") | $(m "${n1[@]}") | | |"
 	echo "| A's close returned to B's open reading the file, median / p99 | $(m "${o50[@]}") / $(m "${o99[@]}") ms | | | |"
