@@ -300,6 +300,13 @@ struct objfs_store {
 	/* Shared mode: counts the records of other nodes applied here
 	 * (an inode's change_gen, entry_gen). */
 	_Atomic uint64_t remote_gen;
+	/* Shared mode: an open answered ESTALE for a gone inode (a rename
+	 * over its name) at this monotonic time: the kernel's walk again
+	 * finds another inode, whose open must go through (a record that
+	 * comes between that lookup and the open would answer a second
+	 * ESTALE, which reaches the caller).  Lookups for a second after
+	 * it give the inode they find a pass (walk_pass). */
+	_Atomic uint64_t gone_estale_ns;
 
 	struct objfs_mutex lock;	/* objfs_store_lock() takes it */
 	struct objfs_inode **table;	/* protected by lock */

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "src/base/clock.h"
 #include "src/base/log.h"
 #include "src/base/sync.h"
 #include "src/status.h"
@@ -197,8 +198,10 @@ open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
 	/* Shared mode: an inode another mount deleted after the kernel
 	 * looked its name up (a rename over it): ESTALE makes the kernel
 	 * look the name up again, and open the file it names now. */
-	if (rc == -ENOENT && s->shared)
+	if (rc == -ENOENT && s->shared) {
+		atomic_store(&s->gone_estale_ns, objfs_mono_ns());
 		rc = -ESTALE;
+	}
 	if (rc < 0)
 		return rc;
 	/* Shared mode: one node writes a file at a time. */
@@ -232,9 +235,11 @@ open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
 		nanosleep(&ts, NULL);
 		objfs_inode_lock(ip);
 	}
-	if (ip->gone)
+	if (ip->gone) {
 		rc = s->shared && !ip->nopen ? -ESTALE : -ENOENT;
-	else
+		if (rc == -ESTALE)
+			atomic_store(&s->gone_estale_ns, objfs_mono_ns());
+	} else
 		rc = objfs_share_walk_again(s, ip, KERNEL_OWN_OPEN(flags));
 	if (rc == 0 && objfs_sealed_is(ip) && ((flags & O_ACCMODE) !=
 			O_RDONLY || (flags & O_TRUNC)))

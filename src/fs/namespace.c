@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "src/base/clock.h"
 #include "src/base/log.h"
 #include "src/base/sync.h"
 #include "src/status.h"
@@ -102,8 +103,14 @@ lookup_once(struct objfs_store *s, uint64_t parent, const char *name,
 		ip->entry_gen = g0;
 	/* The kernel walking again after an open's ESTALE: the open that
 	 * follows goes through (objfs_share_walk_again); any other lookup
-	 * takes a pass back. */
-	ip->walk_pass = ip->estale_pending;
+	 * takes a pass back.  After an ESTALE for a gone inode the walk
+	 * finds another one: a pass for a second (gone_estale_ns). */
+	{
+		uint64_t g = atomic_load(&s->gone_estale_ns);
+
+		ip->walk_pass = ip->estale_pending || (g && objfs_mono_ns() <
+				g + 1000000000ull);
+	}
 	ip->estale_pending = 0;
 	objfs_inode_unlock(ip);
 	if (out->nlink == 0)
