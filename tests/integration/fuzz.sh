@@ -5,12 +5,12 @@
 # with dedup off, and with the data directory on a 12 MiB ext4 image that
 # fills up; on a 16 MiB arena of 64 KiB chunks, so that chunks spill.  A
 # failure is shrunk to a short sequence, saved beside the log and
-# printed.  FUZZ_SECONDS sets the time of the dedup=on run (default 60;
+# printed.  FUZZ_SECONDS sets the time of the dedup=on run (default 50;
 # the other two take half each); a soak is the same with a larger
 # number, or fuzz.py --seconds N directly.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
-SECONDS_ON=${FUZZ_SECONDS:-60}
+SECONDS_ON=${FUZZ_SECONDS:-50}
 SEED=${FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}
 echo "# seed $SEED (FUZZ_SEED=$SEED reproduces the sequences)"
 t_fuzz "dedup on" "$SECONDS_ON" "$SEED" --dedup on

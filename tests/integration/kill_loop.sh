@@ -21,7 +21,7 @@
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 SIM=$(cd "$(dirname "$0")/../crash" && pwd)
-ROUNDS=${KILL_ROUNDS:-100}
+ROUNDS=${KILL_ROUNDS:-80}
 MODE=${KILL_MODE:-written}
 SEED=${KILL_SEED:-$((RANDOM * 32768 + RANDOM))}
 OPTS=${KILL_OPTS:-arena=32M,chunk=64K}

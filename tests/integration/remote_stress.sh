@@ -15,7 +15,7 @@
 #     workload runs, each mounted and checked as a lost machine's pool.
 # REMOTE_KILL_ROUNDS, REMOTE_LOSE_ROUNDS, REMOTE_FUZZ_SECONDS,
 # REMOTE_SHARED_FUZZ_SECONDS, REMOTE_BATCH_FUZZ_SECONDS and
-# REMOTE_CRASH_STEPS set the sizes (defaults 12, 6, 60, 60, 40 and 1000).
+# REMOTE_CRASH_STEPS set the sizes (defaults 12, 6, 45, 45, 40 and 1000).
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -32,10 +32,10 @@ t_sub "kill loop, the machine lost at each kill" env \
 	bash "$HERE/kill_loop.sh"
 SEED=${FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}
 # Both stop and resume the daemons and the OSD among their operations.
-t_fuzz "remote=" "${REMOTE_FUZZ_SECONDS:-60}" "$SEED" \
+t_fuzz "remote=" "${REMOTE_FUZZ_SECONDS:-45}" "$SEED" \
 	--remote rados:objfs --remote-conf "$CONF" --osd-pid "$C/run/osd.0.pid"
 # Two mounts of each sequence's namespace (-o shared), one model.
-t_fuzz "two shared mounts" "${REMOTE_SHARED_FUZZ_SECONDS:-60}" \
+t_fuzz "two shared mounts" "${REMOTE_SHARED_FUZZ_SECONDS:-45}" \
 	"$((SEED + 1))" --remote rados:objfs --remote-conf "$CONF" --shared \
 	--osd-pid "$C/run/osd.0.pid"
 # The same with directories held (-o remote_batch=50): a node's changes
