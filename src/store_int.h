@@ -304,8 +304,9 @@ struct objfs_store {
 	 * over its name) at this monotonic time: the kernel's walk again
 	 * finds another inode, whose open must go through (a record that
 	 * comes between that lookup and the open would answer a second
-	 * ESTALE, which reaches the caller).  Lookups for a second after
-	 * it give the inode they find a pass (walk_pass). */
+	 * ESTALE, which reaches the caller).  The first lookup of a name
+	 * that is not a directory within a second after it gives the
+	 * inode it finds a pass (walk_pass); one that finds nothing, none. */
 	_Atomic uint64_t gone_estale_ns;
 
 	struct objfs_mutex lock;	/* objfs_store_lock() takes it */

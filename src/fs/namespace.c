@@ -104,12 +104,16 @@ lookup_once(struct objfs_store *s, uint64_t parent, const char *name,
 	/* The kernel walking again after an open's ESTALE: the open that
 	 * follows goes through (objfs_share_walk_again); any other lookup
 	 * takes a pass back.  After an ESTALE for a gone inode the walk
-	 * finds another one: a pass for a second (gone_estale_ns). */
-	{
+	 * finds another one: the first lookup of a name that is not a
+	 * directory (the walk's last) within a second takes that pass
+	 * (gone_estale_ns), and no other. */
+	ip->walk_pass = ip->estale_pending;
+	if (!S_ISDIR(ip->attr.mode)) {
 		uint64_t g = atomic_load(&s->gone_estale_ns);
 
-		ip->walk_pass = ip->estale_pending || (g && objfs_mono_ns() <
-				g + 1000000000ull);
+		if (g && atomic_compare_exchange_strong(&s->gone_estale_ns,
+				&g, 0) && objfs_mono_ns() < g + 1000000000ull)
+			ip->walk_pass = 1;
 	}
 	ip->estale_pending = 0;
 	objfs_inode_unlock(ip);
@@ -147,6 +151,9 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 	if (rc == -ENOENT && s->shared && !held &&
 	    s->tier_ops->view(s->tier) == 0)
 		rc = lookup_once(s, parent, name, len, out);
+	/* A walk again that ends on no name: its pass goes unused. */
+	if (rc == -ENOENT)
+		atomic_store(&s->gone_estale_ns, 0);
 	return rc;
 }
 
