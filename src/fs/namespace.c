@@ -108,14 +108,18 @@ lookup_once(struct objfs_store *s, uint64_t parent, const char *name,
 	 * directory (the walk's last) within a second takes that pass
 	 * (gone_estale_ns), and no other. */
 	ip->walk_pass = ip->estale_pending;
+	ip->estale_pending = 0;
 	if (!S_ISDIR(ip->attr.mode)) {
 		uint64_t g = atomic_load(&s->gone_estale_ns);
 
+		/* The kernel looks a name that now names another inode up
+		 * twice (its revalidation finds the other inode, then its
+		 * lookup): the pass lasts through the second (the open
+		 * takes both marks). */
 		if (g && atomic_compare_exchange_strong(&s->gone_estale_ns,
 				&g, 0) && objfs_mono_ns() < g + 1000000000ull)
-			ip->walk_pass = 1;
+			ip->walk_pass = ip->estale_pending = 1;
 	}
-	ip->estale_pending = 0;
 	objfs_inode_unlock(ip);
 	if (out->nlink == 0)
 		rc = -ENOENT;

@@ -811,6 +811,8 @@ objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
 		return 0;
 	pass = ip->walk_pass;
 	ip->walk_pass = 0;
+	if (pass)
+		ip->estale_pending = 0;
 	if (pass || ip->change_gen <= ip->entry_gen ||
 	    ip->estale_change == ip->change_gen)
 		return 0;
