@@ -35,7 +35,8 @@ mount_ns() {	# mount_ns MNT DATA OPTS
 }
 shared() { echo "remote=rados:objfs/$1,remote_conf=$CONF,shared$2"; }
 
-# one DIR: "creates stats renames" per second of 1,000 files in DIR
+# one DIR: "creates stats renames small" per second of 1,000 files in
+# DIR, and of 300 files of 100 bytes each (create, write, close)
 one() {
 	python3 - "$1" <<'PY'
 import os, sys, time
@@ -53,22 +54,12 @@ t = time.monotonic()
 for i in range(n):
     os.rename("%s/f%d" % (d, i), "%s/g%d" % (d, i))
 r = n / (time.monotonic() - t)
-print("%.0f %.0f %.0f" % (c, s, r))
-PY
-}
-
-# small DIR: files of 100 bytes made per second (create, write, close),
-# 300 of them in DIR
-small() {
-	python3 - "$1" <<'PY'
-import os, sys, time
-d, n = sys.argv[1], 300
-os.makedirs(d, exist_ok=True)
 t = time.monotonic()
-for i in range(n):
+for i in range(300):
     with open("%s/s%d" % (d, i), "wb") as f:
         f.write(os.urandom(100))
-print("%.0f" % (n / (time.monotonic() - t)))
+m = 300 / (time.monotonic() - t)
+print("%.0f %.0f %.0f %.0f" % (c, s, r, m))
 PY
 }
 
@@ -125,11 +116,10 @@ for ((r = 1; r <= REPS; r++)); do
 		if [ "$mode" = batch ]; then o=",remote_batch=50"; else o=""; fi
 		mount_ns "$W/a" "$W/a$mode$r" "$(shared "$mode$r" "$o")"
 		mount_ns "$W/b" "$W/b$mode$r" "$(shared "$mode$r" "$o")"
-		read -r c s n < <(one "$W/a/one")
+		read -r c s n sm < <(one "$W/a/one")
 		rec "objfs_shared_$mode" creates_per_s 0 "$r" "$c"
 		rec "objfs_shared_$mode" stats_per_s 0 "$r" "$s"
 		rec "objfs_shared_$mode" renames_per_s 0 "$r" "$n"
-		sm=$(small "$W/a/small")
 		rec "objfs_shared_$mode" small_files_per_s 0 "$r" "$sm"
 		f4=$(many 1000 "$W/a/p0" "$W/a/p1" "$W/b/p2" "$W/b/p3")
 		rec "objfs_shared_$mode" creates_4procs_2nodes_per_s 0 "$r" "$f4"
@@ -152,12 +142,11 @@ for ((r = 1; r <= REPS; r++)); do
 		umount_wait "$W/a"
 	done
 	mount_ns "$W/l" "$W/local$r" "dedup=on"
-	read -r c s n < <(one "$W/l/one")
+	read -r c s n sm < <(one "$W/l/one")
 	lc+=("$c"); lst+=("$s"); lr+=("$n")
 	rec objfs_local creates_per_s 0 "$r" "$c"
 	rec objfs_local stats_per_s 0 "$r" "$s"
 	rec objfs_local renames_per_s 0 "$r" "$n"
-	sm=$(small "$W/l/small")
 	lsm+=("$sm")
 	rec objfs_local small_files_per_s 0 "$r" "$sm"
 	f4=$(many 1000 "$W/l/p0" "$W/l/p1" "$W/l/p2" "$W/l/p3")
