@@ -638,6 +638,7 @@ tier_deleg_release_all(struct objfs_tier *t)
 	int rc = 0;
 
 	for (;;) {
+		struct tier_deleg *e;
 		uint64_t dir = 0;
 		int r;
 
@@ -654,8 +655,9 @@ tier_deleg_release_all(struct objfs_tier *t)
 			break;
 		}
 		pthread_mutex_lock(&t->deleg_mu);
-		if (tier_dl_find(t, dir) && tier_dl_find(t, dir)->node == t->node)
-			tier_dl_find(t, dir)->lost = 1;	/* not again */
+		e = tier_dl_find(t, dir);
+		if (e && e->node == t->node)
+			e->lost = 1;	/* not again */
 		pthread_mutex_unlock(&t->deleg_mu);
 	}
 	if (rc == 0)
