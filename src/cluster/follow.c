@@ -104,6 +104,12 @@ apply_commit(void *arg, uint64_t seq, const void *pl, size_t n)
 	tl_applying = seq;
 	rc = objfs_store_apply_remote(t->s, pl, n);
 	tl_applying = 0;
+	if (rc == -EALREADY) {
+		/* This node's own, committed here while this waited for the
+		 * apply lock (the hook found the index past it). */
+		atomic_fetch_add(&t->sh_own_skipped, 1);
+		return 0;
+	}
 	if (rc == 0) {
 		atomic_store(&t->pos, seq);
 		atomic_fetch_add(&t->sh_applied, 1);

@@ -576,6 +576,18 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		return -EIO;	/* the epoch's log is fenced (fenced_out), or
 				 * this index went ahead of the tree */
 	if (tier_applying()) {
+		/* The follower read the index's position, then the record
+		 * after it, then waited for the apply lock: meanwhile a commit
+		 * of this node's own may have put that very record and
+		 * committed it here (its notify wakes the follower before its
+		 * local commit).  Applied again, an older state of this node's
+		 * own files would come back over what it did since (a file
+		 * made, written and closed: its create applied again over its
+		 * chunk, "1 of its 0 chunk records").  Under the apply lock,
+		 * the index's position says. */
+		rc = objfs_meta_super_get(tx, OBJFS_SUPER_REMOTE_POS, &cur);
+		if (rc == 0 && cur >= tier_applying())
+			return -EALREADY;
 		/* Another node's record (or this node's, found in the log
 		 * by the follower): a lease it breaks is lost here. */
 		(void)objfs_meta_payload_walk(pl, n, lease_moved, &lm);

@@ -448,6 +448,7 @@ tier_share_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_log_position: %" PRIu64 "\n"
 		"remote_log_appended: %" PRIu64 "\n"
 		"remote_log_applied: %" PRIu64 "\n"
+		"remote_log_own_skipped: %" PRIu64 "\n"
 		"remote_log_conflicts: %" PRIu64 "\n"
 		"remote_lease_refusals: %" PRIu64 "\n"
 		"remote_leases_broken: %" PRIu64 "\n"
@@ -460,6 +461,7 @@ tier_share_status(struct objfs_tier *t, char *buf, size_t size)
 		t->node, (uint64_t)atomic_load(&t->pos),
 		(uint64_t)atomic_load(&t->sh_appended),
 		(uint64_t)atomic_load(&t->sh_applied),
+		(uint64_t)atomic_load(&t->sh_own_skipped),
 		(uint64_t)atomic_load(&t->sh_conflicts),
 		(uint64_t)atomic_load(&t->sh_refused),
 		(uint64_t)atomic_load(&t->sh_broken), lc.mine, lc.others,

@@ -158,6 +158,9 @@ struct objfs_tier {
 	int follow_started;
 	_Atomic uint64_t sh_appended, sh_applied, sh_conflicts,
 		sh_refused, sh_broken;
+	/* Records of this node's own the follower found already committed
+	 * here when it came to apply them (follow.c, apply_commit). */
+	_Atomic uint64_t sh_own_skipped;
 	int attached;			/* tier_share_attach done */
 	int follow_stop;		/* (lock) the follower stops */
 	int kicked;			/* (lock) a notify came: look now */
