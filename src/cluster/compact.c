@@ -55,14 +55,24 @@ node_key(char k[24], uint64_t node)
 	snprintf(k, 24, "%016" PRIx64, node);
 }
 
+/* An entry: the position (8 bytes), then which of the node's
+ * registrations it is (8 bytes). */
+#define REG_LEN	16
+
 int
 tier_compact_register(struct objfs_tier *t, uint64_t pos)
 {
-	unsigned char v[8];
+	unsigned char v[REG_LEN];
 	char k[24];
 
+	uint64_t zero = 0;
+
+	/* From a random start: a node's id may outlive its mount. */
+	(void)atomic_compare_exchange_strong(&t->reg_count, &zero,
+			tier_random64() | 1);
 	node_key(k, t->node);
 	put_be64(v, pos);
+	put_be64(v + 8, atomic_fetch_add(&t->reg_count, 1));
 	return objfs_remote_omap_set(t->r, REGISTRY, k, v, sizeof(v));
 }
 
@@ -79,6 +89,8 @@ struct least {
 	struct objfs_tier *t;
 	uint64_t pos;
 	char dead[64][24];	/* gone nodes' keys, removed after */
+	unsigned char dead_val[64][REG_LEN];	/* ... if still these */
+	size_t dead_len[64];
 	unsigned ndead;
 };
 
@@ -90,15 +102,18 @@ least_one(void *arg, const char *key, const void *val, size_t len)
 	uint64_t node = strtoull(key, &end, 16), pos;
 	int alive;
 
-	if (*end || len != 8)
-		return 0;	/* not ours */
+	if (*end || (len != 8 && len != REG_LEN))
+		return 0;	/* not ours (8 bytes: before the count) */
 	pos = get_be64(val);
 	alive = node == l->t->node ? 1 : tier_node_alive(l->t, node);
 	if (alive < 0)
 		return alive;
 	if (!alive) {
-		if (l->ndead < 64)
-			snprintf(l->dead[l->ndead++], 24, "%s", key);
+		if (l->ndead < 64) {
+			snprintf(l->dead[l->ndead], 24, "%s", key);
+			memcpy(l->dead_val[l->ndead], val, len);
+			l->dead_len[l->ndead++] = len;
+		}
 		return 0;
 	}
 	if (pos < l->pos)
@@ -107,7 +122,11 @@ least_one(void *arg, const char *key, const void *val, size_t len)
 }
 
 /* The least position a live node has registered (at most @cap); gone
- * nodes' entries are removed. */
+ * nodes' entries are removed, each only if it is still the value read: a
+ * node that was stopped may take its lock again and register between
+ * the reading and the removal, and a removal of that registration would
+ * leave its records unprotected from the next compaction while it reads
+ * them (it would find the log's end at a removed record). */
 static int
 least_live(struct objfs_tier *t, uint64_t cap, uint64_t *out)
 {
@@ -122,7 +141,8 @@ least_live(struct objfs_tier *t, uint64_t cap, uint64_t *out)
 	if (rc == -ENOENT)
 		rc = 0;
 	for (unsigned i = 0; rc == 0 && i < l->ndead; i++)
-		(void)objfs_remote_omap_set(t->r, REGISTRY, l->dead[i], NULL, 0);
+		(void)objfs_remote_omap_del_if(t->r, REGISTRY, l->dead[i],
+				l->dead_val[i], l->dead_len[i]);
 	if (rc == 0)
 		*out = l->pos;
 	free(l);

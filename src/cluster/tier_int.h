@@ -189,6 +189,10 @@ struct objfs_tier {
 	pthread_t compact_th;
 	int compact_started;
 	_Atomic uint64_t compactions, compact_removed;
+	/* This node's registrations in objfs.nodes, counted: each value
+	 * differs, so a compactor removes a gone node's entry only if the
+	 * node did not register again since it was read (compact.c). */
+	_Atomic uint64_t reg_count;
 	/* A collector's requests for this node's pins (t->lock), answered
 	 * by the follower: notify ids and watch cookies. */
 	struct { uint64_t id, cookie; } pins_req[TIER_PINS_REQS];

@@ -408,6 +408,26 @@ objfs_remote_omap_set(struct objfs_remote *r, const char *name,
 }
 
 int
+objfs_remote_omap_del_if(struct objfs_remote *r, const char *name,
+		const char *key, const void *val, size_t len)
+{
+	rados_write_op_t op = rados_create_write_op();
+	const char *keys[1] = { key };
+	int rc, cmp = 0;
+
+	if (!op)
+		return -ENOMEM;
+	rados_write_op_omap_cmp(op, key, LIBRADOS_CMPXATTR_OP_EQ, val, len,
+			&cmp);
+	rados_write_op_omap_rm_keys(op, keys, 1);
+	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rados_release_write_op(op);
+	if (rc == -ENOENT)
+		return 0;	/* no such object: nothing to remove */
+	return rc == -ECANCELED ? 1 : rc;
+}
+
+int
 objfs_remote_omap_list(struct objfs_remote *r, const char *name,
 		int (*cb)(void *arg, const char *key, const void *val,
 			size_t len), void *arg)

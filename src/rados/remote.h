@@ -126,6 +126,11 @@ int objfs_remote_notify_ack(struct objfs_remote *r, uint64_t notify_id,
  * bytes), or removed (@val NULL; absent is not an error). */
 int objfs_remote_omap_set(struct objfs_remote *r, const char *name,
 		const char *key, const void *val, size_t len);
+/* A key of @name's omap removed if its value is still @val (@len bytes):
+ * 0 removed (or no such object), 1 kept (the value changed since, or
+ * the key is gone), or -errno. */
+int objfs_remote_omap_del_if(struct objfs_remote *r, const char *name,
+		const char *key, const void *val, size_t len);
 /* Every key of @name's omap: @cb(@arg, key, value, its length) until it
  * returns non-zero (that is the result).  -ENOENT when @name is absent. */
 int objfs_remote_omap_list(struct objfs_remote *r, const char *name,

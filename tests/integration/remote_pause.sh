@@ -304,12 +304,14 @@ for i in range(900):
 with open(a + '/h/after', 'w') as f:
     f.write('made while B was stopped')
 PY
-	local n
+	local n made=$?
 	for ((n = 0; n < 100; n++)); do
 		[ "$(figure "$A" remote_compactions)" -ge 5 ] && break
 		sleep 0.1
 	done
 	kill -CONT "$PB"
+	# A, working alone meanwhile, had every call answered.
+	[ "$made" = 0 ] || { echo "A's creates failed ($made)"; return 1; }
 	# B writes nothing into a log it can no longer follow: an operation
 	# fails, or (the log not compacted past it after all) works.
 	if python3 -c "open('$B/h/from-b', 'w').write('b')" 2>/dev/null; then
@@ -327,7 +329,16 @@ unmount_any() {	# MOUNT PID: unmounted and gone, whatever its status
 ok "I6: B unmounts" unmount_any "$B" "$PB"
 ok "I6: B mounts again on its data directory" start_objfs "$B" "$T/dB" "$OPTS"
 PB=$OBJFS_PID
-ok "... with the whole tree, the file made while it was stopped too" sh -c "[ \"\$(cat '$B/h/after')\" = 'made while B was stopped' ] && [ \"\$(ls '$B/h' | grep -c '^f')\" = 300 ]"
+whole_tree() {
+	local after n
+	after=$(cat "$B/h/after")
+	n=$(ls "$B/h" | grep -c '^f')
+	[ "$after" = 'made while B was stopped' ] && [ "$n" = 300 ] && return 0
+	echo "# B sees after='$after' and $n f-files; its log:"
+	grep -E 'remote|lapsed|compact' "$T/objfs.b.log" | tail -n 30 | sed 's/^/# /'
+	return 1
+}
+ok "... with the whole tree, the file made while it was stopped too" whole_tree
 
 # ---- I7: exclusive failover ----
 EX="remote=rados:objfs/x$$,remote_conf=$CONF,remote_timeout=8,remote_hold=4"
