@@ -647,8 +647,16 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		cur++;
 		rc = 0;
 	}
-	/* What waits goes first, in this commit's record. */
-	if (rc == 0 && (atomic_load(&t->dl_waiting) || settled ||
+	/* What waits goes first, in this commit's record: a commit that
+	 * has a record to put, a shipping, a settling.  A commit with
+	 * nothing for the log (a file's chunks written out here while
+	 * this node holds its lease: published whole at its close) stays
+	 * local: its put could lose the race for the log's next record,
+	 * and its caller (a FLUSH, not in OBJFS_SHARED) could not do it
+	 * again (close() answered ERESTART to 8 processes of 8 making
+	 * files in held directories while another node gave its own
+	 * back). */
+	if (rc == 0 && ((atomic_load(&t->dl_waiting) && f.len) || settled ||
 	    tier_deleg_flushing()))
 		rc = objfs_meta_hook_take(tx, &ob, &obn, &count);
 	if (rc == 0 && count && !settled && tier_deleg_lost_any(t))

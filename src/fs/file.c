@@ -805,6 +805,15 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 			rc = -EIO;
 		}
 		objfs_inode_unlock(ip);
+		/* Shared mode: the write-out's commit lost the race for the
+		 * log's next record (it carried a record): the log applied,
+		 * and again, as OBJFS_SHARED does. */
+		if (rc == -ERESTART && s->shared && tries < 64) {
+			rc = s->tier_ops->catch_up(s->tier);
+			if (rc == 0)
+				continue;
+			break;
+		}
 		/* A full backing disk may hold space that deletes and
 		 * rewrites freed, given back only once the index is durable:
 		 * make it durable, take the space, and write again, as the
@@ -812,6 +821,8 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 		if (rc != -ENOSPC || tries == 3 || !s->copy->reclaim(s))
 			break;
 	}
+	if (rc == -ERESTART)
+		rc = -EAGAIN;	/* never to a caller (errno 85) */
 	/* The bytes are on disk already: what makes them and every
 	 * namespace change so far durable is one flush of the journal. */
 	if (rc == 0 && s->shared) {
