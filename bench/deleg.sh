@@ -88,6 +88,45 @@ print("%.0f" % (n * len(dirs) / (time.time() - start)))
 PY
 }
 
+# small8 MNT: 8 processes on one mount, each making 200 files of 100
+# bytes (create, write, close) in a directory of its own, all at once:
+# "files-per-second records-per-file" (records: the pool's log records
+# the mount put, none on a local mount; group commit shares them)
+small8() {
+	local a0 out
+	a0=$(figure "$1" remote_log_appended)
+	out=$(python3 - "$1" <<'PY'
+import os, sys, time
+m = sys.argv[1]
+dirs = ['%s/s8/%d' % (m, k) for k in range(8)]
+for d in dirs:
+    os.makedirs(d, exist_ok=True)
+start = time.time() + 0.3
+pids = []
+for k, d in enumerate(dirs):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(max(0, start - time.time()))
+        for i in range(200):
+            with open('%s/f%d' % (d, i), 'wb') as f:
+                f.write(os.urandom(100))
+        os._exit(0)
+    pids.append(pid)
+bad = 0
+for p in pids:
+    bad |= os.waitpid(p, 0)[1]
+if bad:
+    sys.exit('small8: a process failed')
+print("%.0f" % (1600 / (time.time() - start)))
+PY
+) || { echo "0 -"; return; }
+	if [ -n "$a0" ]; then
+		echo "$out $(python3 -c "print('%.2f' % (($(figure "$1" remote_log_appended) - $a0) / 1600))")"
+	else
+		echo "$out -"
+	fi
+}
+
 # c2o A B: A's close to B's open reading, median and p99 of 100 (ms)
 c2o() {
 	python3 - "$1" "$2" <<'PY'
@@ -111,6 +150,7 @@ PY
 }
 
 declare -a dc ds dr nc ns nr lc lst lr d4 n4 l4 d1 n1 o50 o99 dsm nsm lsm
+declare -a d8 n8 l8 d8r n8r
 for ((r = 1; r <= REPS; r++)); do
 	for mode in batch none; do
 		if [ "$mode" = batch ]; then o=",remote_batch=50"; else o=""; fi
@@ -123,20 +163,23 @@ for ((r = 1; r <= REPS; r++)); do
 		rec "objfs_shared_$mode" small_files_per_s 0 "$r" "$sm"
 		f4=$(many 1000 "$W/a/p0" "$W/a/p1" "$W/b/p2" "$W/b/p3")
 		rec "objfs_shared_$mode" creates_4procs_2nodes_per_s 0 "$r" "$f4"
+		read -r s8 s8r < <(small8 "$W/a")
+		rec "objfs_shared_$mode" small_files_8procs_per_s 100 "$r" "$s8"
+		rec "objfs_shared_$mode" small_files_8procs_records_per_file 100 "$r" "$s8r"
 		python3 -c "import os; os.makedirs('$W/a/same', exist_ok=True)"
 		"$BIN/objfsctl" catch-up "$W/b"
 		f1=$(many 500 "$W/a/same" "$W/b/same")
 		rec "objfs_shared_$mode" creates_2nodes_one_dir_per_s 0 "$r" "$f1"
 		if [ "$mode" = batch ]; then
 			dc+=("$c"); ds+=("$s"); dr+=("$n"); d4+=("$f4"); d1+=("$f1")
-			dsm+=("$sm")
+			dsm+=("$sm"); d8+=("$s8"); d8r+=("$s8r")
 			lat=$(c2o "$W/a" "$W/b")
 			o50+=("${lat% *}"); o99+=("${lat#* }")
 			rec objfs_shared_batch close_to_open_p50_ms 100 "$r" "${lat% *}"
 			rec objfs_shared_batch close_to_open_p99_ms 100 "$r" "${lat#* }"
 		else
 			nc+=("$c"); ns+=("$s"); nr+=("$n"); n4+=("$f4"); n1+=("$f1")
-			nsm+=("$sm")
+			nsm+=("$sm"); n8+=("$s8"); n8r+=("$s8r")
 		fi
 		umount_wait "$W/b"
 		umount_wait "$W/a"
@@ -152,6 +195,9 @@ for ((r = 1; r <= REPS; r++)); do
 	f4=$(many 1000 "$W/l/p0" "$W/l/p1" "$W/l/p2" "$W/l/p3")
 	l4+=("$f4")
 	rec objfs_local creates_4procs_per_s 0 "$r" "$f4"
+	read -r s8 s8r < <(small8 "$W/l")
+	l8+=("$s8")
+	rec objfs_local small_files_8procs_per_s 100 "$r" "$s8"
 	umount_wait "$W/l"
 	rm -rf "$W"/a*"$r" "$W"/b*"$r" "$W/local$r"
 	rados -c "$CONF" purge objfs --yes-i-really-really-mean-it >/dev/null 2>&1 || true
@@ -168,6 +214,8 @@ done
 	echo "| renames per second, one process | $(m "${dr[@]}") | $(m "${nr[@]}") | $(m "${lr[@]}") | $(ratio "$(m "${dr[@]}")" "$(m "${lr[@]}")") |"
 	echo "| stats per second, one process | $(m "${ds[@]}") | $(m "${ns[@]}") | $(m "${lst[@]}") | $(ratio "$(m "${ds[@]}")" "$(m "${lst[@]}")") |"
 	echo "| files of 100 bytes made per second (create, write, close), one process | $(m "${dsm[@]}") | $(m "${nsm[@]}") | $(m "${lsm[@]}") | $(ratio "$(m "${dsm[@]}")" "$(m "${lsm[@]}")") |"
+	echo "| files of 100 bytes made per second, 8 processes on one node, a directory each | $(m "${d8[@]}") | $(m "${n8[@]}") | $(m "${l8[@]}") | $(ratio "$(m "${d8[@]}")" "$(m "${l8[@]}")") |"
+	echo "| ... the pool's log records put per file (group commit: closes share them) | $(m "${d8r[@]}") | $(m "${n8r[@]}") | | |"
 	echo "| creates per second, 4 processes on 2 nodes, a directory each | $(m "${d4[@]}") | $(m "${n4[@]}") | 4 processes on one mount $(m "${l4[@]}") | $(ratio "$(m "${d4[@]}")" "$(m "${l4[@]}")") |"
 	echo "| creates per second, 2 nodes in one directory at once | $(m "${d1[@]}") | $(m "${n1[@]}") | | |"
 	echo "| A's close returned to B's open reading the file, median / p99 | $(m "${o50[@]}") / $(m "${o99[@]}") ms | | | |"

@@ -17,11 +17,19 @@
  *			cache notices at a time; taken with no lock held
  *			(the kernel may wait, to drop a name, for a request
  *			that waits for any of these), notify_mu under it.
+ *	pub_mu		shared mode (publish.c): the queue of publishes that
+ *			share one commit (group commit); taken with no lock
+ *			held, and none is taken under it (its leader
+ *			publishes with it released).
  *	apply_lock	shared mode only (publish.c): held shared by an
  *			operation that may change the shared tree, from its
  *			first read to its commit; exclusive while another
  *			mount's commit is applied.  The tier's catch_mu
  *			(tier_int.h) is taken without it, and takes it.
+ *	mk_mu		shared mode (create.c): the queue of creates that
+ *			share one commit; taken with the apply lock (shared)
+ *			alone, and none under it (its leader makes the group
+ *			with it released).
  *	ns_lock		namespace changes (create, link, unlink, rename):
  *			held across their index reads and transaction, so
  *			that what they read cannot change before they write.
@@ -376,6 +384,22 @@ struct objfs_store {
 	 * they are published), inodes whose destroy failed (their records
 	 * stay in the tree until it is done).  todo_mu is a leaf. */
 	pthread_mutex_t todo_mu;
+	/* Publishes waiting to share one commit (publish.c, group commit):
+	 * pub_mu is taken with no other lock held, only to queue and to
+	 * wait (pub_cv); the leader publishes with it released. */
+	pthread_mutex_t pub_mu;
+	pthread_cond_t pub_cv;
+	struct objfs_pub_wait *pub_head, **pub_tail;
+	int pub_busy;			/* a leader publishes */
+	_Atomic uint64_t pub_groups, pub_grouped;
+	/* Creates waiting to share one commit (create.c), the same way:
+	 * mk_mu is taken with the apply lock (shared) alone, and none
+	 * under it. */
+	pthread_mutex_t mk_mu;
+	pthread_cond_t mk_cv;
+	struct mk_req *mk_head, **mk_tail;
+	int mk_busy;
+	_Atomic uint64_t mk_groups, mk_grouped;
 	struct objfs_todo {
 		uint64_t ino;
 		int destroy;
@@ -481,6 +505,10 @@ int objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
  * opens (open_file): dropping them bumps the kernel's attribute version,
  * and a lookup under way then brings a size the kernel throws away. */
 void objfs_store_notify_send(struct objfs_store *s, int inodes);
+/* dir.c: @parent as a directory, referenced (-ENOTDIR, -ENOENT when
+ * removed); called with ns_lock held and no inode's lock. */
+int objfs_store_get_dir(struct objfs_store *s, uint64_t parent,
+		struct objfs_inode **out);
 /* ids.c (ns_lock held): room for @nino inode numbers and @nck cookies
  * (shared mode: in this node's range, reserved in a commit of its own);
  * the counters after a change that hands out numbers below @next_ino

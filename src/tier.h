@@ -98,7 +98,8 @@ struct objfs_tier_ops {
 	 * node that held the lease is gone and the lease was broken (try
 	 * again), else -EBUSY. */
 	int (*unblock)(struct objfs_tier *t);
-	/* This thread's next commit publishes @ino whole (0: none). */
+	/* This thread's next commit publishes @ino whole, with the others
+	 * named since the last call with 0 (0: none; at most 64). */
 	void (*publishing)(struct objfs_tier *t, uint64_t ino);
 	/*
 	 * Fencing (doc/design.md, "Many nodes", invariants 2 and 3).  A

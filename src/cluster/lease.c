@@ -43,9 +43,12 @@
 #include "src/store_int.h"
 #include "src/cluster/tier_int.h"
 
-/* This thread's commit publishes @tl_publish whole (the record it applies
- * is tier_applying()'s); the lease that refused its last try. */
-static _Thread_local uint64_t tl_publish;
+/* This thread's commit publishes the files of tl_publish[] whole (one
+ * file, or a group of them: publish.c's group commit; the record it
+ * applies is tier_applying()'s); the lease that refused its last try. */
+#define TL_PUBLISH_MAX	64
+static _Thread_local uint64_t tl_publish[TL_PUBLISH_MAX];
+static _Thread_local unsigned tl_npublish;
 static _Thread_local uint64_t tl_blocked_ino, tl_blocked_node;
 
 static void
@@ -351,6 +354,15 @@ keep_raw(struct filt *f, const void *p, size_t n)
 }
 
 static int
+publishing(uint64_t ino)
+{
+	for (unsigned i = 0; i < tl_npublish; i++)
+		if (tl_publish[i] == ino)
+			return 1;
+	return 0;
+}
+
+static int
 filter_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 		const unsigned char *v, size_t vlen)
 {
@@ -409,7 +421,7 @@ filter_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 		 * delete would be lost (an unlink that found it closed while
 		 * the RELEASE that gives its lease back was still on its way
 		 * left an inode without a name in the tree). */
-		if (node && ino != tl_publish && !lease_changed(f, ino) &&
+		if (node && !publishing(ino) && !lease_changed(f, ino) &&
 		    !(db == OBJFS_MDB_INODE && op == OBJFS_JOURNAL_DEL))
 			return held_add(f, ino);
 		if (node && db == OBJFS_MDB_INODE && op == OBJFS_JOURNAL_DEL)
@@ -801,7 +813,10 @@ void
 tier_share_publishing(struct objfs_tier *t, uint64_t ino)
 {
 	(void)t;
-	tl_publish = ino;
+	if (!ino)
+		tl_npublish = 0;
+	else if (tl_npublish < TL_PUBLISH_MAX)
+		tl_publish[tl_npublish++] = ino;
 }
 
 int

@@ -424,9 +424,17 @@ objfs_store_status_text(struct objfs_store *s, char *text, size_t size,
 	if (s->shared && *len + 1 < size) {
 		int n = snprintf(text + *len, size - *len,
 			"fenced_files_total: %" PRIu64 "\n"
-			"fenced_last_inode: %" PRIu64 "\n",
+			"fenced_last_inode: %" PRIu64 "\n"
+			"remote_publish_groups: %" PRIu64 "\n"
+			"remote_publishes_grouped: %" PRIu64 "\n"
+			"remote_create_groups: %" PRIu64 "\n"
+			"remote_creates_grouped: %" PRIu64 "\n",
 			(uint64_t)atomic_load(&s->fenced_files),
-			(uint64_t)atomic_load(&s->fenced_last));
+			(uint64_t)atomic_load(&s->fenced_last),
+			(uint64_t)atomic_load(&s->pub_groups),
+			(uint64_t)atomic_load(&s->pub_grouped),
+			(uint64_t)atomic_load(&s->mk_groups),
+			(uint64_t)atomic_load(&s->mk_grouped));
 
 		if (n > 0)
 			*len += (size_t)n < size - *len ? (size_t)n :

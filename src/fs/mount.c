@@ -215,6 +215,10 @@ destroy_locks(struct objfs_store *s)
 	pthread_mutex_destroy(&s->notify_mu);
 	pthread_mutex_destroy(&s->notify_send_mu);
 	pthread_mutex_destroy(&s->todo_mu);
+	pthread_mutex_destroy(&s->pub_mu);
+	pthread_cond_destroy(&s->pub_cv);
+	pthread_mutex_destroy(&s->mk_mu);
+	pthread_cond_destroy(&s->mk_cv);
 	free(s->todo);
 }
 
@@ -469,6 +473,12 @@ store_open_once(const struct objfs_store_config *cfg,
 	pthread_mutex_init(&s->notify_mu, NULL);
 	pthread_mutex_init(&s->notify_send_mu, NULL);
 	pthread_mutex_init(&s->todo_mu, NULL);
+	pthread_mutex_init(&s->pub_mu, NULL);
+	pthread_cond_init(&s->pub_cv, NULL);
+	s->pub_tail = &s->pub_head;
+	pthread_mutex_init(&s->mk_mu, NULL);
+	pthread_cond_init(&s->mk_cv, NULL);
+	s->mk_tail = &s->mk_head;
 	s->notify_tail = &s->notify_head;
 	s->nbuckets = 1024;
 	s->table = calloc(s->nbuckets, sizeof(*s->table));

@@ -179,31 +179,6 @@ objfs_store_forget(struct objfs_store *s, uint64_t ino, uint64_t n)
 
 /* ---- namespace -------------------------------------------------------- */
 
-/* Look up @parent as a directory; takes a reference.  Holds ns_lock. */
-static int
-get_dir(struct objfs_store *s, uint64_t parent, struct objfs_inode **out)
-{
-	struct objfs_inode *dp;
-	struct objfs_attr a;
-	int rc = objfs_inode_get(s, parent, &dp);
-
-	if (rc < 0)
-		return rc;
-	objfs_inode_lock(dp);
-	a = dp->attr;
-	objfs_inode_unlock(dp);
-	if (!S_ISDIR(a.mode))
-		rc = -ENOTDIR;
-	else if (a.nlink == 0)
-		rc = -ENOENT;		/* removed directory */
-	if (rc < 0) {
-		objfs_inode_put(s, dp);
-		return rc;
-	}
-	*out = dp;
-	return 0;
-}
-
 /* The attributes of @ip, read under its lock. */
 static struct objfs_attr
 attr_of(struct objfs_inode *ip)
@@ -214,199 +189,6 @@ attr_of(struct objfs_inode *ip)
 	a = ip->attr;
 	objfs_inode_unlock(ip);
 	return a;
-}
-
-/* An open that comes with a create. */
-struct create_open {
-	int flags, bypass;
-};
-
-/*
- * Create an inode of @mode named @name in @parent.  For symlinks @target is
- * stored too.  The new inode gets one lookup, and with @op is counted
- * open before any unlink can see it.
- */
-
-static int
-make_node(struct objfs_store *s, uint64_t parent, const char *name,
-		uint32_t mode, uint64_t rdev, const char *target,
-		const struct objfs_cred *cr, struct objfs_attr *out,
-		const struct create_open *op)
-{
-	struct objfs_meta_txn *t;
-	struct objfs_inode *dp, *ip;
-	struct objfs_attr a, pa;
-	struct objfs_dirent d;
-	size_t len = strlen(name);
-	int rc;
-
-	if (len > OBJFS_NAME_MAX)
-		return -ENAMETOOLONG;
-	if (objfs_is_reserved_name(parent, name))
-		return -EEXIST;
-	/* Shared mode: the directory taken, if nobody holds it. */
-	rc = objfs_share_dir_use(s, parent);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&s->ns_lock);
-	rc = get_dir(s, parent, &dp);
-	if (rc < 0)
-		goto out_unlock;
-	if (atomic_load(&s->ninodes) >= MAX_INODES) {
-		rc = -ENOSPC;
-		goto out_dp;
-	}
-	rc = objfs_ids_room(s, 1, 1);
-	if (rc < 0)
-		goto out_dp;
-	objfs_inode_lock(dp);
-	pa = dp->attr;
-	memset(&a, 0, sizeof(a));
-	a.ino = s->next_ino;
-	a.mode = mode;
-	a.uid = cr->uid;
-	a.gid = cr->gid;
-	if (pa.mode & S_ISGID) {
-		a.gid = pa.gid;
-		if (S_ISDIR(mode))
-			a.mode |= S_ISGID;
-	}
-	a.nlink = S_ISDIR(mode) ? 2 : 1;
-	a.parent = S_ISDIR(mode) ? parent : 0;
-	a.rdev = rdev;
-	objfs_attr_touch_mc(&a);
-	a.atime_sec = a.mtime_sec;
-	a.atime_nsec = a.mtime_nsec;
-	if (target)
-		a.size = strlen(target);
-	objfs_attr_touch_mc(&pa);
-	if (S_ISDIR(mode))
-		pa.nlink++;
-
-	rc = objfs_store_begin_change(s, &t);
-	if (rc < 0)
-		goto out_dplock;
-	rc = objfs_meta_dirent_get(t, parent, name, len, &d);
-	if (rc == 0)
-		rc = -EEXIST;
-	if (rc != -ENOENT)
-		goto out_abort;
-	if ((rc = objfs_meta_dirent_add(t, parent, name, len, a.ino,
-				a.mode & S_IFMT, s->next_cookie)) < 0 ||
-	    (rc = objfs_meta_inode_put(t, &a)) < 0 ||
-	    (rc = objfs_meta_inode_put(t, &pa)) < 0 ||
-	    (target && (rc = objfs_meta_symlink_put(t, a.ino, target,
-				strlen(target))) < 0) ||
-	    (rc = objfs_ids_put(s, t, a.ino + 1, s->next_cookie + 1)) < 0)
-		goto out_abort;
-	/* Shared mode: created open for writing, leased in the same
-	 * commit. */
-	if (s->shared && op && (op->flags & O_ACCMODE) != O_RDONLY &&
-	    (rc = s->tier_ops->lease(s->tier, t, a.ino, 1)) < 0)
-		goto out_abort;
-	rc = objfs_meta_commit(t);
-	if (rc < 0)
-		goto out_dplock;
-	s->next_ino++;
-	s->next_cookie++;
-	atomic_fetch_add(&s->ninodes, 1);
-	dp->attr = pa;
-	objfs_inode_unlock(dp);
-	objfs_inode_put(s, dp);
-
-	rc = objfs_inode_get(s, a.ino, &ip);
-	if (rc == 0) {
-		objfs_inode_add_lookups(s, ip, 1);
-		objfs_inode_lock(ip);
-		ip->no_file = 1;	/* inode numbers are never reused */
-		if (op)
-			objfs_inode_open_locked(ip, op->flags, op->bypass);
-		if (s->shared && op && (op->flags & O_ACCMODE) != O_RDONLY)
-			objfs_share_created(s, ip);
-		objfs_inode_unlock(ip);
-		*out = a;
-		objfs_inode_put(s, ip);
-	}
-	pthread_mutex_unlock(&s->ns_lock);
-	return rc;
-
-out_abort:
-	objfs_meta_abort(t);
-out_dplock:
-	objfs_inode_unlock(dp);
-out_dp:
-	objfs_inode_put(s, dp);
-out_unlock:
-	pthread_mutex_unlock(&s->ns_lock);
-	return rc;
-}
-
-int
-objfs_store_mknod(struct objfs_store *s, uint64_t parent, const char *name,
-		uint32_t mode, uint64_t rdev, const struct objfs_cred *cr,
-		struct objfs_attr *out)
-{
-	switch (mode & S_IFMT) {
-	case 0:
-		mode |= S_IFREG;
-		break;
-	case S_IFREG:
-	case S_IFIFO:
-	case S_IFCHR:
-	case S_IFBLK:
-	case S_IFSOCK:
-		break;
-	default:
-		return -EINVAL;
-	}
-	int rc;
-
-	OBJFS_SHARED(s, rc, make_node(s, parent, name, mode, rdev, NULL, cr,
-			out, NULL));
-	return rc;
-}
-
-int
-objfs_store_mkdir(struct objfs_store *s, uint64_t parent, const char *name,
-		uint32_t mode, const struct objfs_cred *cr,
-		struct objfs_attr *out)
-{
-	int rc;
-
-	OBJFS_SHARED(s, rc, make_node(s, parent, name, S_IFDIR | (mode &
-			07777), 0, NULL, cr, out, NULL));
-	return rc;
-}
-
-int
-objfs_store_symlink(struct objfs_store *s, uint64_t parent, const char *name,
-		const char *target, const struct objfs_cred *cr,
-		struct objfs_attr *out)
-{
-	size_t len = strlen(target);
-
-	if (len == 0)
-		return -ENOENT;
-	if (len >= 4096)
-		return -ENAMETOOLONG;
-	int rc;
-
-	OBJFS_SHARED(s, rc, make_node(s, parent, name, S_IFLNK | 0777, 0,
-			target, cr, out, NULL));
-	return rc;
-}
-
-int
-objfs_store_create(struct objfs_store *s, uint64_t parent, const char *name,
-		uint32_t mode, int flags, int bypass,
-		const struct objfs_cred *cr, struct objfs_attr *out)
-{
-	struct create_open op = { flags, bypass };
-	int rc;
-
-	OBJFS_SHARED(s, rc, make_node(s, parent, name, S_IFREG | (mode &
-			07777), 0, NULL, cr, out, &op));
-	return rc;
 }
 
 static int
@@ -427,7 +209,7 @@ link_once(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&s->ns_lock);
-	rc = get_dir(s, newparent, &dp);
+	rc = objfs_store_get_dir(s, newparent, &dp);
 	if (rc < 0)
 		goto out_unlock;
 	rc = objfs_inode_get(s, ino, &ip);
@@ -513,7 +295,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&s->ns_lock);
-	rc = get_dir(s, parent, &dp);
+	rc = objfs_store_get_dir(s, parent, &dp);
 	if (rc < 0)
 		goto out_unlock;
 	/* Look with a read transaction: the write transaction is taken only
@@ -719,10 +501,10 @@ rename_once(struct objfs_store *s, uint64_t parent, const char *name,
 	rc = objfs_ids_room(s, 1, 2);
 	if (rc < 0)
 		goto out_unlock;
-	rc = get_dir(s, parent, &src.dp);
+	rc = objfs_store_get_dir(s, parent, &src.dp);
 	if (rc < 0)
 		goto out_unlock;
-	rc = get_dir(s, newparent, &dst.dp);
+	rc = objfs_store_get_dir(s, newparent, &dst.dp);
 	if (rc < 0)
 		goto out_put;
 	/* Read first (and get no inode inside the read: a get may load);

@@ -646,6 +646,148 @@ publish_commit(struct objfs_store *s, struct objfs_inode *ip, int release)
 	return rc;
 }
 
+/* ---- group commit: concurrent publishes share one commit ----------- */
+
+/* One publish waiting in the queue (on its caller's stack). */
+struct objfs_pub_wait {
+	struct objfs_pub_wait *next;
+	struct objfs_inode *ip;
+	int release, rc, done;
+	int same;		/* nothing to send (publish_commit's skip) */
+	uint64_t sum;
+};
+
+/* The most files one commit publishes (the hook's set, lease.c). */
+#define PUB_GROUP_MAX	64
+
+/* publish_commit() for the files of @w[0..@n) in one transaction: one
+ * record in the pool's log, or none of them published. */
+static int
+publish_group(struct objfs_store *s, struct objfs_pub_wait **w, size_t n)
+{
+	struct objfs_meta_txn *tx;
+	uint64_t last[PUB_GROUP_MAX];
+	int rc;
+
+	/* The inodes' locks before the index's transaction, never in it
+	 * (store_int.h). */
+	for (size_t i = 0; i < n; i++) {
+		objfs_inode_lock(w[i]->ip);
+		last[i] = w[i]->ip->pub_sum;
+		objfs_inode_unlock(w[i]->ip);
+	}
+	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &tx);
+	if (rc < 0)
+		return rc;
+	s->tier_ops->publishing(s->tier, 0);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct objfs_inode *ip = w[i]->ip;
+		void *ents = NULL;
+		size_t en = 0;
+
+		rc = objfs_meta_inode_entries(tx, ip->ino, &ents, &en);
+		if (rc < 0)
+			break;
+		w[i]->sum = objfs_csum64(ents, en);
+		w[i]->same = w[i]->sum == last[i] && !w[i]->release;
+		if (!w[i]->same && w[i]->sum != last[i] && en)
+			rc = objfs_meta_apply(tx, ents, en);
+		free(ents);
+		if (rc == 0 && w[i]->release)
+			rc = s->tier_ops->lease(s->tier, tx, ip->ino, 0);
+		if (!w[i]->same)
+			s->tier_ops->publishing(s->tier, ip->ino);
+	}
+	rc = objfs_commit_or_abort(tx, rc, NULL);
+	s->tier_ops->publishing(s->tier, 0);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (w[i]->same)
+			continue;
+		objfs_inode_lock(w[i]->ip);
+		w[i]->ip->pub_sum = w[i]->release ? 0 : w[i]->sum;
+		objfs_inode_unlock(w[i]->ip);
+	}
+	return rc;
+}
+
+/* The leader's part: @w[0..@n) published, each with its own answer. */
+static void
+publish_run(struct objfs_store *s, struct objfs_pub_wait **w, size_t n)
+{
+	int rc = -EAGAIN;
+
+	if (n > 1) {
+		OBJFS_SHARED(s, rc, publish_group(s, w, n));
+		if (rc == 0) {
+			for (size_t i = 0; i < n; i++)
+				w[i]->rc = w[i]->same ? s->tier_ops->lease_state(
+						s->tier, w[i]->ip->ino) : 0;
+			atomic_fetch_add(&s->pub_groups, 1);
+			atomic_fetch_add(&s->pub_grouped, n - 1);
+			return;
+		}
+	}
+	/* Alone, or the group refused (a file's lease lost, the pool not
+	 * answering): one at a time, so each has its own answer. */
+	for (size_t i = 0; i < n; i++)
+		OBJFS_SHARED(s, w[i]->rc, publish_commit(s, w[i]->ip,
+				w[i]->release));
+}
+
+/*
+ * Publish @ip with the publishes other threads of this node make at the
+ * same moment: whoever finds no publish under way leads, taking what
+ * waits (at most PUB_GROUP_MAX files, each once) into one commit; the
+ * others wait for its answer.  A publish that comes while one is under
+ * way waits for it, then goes with all that came meanwhile: N concurrent
+ * closes cost about two records, not N (doc/design.md, "Group commit").
+ */
+static int
+publish_grouped(struct objfs_store *s, struct objfs_inode *ip, int release)
+{
+	struct objfs_pub_wait me = { .ip = ip, .release = release };
+
+	pthread_mutex_lock(&s->pub_mu);
+	*s->pub_tail = &me;
+	s->pub_tail = &me.next;
+	while (!me.done) {
+		struct objfs_pub_wait *w[PUB_GROUP_MAX], **pp;
+		size_t n = 0;
+
+		if (s->pub_busy) {
+			pthread_cond_wait(&s->pub_cv, &s->pub_mu);
+			continue;
+		}
+		/* Lead: the queue's first files, each at most once. */
+		for (pp = &s->pub_head; *pp && n < PUB_GROUP_MAX;) {
+			struct objfs_pub_wait *e = *pp;
+			size_t j;
+
+			for (j = 0; j < n && w[j]->ip != e->ip; j++)
+				;
+			if (j < n) {
+				pp = &e->next;	/* the next group's */
+				continue;
+			}
+			w[n++] = e;
+			*pp = e->next;
+		}
+		s->pub_tail = &s->pub_head;
+		while (*s->pub_tail)
+			s->pub_tail = &(*s->pub_tail)->next;
+		s->pub_busy = 1;
+		pthread_mutex_unlock(&s->pub_mu);
+		publish_run(s, w, n);
+		pthread_mutex_lock(&s->pub_mu);
+		for (size_t i = 0; i < n; i++)
+			w[i]->done = 1;
+		s->pub_busy = 0;
+		pthread_cond_broadcast(&s->pub_cv);
+	}
+	pthread_mutex_unlock(&s->pub_mu);
+	return me.rc;
+}
+
 int
 objfs_share_publish(struct objfs_store *s, struct objfs_inode *ip,
 		int release)
@@ -656,7 +798,7 @@ objfs_share_publish(struct objfs_store *s, struct objfs_inode *ip,
 	 * node that stopped past its deadline proves it first). */
 	rc = s->tier_ops->fresh(s->tier);
 	if (rc == 0)
-		OBJFS_SHARED(s, rc, publish_commit(s, ip, release));
+		rc = publish_grouped(s, ip, release);
 	/* Refused because the lease is lost (the retry made it EIO): the
 	 * file is fenced now, not when the follower gets to it. */
 	if (rc < 0 && s->tier_ops->lease_state(s->tier, ip->ino) == -ENOLCK)
