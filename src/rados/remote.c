@@ -493,21 +493,25 @@ objfs_remote_ask(struct objfs_remote *r, const char *name, const void *buf,
 static void
 notifies_reap(struct objfs_remote *r, int all)
 {
-	unsigned k = 0;
-
-	for (unsigned i = 0; i < r->nnotifies; i++) {
+	/* In place: an entry that moved while its notify was in flight
+	 * had librados write its reply into the old slot, over the next
+	 * notify's (a reply buffer never freed: LeakSanitizer's 48 bytes
+	 * from librados; and, when the next notify cleared the slot while
+	 * librados copied into it, a SIGSEGV in its io_context_pool
+	 * thread's memmove to NULL). */
+	for (unsigned i = 0; i < REMOTE_NOTIFIES && r->nnotifies; i++) {
 		struct remote_notify *n = &r->notifies[i];
 
-		if (!all && !rados_aio_is_complete(n->c)) {
-			r->notifies[k++] = *n;
+		if (!n->used || (!all && !rados_aio_is_complete(n->c)))
 			continue;
-		}
 		rados_aio_wait_for_complete(n->c);
 		rados_aio_release(n->c);
 		if (n->reply)
 			rados_buffer_free(n->reply);
+		n->reply = NULL;
+		n->used = 0;
+		r->nnotifies--;
 	}
-	r->nnotifies = k;
 }
 
 void
@@ -532,17 +536,20 @@ objfs_remote_notify(struct objfs_remote *r, const char *name)
 		pthread_mutex_unlock(&r->notify_mu);
 		return -EAGAIN;	/* the watchers poll anyway */
 	}
-	n = &r->notifies[r->nnotifies];
+	for (n = r->notifies; n->used; n++)
+		;	/* a free slot: fewer than REMOTE_NOTIFIES are used */
 	n->reply = NULL;
 	n->reply_len = 0;
 	rc = rados_aio_create_completion2(NULL, NULL, &n->c);
 	if (rc == 0) {
 		rc = rados_aio_notify(r->io, name, n->c, NULL, 0, 5000,
 				&n->reply, &n->reply_len);
-		if (rc < 0)
+		if (rc < 0) {
 			rados_aio_release(n->c);
-		else
+		} else {
+			n->used = 1;
 			r->nnotifies++;
+		}
 	}
 	pthread_mutex_unlock(&r->notify_mu);
 	return rc;

@@ -24,14 +24,17 @@ struct objfs_remote {
 	pthread_mutex_t head_lock;
 	int touch;			/* objfs_remote_set_touch */
 	/* Notifies sent and not yet answered (objfs_remote_notify), under
-	 * notify_mu, a leaf. */
+	 * notify_mu, a leaf.  A slot stays where it is until its notify is
+	 * answered and released: librados keeps the addresses of its reply
+	 * and reply_len and writes them when the answer comes. */
 	pthread_mutex_t notify_mu;
 	struct remote_notify {
 		rados_completion_t c;
 		char *reply;
 		size_t reply_len;
+		int used;
 	} notifies[REMOTE_NOTIFIES];
-	unsigned nnotifies;
+	unsigned nnotifies;		/* slots used */
 	/* The watch (one at most): its callback. */
 	void (*watch_cb)(void *arg, uint64_t notify_id, uint64_t cookie,
 			const void *data, size_t len);
