@@ -466,6 +466,8 @@ void objfs_sealed_figures(struct objfs_store *s, uint64_t *files,
 		uint64_t *bytes, uint64_t *pinned);
 /* The status file's lines of sealed objects, at @buf: their length. */
 size_t objfs_sealed_status(struct objfs_store *s, char *buf, size_t size);
+/* status.c: shared mode's store figures, as objfs_sealed_status. */
+size_t objfs_status_shared(struct objfs_store *s, char *buf, size_t size);
 /* user.objfs.request set on @ino: "pin", "unpin" or "evict". */
 int objfs_store_request(struct objfs_store *s, uint64_t ino,
 		const void *val, size_t len);
@@ -505,9 +507,9 @@ int objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
  * opens (open_file): dropping them bumps the kernel's attribute version,
  * and a lookup under way then brings a size the kernel throws away. */
 void objfs_store_notify_send(struct objfs_store *s, int inodes);
-/* dir.c: @parent as a directory, referenced (-ENOTDIR, -ENOENT when
+/* inode.c: @parent as a directory, referenced (-ENOTDIR, -ENOENT when
  * removed); called with ns_lock held and no inode's lock. */
-int objfs_store_get_dir(struct objfs_store *s, uint64_t parent,
+int objfs_inode_get_dir(struct objfs_store *s, uint64_t parent,
 		struct objfs_inode **out);
 /* ids.c (ns_lock held): room for @nino inode numbers and @nck cookies
  * (shared mode: in this node's range, reserved in a commit of its own);

@@ -12,11 +12,13 @@
  * queue; the thread that finds no create under way leads: it makes what
  * waits (at most MK_GROUP_MAX) in one transaction, so one record, and
  * every member returns with its own answer.  The group is an
- * optimisation only: if its commit fails (the log moved, the node's
- * deadline, another node holding a directory, anything), nothing of it
- * was committed here, and every member makes its node alone, as if there
- * had been no group, with its own retries.  doc/design.md, "Group
- * commit".
+ * optimisation only: if its commit fails, nothing of it was committed
+ * here.  Lost the race for the log's next record (-ERESTART): each
+ * member returns it to its own OBJFS_SHARED, which applies the log and
+ * comes back to group again.  Anything else (the node's deadline, another
+ * node holding a directory, the pool): every member makes its node
+ * alone, as if there had been no group, with its own retries and answer.
+ * doc/design.md, "Group commit".
  *
  * Locking: see store_int.h.  mk_mu (the queue) is taken with no lock
  * held but the apply lock (shared), and none under it.
@@ -146,7 +148,7 @@ make_one(struct objfs_store *s, const struct mk_req *r)
 	int rc;
 
 	pthread_mutex_lock(&s->ns_lock);
-	rc = objfs_store_get_dir(s, r->parent, &dp);
+	rc = objfs_inode_get_dir(s, r->parent, &dp);
 	if (rc < 0)
 		goto out_unlock;
 	if (atomic_load(&s->ninodes) >= MAX_INODES) {
@@ -228,7 +230,7 @@ make_group(struct objfs_store *s, struct mk_req **w, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		w[i]->dp = NULL;
 		w[i]->made = 0;
-		w[i]->rc = objfs_store_get_dir(s, w[i]->parent, &w[i]->dp);
+		w[i]->rc = objfs_inode_get_dir(s, w[i]->parent, &w[i]->dp);
 		if (w[i]->rc == 0)
 			live++;
 	}
@@ -325,6 +327,8 @@ make_group(struct objfs_store *s, struct mk_req **w, size_t n)
 static int
 make_grouped(struct objfs_store *s, struct mk_req *r)
 {
+	int rc;
+
 	pthread_mutex_lock(&s->mk_mu);
 	*s->mk_tail = r;
 	s->mk_tail = &r->next;
@@ -349,9 +353,17 @@ make_grouped(struct objfs_store *s, struct mk_req *r)
 			 * looked): made while it leads, so that what comes
 			 * meanwhile waits to go together. */
 			w[0]->rc = make_one(s, w[0]);
-		} else if (make_group(s, w, n) < 0) {
-			for (size_t i = 0; i < n; i++)
-				w[i]->alone = 1;
+		} else if ((rc = make_group(s, w, n)) < 0) {
+			/* Lost the race for the log's next record: each
+			 * member's own retry applies the log and comes back,
+			 * to group again.  Anything else: each alone, with
+			 * its own answer. */
+			for (size_t i = 0; i < n; i++) {
+				if (rc == -ERESTART)
+					w[i]->rc = rc;
+				else
+					w[i]->alone = 1;
+			}
 		}
 		pthread_mutex_lock(&s->mk_mu);
 		for (size_t i = 0; i < n; i++)

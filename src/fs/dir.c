@@ -18,31 +18,6 @@
 
 #include "src/store_int.h"
 
-/* Look up @parent as a directory; takes a reference (store_int.h). */
-int
-objfs_store_get_dir(struct objfs_store *s, uint64_t parent, struct objfs_inode **out)
-{
-	struct objfs_inode *dp;
-	struct objfs_attr a;
-	int rc = objfs_inode_get(s, parent, &dp);
-
-	if (rc < 0)
-		return rc;
-	objfs_inode_lock(dp);
-	a = dp->attr;
-	objfs_inode_unlock(dp);
-	if (!S_ISDIR(a.mode))
-		rc = -ENOTDIR;
-	else if (a.nlink == 0)
-		rc = -ENOENT;		/* removed directory */
-	if (rc < 0) {
-		objfs_inode_put(s, dp);
-		return rc;
-	}
-	*out = dp;
-	return 0;
-}
-
 int
 objfs_store_readlink(struct objfs_store *s, uint64_t ino, char *buf,
 		size_t size, size_t *len_out)

@@ -419,27 +419,8 @@ objfs_store_status_text(struct objfs_store *s, char *text, size_t size,
 	/* The remote tier's state, the bytes waiting, its rates. */
 	if (s->tier && *len + 1 < size)
 		*len += s->tier_ops->status(s->tier, text + *len, size - *len);
-	/* The files fencing took from this node, and the last: what an
-	 * operator looks for after "fenced" in the log. */
-	if (s->shared && *len + 1 < size) {
-		int n = snprintf(text + *len, size - *len,
-			"fenced_files_total: %" PRIu64 "\n"
-			"fenced_last_inode: %" PRIu64 "\n"
-			"remote_publish_groups: %" PRIu64 "\n"
-			"remote_publishes_grouped: %" PRIu64 "\n"
-			"remote_create_groups: %" PRIu64 "\n"
-			"remote_creates_grouped: %" PRIu64 "\n",
-			(uint64_t)atomic_load(&s->fenced_files),
-			(uint64_t)atomic_load(&s->fenced_last),
-			(uint64_t)atomic_load(&s->pub_groups),
-			(uint64_t)atomic_load(&s->pub_grouped),
-			(uint64_t)atomic_load(&s->mk_groups),
-			(uint64_t)atomic_load(&s->mk_grouped));
-
-		if (n > 0)
-			*len += (size_t)n < size - *len ? (size_t)n :
-				size - *len - 1;
-	}
+	if (s->shared && *len + 1 < size)
+		*len += objfs_status_shared(s, text + *len, size - *len);
 	objfs_latency_format(s->lat, text, size, len);
 	return 0;
 }
@@ -813,15 +794,11 @@ objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 			rc = -EIO;
 		}
 		objfs_inode_unlock(ip);
-		/* Shared mode: the write-out's commit lost the race for the
-		 * log's next record (it carried a record): the log applied,
-		 * and again, as OBJFS_SHARED does. */
-		if (rc == -ERESTART && s->shared && tries < 64) {
-			rc = s->tier_ops->catch_up(s->tier);
-			if (rc == 0)
-				continue;
-			break;
-		}
+		/* Shared: its commit lost the race for the log's next
+		 * record: the log applied, and again (as OBJFS_SHARED). */
+		if (rc == -ERESTART && s->shared && tries < 64 &&
+		    (rc = s->tier_ops->catch_up(s->tier)) == 0)
+			continue;
 		/* A full backing disk may hold space that deletes and
 		 * rewrites freed, given back only once the index is durable:
 		 * make it durable, take the space, and write again, as the

@@ -209,7 +209,7 @@ link_once(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&s->ns_lock);
-	rc = objfs_store_get_dir(s, newparent, &dp);
+	rc = objfs_inode_get_dir(s, newparent, &dp);
 	if (rc < 0)
 		goto out_unlock;
 	rc = objfs_inode_get(s, ino, &ip);
@@ -295,7 +295,7 @@ remove_name(struct objfs_store *s, uint64_t parent, const char *name,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&s->ns_lock);
-	rc = objfs_store_get_dir(s, parent, &dp);
+	rc = objfs_inode_get_dir(s, parent, &dp);
 	if (rc < 0)
 		goto out_unlock;
 	/* Look with a read transaction: the write transaction is taken only
@@ -501,10 +501,10 @@ rename_once(struct objfs_store *s, uint64_t parent, const char *name,
 	rc = objfs_ids_room(s, 1, 2);
 	if (rc < 0)
 		goto out_unlock;
-	rc = objfs_store_get_dir(s, parent, &src.dp);
+	rc = objfs_inode_get_dir(s, parent, &src.dp);
 	if (rc < 0)
 		goto out_unlock;
-	rc = objfs_store_get_dir(s, newparent, &dst.dp);
+	rc = objfs_inode_get_dir(s, newparent, &dst.dp);
 	if (rc < 0)
 		goto out_put;
 	/* Read first (and get no inode inside the read: a get may load);

@@ -156,3 +156,29 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 	*len_out = (size_t)n;
 	return 0;
 }
+
+/* Shared mode's figures of the store: the files fencing took from this
+ * node, and the last (what an operator looks for after "fenced" in the
+ * log); the publishes and creates group commit shared (publish.c,
+ * create.c).  Returns what it wrote (at most @size - 1). */
+size_t
+objfs_status_shared(struct objfs_store *s, char *buf, size_t size)
+{
+	int n = snprintf(buf, size,
+		"fenced_files_total: %" PRIu64 "\n"
+		"fenced_last_inode: %" PRIu64 "\n"
+		"remote_publish_groups: %" PRIu64 "\n"
+		"remote_publishes_grouped: %" PRIu64 "\n"
+		"remote_create_groups: %" PRIu64 "\n"
+		"remote_creates_grouped: %" PRIu64 "\n",
+		(uint64_t)atomic_load(&s->fenced_files),
+		(uint64_t)atomic_load(&s->fenced_last),
+		(uint64_t)atomic_load(&s->pub_groups),
+		(uint64_t)atomic_load(&s->pub_grouped),
+		(uint64_t)atomic_load(&s->mk_groups),
+		(uint64_t)atomic_load(&s->mk_grouped));
+
+	if (n <= 0 || size == 0)
+		return 0;
+	return (size_t)n < size ? (size_t)n : size - 1;
+}
