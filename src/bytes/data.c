@@ -40,6 +40,24 @@
 #include "src/bytes/data_int.h"
 
 
+/* Shared mode: do @ip's attributes in the index differ from those it
+ * was loaded with (a commit came between two reads)? */
+static int
+torn(struct objfs_store *s, struct objfs_inode *ip)
+{
+	struct objfs_meta_txn *t;
+	struct objfs_attr a;
+	int rc = objfs_meta_begin(s->meta, 0, &t);
+
+	if (rc < 0)
+		return 0;
+	rc = objfs_meta_inode_get(t, ip->ino, &a);
+	objfs_meta_abort(t);
+	return rc == 0 && (a.nrec != ip->attr.nrec ||
+		a.ctime_sec != ip->attr.ctime_sec ||
+		a.ctime_nsec != ip->attr.ctime_nsec);
+}
+
 int
 objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 {
@@ -51,6 +69,12 @@ objfs_data_load(struct objfs_store *s, struct objfs_inode *ip)
 	if (rc < 0) {
 		objfs_chunkmap_fini(&ip->chunks, s->arena);
 		return rc;
+	}
+	if ((bad || n != ip->attr.nrec) && s->shared && torn(s, ip)) {
+		/* Another node's record applied between the caller's read of
+		 * the attributes and this read of the chunks: read again. */
+		objfs_chunkmap_fini(&ip->chunks, s->arena);
+		return -EAGAIN;
 	}
 	if (bad || n != ip->attr.nrec) {
 		objfs_log(OBJFS_LOG_ERR, "inode %" PRIu64 ": %" PRIu64 " of its %"

@@ -165,13 +165,19 @@ load(struct objfs_store *s, struct objfs_inode *ip)
 	struct objfs_meta_txn *t;
 	int rc;
 
-	rc = objfs_meta_begin(s->meta, 0, &t);
-	if (rc < 0)
-		return rc;
-	rc = objfs_meta_inode_get(t, ip->ino, &ip->attr);
-	objfs_meta_abort(t);
-	if (rc == 0 && S_ISREG(ip->attr.mode))
-		rc = objfs_data_load(s, ip);
+	/* Shared mode: -EAGAIN, another node's record came between the
+	 * two reads (objfs_data_load): both again. */
+	for (int tries = 0; tries < 16; tries++) {
+		rc = objfs_meta_begin(s->meta, 0, &t);
+		if (rc < 0)
+			return rc;
+		rc = objfs_meta_inode_get(t, ip->ino, &ip->attr);
+		objfs_meta_abort(t);
+		if (rc == 0 && S_ISREG(ip->attr.mode))
+			rc = objfs_data_load(s, ip);
+		if (rc != -EAGAIN)
+			break;
+	}
 	return rc;
 }
 

@@ -350,12 +350,14 @@ reload(struct objfs_store *s, struct objfs_inode *ip)
 {
 	struct objfs_meta_txn *tx;
 	struct objfs_attr a;
-	int rc = objfs_meta_begin(s->meta, 0, &tx);
+	int rc, tries = 0;
 
 	objfs_data_unload(s, ip);
 	ip->attr_dirty = 0;
 	ip->detached = 0;
 	ip->cache_stale = 1;		/* the kernel's pages are old */
+again:
+	rc = objfs_meta_begin(s->meta, 0, &tx);
 	if (rc == 0) {
 		rc = objfs_meta_inode_get(tx, ip->ino, &a);
 		objfs_meta_abort(tx);
@@ -363,6 +365,8 @@ reload(struct objfs_store *s, struct objfs_inode *ip)
 	if (rc == 0) {
 		ip->attr = a;
 		rc = objfs_data_load(s, ip);
+		if (rc == -EAGAIN && ++tries < 16)
+			goto again;	/* a record came between the reads */
 	} else if (rc == -ENOENT) {
 		ip->gone = 1;
 		ip->attr.nlink = 0;
