@@ -210,7 +210,8 @@ static void
 objfs_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct objfs_attr a;
-	int rc = objfs_store_lookup(req_store(req), parent, name, &a);
+	int rc = objfs_store_lookup_by(req_store(req), parent, name,
+			(int32_t)fuse_req_ctx(req)->pid, &a);
 
 	if (rc == -ENOENT) {
 		/* A negative entry: the kernel caches the absence. */
@@ -465,7 +466,7 @@ objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int bypass = want_direct_open(req, ino, fi->flags);
 	int32_t bid = 0, tgid = objfs_req_tgid(req);
 	int rc = objfs_store_open_pt(req_store(req), ino, fi->flags, bypass,
-			tgid, &cache, &bid);
+			(int32_t)fuse_req_ctx(req)->pid, tgid, &cache, &bid);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);

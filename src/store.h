@@ -159,6 +159,10 @@ int objfs_store_is_shared(const struct objfs_store *s);
 
 int objfs_store_lookup(struct objfs_store *s, uint64_t parent,
 		const char *name, struct objfs_attr *out);
+/* The same for the kernel's thread @tid (its request's caller): on a
+ * shared mount, the walk again after an open's ESTALE (src/fs/walk.c). */
+int objfs_store_lookup_by(struct objfs_store *s, uint64_t parent,
+		const char *name, int32_t tid, struct objfs_attr *out);
 void objfs_store_forget(struct objfs_store *s, uint64_t ino, uint64_t n);
 int objfs_store_getattr(struct objfs_store *s, uint64_t ino,
 		struct objfs_attr *out);
@@ -209,9 +213,10 @@ int objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 /* The same for an adapter that can have the kernel serve a sealed object
  * itself (FUSE passthrough, objfs_store_set_passthrough): *bid is the
  * backing id to answer with, or 0 (served by the daemon as usual).  Pass
- * @bid != 0 again to release. */
+ * @bid != 0 again to release.  @tid, @tgid: the caller's thread and
+ * process, as the kernel names them (0: unknown). */
 int objfs_store_open_pt(struct objfs_store *s, uint64_t ino, int flags,
-		int bypass, int32_t tgid, enum objfs_cache *cache,
+		int bypass, int32_t tid, int32_t tgid, enum objfs_cache *cache,
 		int32_t *bid);
 int objfs_store_create(struct objfs_store *s, uint64_t parent,
 		const char *name, uint32_t mode, int flags, int bypass,

@@ -55,6 +55,10 @@
  *			lock, and takes none.  (sealed_cv, a build of an
  *			inode's per-object file ended, waits with that
  *			inode's lock.)
+ *	walk_mu		shared mode (walk.c): the threads an open answered
+ *			ESTALE, and the applies under way; a leaf (an open
+ *			may hold an inode's lock; the tier's catch_mu may
+ *			be held).  walk_cv waits on it.
  *	todo_mu		shared mode (publish.c): what the follower does later
  *			(closes and destroys that failed); a leaf.
  *	notify_mu	shared mode (publish.c): the queue of the kernel's
@@ -104,6 +108,8 @@ enum { OBJFS_INODE_LOADING = 0, OBJFS_INODE_READY = 1 };
 
 /* Reads of one object's copies without its lock at once (read-ahead). */
 #define OBJFS_READING_MAX	8
+/* Shared mode: threads walking a path again at one moment (walk.c). */
+#define OBJFS_WALK_SLOTS	16
 
 struct objfs_inode {
 	uint64_t ino;
@@ -128,12 +134,8 @@ struct objfs_inode {
 	 * a value of s->remote_gen: when another node's record last changed
 	 * the inode or took one of its names (change_gen); before the last
 	 * lookup that gave the kernel its name and attributes (entry_gen);
-	 * the change an open last answered ESTALE for (estale_change).
-	 * estale_pending: an open answered ESTALE and no lookup came since;
-	 * walk_pass: the lookup that came next (the kernel's walk again),
-	 * which lets the one open after it through (objfs_share_walk_again). */
+	 * the change an open last answered ESTALE for (estale_change). */
 	uint64_t change_gen, entry_gen, estale_change;
-	unsigned estale_pending : 1, walk_pass : 1;
 	struct objfs_attr attr;		/* protected by lock */
 	int attr_dirty;			/* protected by lock: size/times not
 					 * yet in the index */
@@ -308,14 +310,20 @@ struct objfs_store {
 	/* Shared mode: counts the records of other nodes applied here
 	 * (an inode's change_gen, entry_gen). */
 	_Atomic uint64_t remote_gen;
-	/* Shared mode: an open answered ESTALE for a gone inode (a rename
-	 * over its name) at this monotonic time: the kernel's walk again
-	 * finds another inode, whose open must go through (a record that
-	 * comes between that lookup and the open would answer a second
-	 * ESTALE, which reaches the caller).  The first lookup of a name
-	 * that is not a directory within a second after it gives the
-	 * inode it finds a pass (walk_pass); one that finds nothing, none. */
-	_Atomic uint64_t gone_estale_ns;
+	/* Shared mode: the threads an open answered ESTALE (walk.c), whose
+	 * walk again opens what it finds; and the applies of other nodes'
+	 * records under way (walk_applying), which such a walk's lookup
+	 * waits out, and which wait for its pin.  Protected by walk_mu. */
+	struct objfs_walk {
+		int32_t tid;		/* the kernel's caller; 0: a free slot */
+		unsigned looked : 1;	/* its walk again began: it may pass */
+		unsigned pin : 1;	/* read-only: no apply until it opens */
+		uint64_t ns;		/* the ESTALE, then its last lookup */
+	} walk[OBJFS_WALK_SLOTS];
+	int walk_applying;
+	pthread_mutex_t walk_mu;
+	pthread_cond_t walk_cv;
+	_Atomic uint64_t walk_passes, walk_waits;	/* status */
 
 	struct objfs_mutex lock;	/* objfs_store_lock() takes it */
 	struct objfs_inode **table;	/* protected by lock */
@@ -495,11 +503,32 @@ int objfs_store_apply_remote(struct objfs_store *s, const void *pl,
 /* Apply what other mounts put in the pool's log so far and tell the
  * kernel (objfsctl catch-up; no lock held): 0, -ENOTSUP when not shared. */
 int objfs_share_catch_up(struct objfs_store *s);
-/* Shared mode, an open of @ip (locked): -ESTALE when the kernel may have
- * come through a name another node took away, or with an old size, and
- * should walk the path again (@by_inode: the kernel's own open). */
+/* walk.c, shared mode: the kernel's walk again after an open's ESTALE.
+ * @tid is the kernel's id of the caller's thread (0, unknown: no pass).
+ *   objfs_walk_estale: an open with @flags answered ESTALE to @tid.
+ *   objfs_walk_lookup: a lookup by @tid begins: 1 when it is such a walk
+ *     (then pinned, if its open reads only: applies wait), and
+ *     objfs_walk_lookup_end gets its answer; objfs_walk_unpin lets the
+ *     lookup apply the log (it pins again with objfs_walk_lookup).
+ *   objfs_walk_take: may an open by @tid go through (1: then
+ *     objfs_walk_done once it opened, or failed)?
+ *   objfs_walk_apply_begin/_end: around another node's record applied.
+ * objfs_share_walk_again: an open of @ip (locked): -ESTALE when the
+ * kernel may have come through a name another node took away, or with an
+ * old size (@by_inode: the kernel's own open; @pass: objfs_walk_take's).
+ * walk_mu is a leaf; none of these is called with it held. */
+void objfs_walk_init(struct objfs_store *s);
+void objfs_walk_destroy(struct objfs_store *s);
+void objfs_walk_estale(struct objfs_store *s, int32_t tid, int flags);
+int objfs_walk_lookup(struct objfs_store *s, int32_t tid);
+void objfs_walk_unpin(struct objfs_store *s, int32_t tid);
+void objfs_walk_lookup_end(struct objfs_store *s, int32_t tid, int rc);
+int objfs_walk_take(struct objfs_store *s, int32_t tid);
+void objfs_walk_done(struct objfs_store *s, int32_t tid);
+void objfs_walk_apply_begin(struct objfs_store *s);
+void objfs_walk_apply_end(struct objfs_store *s);
 int objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
-		int by_inode);
+		int by_inode, int pass);
 /* Send the kernel the cache drops the applied commits queued (no lock
  * held: the kernel may wait for requests that wait for locks): the names
  * always; the inodes only with @inodes (objfsctl catch-up).  The

@@ -180,26 +180,26 @@ bytes_allowed(uint32_t mode, int other)
 #define KERNEL_OWN_OPEN(flags)	((flags) == O_RDONLY)
 
 static int
-open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
-		int32_t tgid, enum objfs_cache *cache, int32_t *bid)
+open_one(struct objfs_store *s, uint64_t ino, int flags, int bypass,
+		int32_t tid, int32_t tgid, enum objfs_cache *cache,
+		int32_t *bid, int pass)
 {
 	struct objfs_inode *ip;
 	int rc, opened, reg, leased = 0;
 
-	*cache = OBJFS_CACHE_BYPASS;
-	if (objfs_is_status_ino(ino))
-		return (flags & O_ACCMODE) == O_RDONLY ? 0 : -EACCES;
 	/* Shared mode, close-to-open: every version another node closed
 	 * before this open began is applied first (one read of the log's
-	 * next record, shared with concurrent opens). */
-	if (s->shared && (rc = s->tier_ops->view(s->tier)) < 0)
+	 * next record, shared with concurrent opens).  Not again for the
+	 * walk again after this call's ESTALE (@pass): its first open did,
+	 * and its lookups pinned what they found (walk.c). */
+	if (s->shared && !pass && (rc = s->tier_ops->view(s->tier)) < 0)
 		return rc;
 	rc = objfs_inode_get(s, ino, &ip);
 	/* Shared mode: an inode another mount deleted after the kernel
 	 * looked its name up (a rename over it): ESTALE makes the kernel
 	 * look the name up again, and open the file it names now. */
-	if (rc == -ENOENT && s->shared) {
-		atomic_store(&s->gone_estale_ns, objfs_mono_ns());
+	if (rc == -ENOENT && s->shared && !pass) {
+		objfs_walk_estale(s, tid, flags);
 		rc = -ESTALE;
 	}
 	if (rc < 0)
@@ -235,12 +235,13 @@ open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
 		nanosleep(&ts, NULL);
 		objfs_inode_lock(ip);
 	}
-	if (ip->gone) {
-		rc = s->shared && !ip->nopen ? -ESTALE : -ENOENT;
-		if (rc == -ESTALE)
-			atomic_store(&s->gone_estale_ns, objfs_mono_ns());
-	} else
-		rc = objfs_share_walk_again(s, ip, KERNEL_OWN_OPEN(flags));
+	if (ip->gone)
+		rc = s->shared && !ip->nopen && !pass ? -ESTALE : -ENOENT;
+	else
+		rc = objfs_share_walk_again(s, ip, KERNEL_OWN_OPEN(flags),
+				pass);
+	if (rc == -ESTALE)
+		objfs_walk_estale(s, tid, flags);
 	if (rc == 0 && objfs_sealed_is(ip) && ((flags & O_ACCMODE) !=
 			O_RDONLY || (flags & O_TRUNC)))
 		rc = -EPERM;	/* sealed: nobody writes it */
@@ -309,19 +310,39 @@ open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
 	return rc;
 }
 
+static int
+open_file(struct objfs_store *s, uint64_t ino, int flags, int bypass,
+		int32_t tid, int32_t tgid, enum objfs_cache *cache,
+		int32_t *bid)
+{
+	int pass, rc;
+
+	*cache = OBJFS_CACHE_BYPASS;
+	if (objfs_is_status_ino(ino))
+		return (flags & O_ACCMODE) == O_RDONLY ? 0 : -EACCES;
+	/* Shared mode: the kernel's walk again after this thread's ESTALE
+	 * opens what it found, and lets the applies go (walk.c). */
+	pass = objfs_walk_take(s, tid);
+	rc = open_one(s, ino, flags, bypass, tid, tgid, cache, bid, pass);
+	if (pass)
+		objfs_walk_done(s, tid);
+	return rc;
+}
+
 int
 objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass, enum objfs_cache *cache)
 {
-	return open_file(s, ino, flags, bypass, 0, cache, NULL);
+	return open_file(s, ino, flags, bypass, 0, 0, cache, NULL);
 }
 
 int
 objfs_store_open_pt(struct objfs_store *s, uint64_t ino, int flags,
-		int bypass, int32_t tgid, enum objfs_cache *cache, int32_t *bid)
+		int bypass, int32_t tid, int32_t tgid, enum objfs_cache *cache,
+		int32_t *bid)
 {
 	*bid = 0;
-	return open_file(s, ino, flags, bypass, tgid, cache, bid);
+	return open_file(s, ino, flags, bypass, tid, tgid, cache, bid);
 }
 
 int

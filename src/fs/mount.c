@@ -215,6 +215,7 @@ destroy_locks(struct objfs_store *s)
 	pthread_mutex_destroy(&s->notify_mu);
 	pthread_mutex_destroy(&s->notify_send_mu);
 	pthread_mutex_destroy(&s->todo_mu);
+	objfs_walk_destroy(s);
 	pthread_mutex_destroy(&s->pub_mu);
 	pthread_cond_destroy(&s->pub_cv);
 	pthread_mutex_destroy(&s->mk_mu);
@@ -473,6 +474,7 @@ store_open_once(const struct objfs_store_config *cfg,
 	pthread_mutex_init(&s->notify_mu, NULL);
 	pthread_mutex_init(&s->notify_send_mu, NULL);
 	pthread_mutex_init(&s->todo_mu, NULL);
+	objfs_walk_init(s);
 	pthread_mutex_init(&s->pub_mu, NULL);
 	pthread_cond_init(&s->pub_cv, NULL);
 	s->pub_tail = &s->pub_head;

@@ -101,25 +101,6 @@ lookup_once(struct objfs_store *s, uint64_t parent, const char *name,
 	*out = objfs_inode_attr_out(ip);
 	if (ip->entry_gen < g0)
 		ip->entry_gen = g0;
-	/* The kernel walking again after an open's ESTALE: the open that
-	 * follows goes through (objfs_share_walk_again); any other lookup
-	 * takes a pass back.  After an ESTALE for a gone inode the walk
-	 * finds another one: the first lookup of a name that is not a
-	 * directory (the walk's last) within a second takes that pass
-	 * (gone_estale_ns), and no other. */
-	ip->walk_pass = ip->estale_pending;
-	ip->estale_pending = 0;
-	if (!S_ISDIR(ip->attr.mode)) {
-		uint64_t g = atomic_load(&s->gone_estale_ns);
-
-		/* The kernel looks a name that now names another inode up
-		 * twice (its revalidation finds the other inode, then its
-		 * lookup): the pass lasts through the second (the open
-		 * takes both marks). */
-		if (g && atomic_compare_exchange_strong(&s->gone_estale_ns,
-				&g, 0) && objfs_mono_ns() < g + 1000000000ull)
-			ip->walk_pass = ip->estale_pending = 1;
-	}
 	objfs_inode_unlock(ip);
 	if (out->nlink == 0)
 		rc = -ENOENT;
@@ -133,6 +114,13 @@ int
 objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 		struct objfs_attr *out)
 {
+	return objfs_store_lookup_by(s, parent, name, 0, out);
+}
+
+int
+objfs_store_lookup_by(struct objfs_store *s, uint64_t parent,
+		const char *name, int32_t tid, struct objfs_attr *out)
+{
 	size_t len = strlen(name);
 	int rc;
 
@@ -142,22 +130,33 @@ objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 		objfs_status_node_attr(out);
 		return 0;
 	}
+	/* The kernel's walk again after an open's ESTALE to this thread
+	 * pins what its last lookup reads until its open (walk.c): not
+	 * across a recall or an apply of the log, which the pin holds up. */
+	objfs_walk_unpin(s, tid);
 	/* Shared mode: a directory another node holds is recalled first
 	 * (what it made there is in the log, and applied here). */
-	int held = objfs_share_dir_read(s, parent);
+	int held = objfs_share_dir_read(s, parent), walking;
 
-	if (held < 0)
+	if (held < 0) {
+		objfs_walk_lookup_end(s, tid, held);
 		return held;
+	}
+	walking = objfs_walk_lookup(s, tid);
 	rc = lookup_once(s, parent, name, len, out);
 	/* Shared mode: a name another node made before this lookup began
 	 * is found (close-to-open: the path walk of an open), unless this
 	 * node holds the directory (then nobody else made one). */
-	if (rc == -ENOENT && s->shared && !held &&
-	    s->tier_ops->view(s->tier) == 0)
-		rc = lookup_once(s, parent, name, len, out);
-	/* A walk again that ends on no name: its pass goes unused. */
-	if (rc == -ENOENT)
-		atomic_store(&s->gone_estale_ns, 0);
+	if (rc == -ENOENT && s->shared && !held) {
+		if (walking)
+			objfs_walk_unpin(s, tid);
+		if (s->tier_ops->view(s->tier) == 0) {
+			walking = objfs_walk_lookup(s, tid);
+			rc = lookup_once(s, parent, name, len, out);
+		}
+	}
+	if (walking)
+		objfs_walk_lookup_end(s, tid, rc);
 	return rc;
 }
 

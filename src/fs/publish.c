@@ -493,6 +493,8 @@ objfs_store_apply_remote(struct objfs_store *s, const void *pl, size_t n)
 	if (!t)
 		return -ENOMEM;
 	t->s = s;
+	/* Not while a walk again reads what its open will open (walk.c). */
+	objfs_walk_apply_begin(s);
 	pthread_rwlock_wrlock(&s->apply_lock);
 	pthread_mutex_lock(&s->ns_lock);
 	rc = objfs_meta_begin(s->meta, OBJFS_META_ESSENTIAL, &tx);
@@ -534,6 +536,7 @@ objfs_store_apply_remote(struct objfs_store *s, const void *pl, size_t n)
 	}
 	pthread_mutex_unlock(&s->ns_lock);
 	pthread_rwlock_unlock(&s->apply_lock);
+	objfs_walk_apply_end(s);
 	free(t);
 	return rc;
 }
@@ -931,40 +934,6 @@ objfs_share_todo(struct objfs_store *s)
 		objfs_share_defer(s, v[i].ino, v[i].destroy);
 	}
 	free(v);
-}
-
-/*
- * Shared mode: another node changed @ip (locked) or took a name of it
- * since the kernel last looked it up, and the kernel may not know yet:
- * this open may have come through a gone name, with an old size
- * (copy_file_range trusts it).  -ESTALE: the kernel walks the path again
- * with LOOKUP_REVAL, looking every name up, and opens what it finds.
- * The open right after that lookup goes through whatever came since (a
- * change that raced the walk is as concurrent as the open: a second
- * ESTALE would reach the caller, the kernel walks again only once); nor
- * twice for one change with no lookup between (/proc/PID/fd names no
- * path); @by_inode: the kernel's own open of an open file.
- * doc/design.md, "The kernel's caches on a shared mount".
- */
-int
-objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
-		int by_inode)
-{
-	int pass;
-
-	objfs_inode_assert_locked(ip);
-	if (!s->shared || by_inode)
-		return 0;
-	pass = ip->walk_pass;
-	ip->walk_pass = 0;
-	if (pass)
-		ip->estale_pending = 0;
-	if (pass || ip->change_gen <= ip->entry_gen ||
-	    ip->estale_change == ip->change_gen)
-		return 0;
-	ip->estale_pending = 1;
-	ip->estale_change = ip->change_gen;
-	return -ESTALE;
 }
 
 int

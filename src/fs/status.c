@@ -160,7 +160,8 @@ objfs_status_xattr(struct objfs_store *s, struct objfs_inode *ip,
 /* Shared mode's figures of the store: the files fencing took from this
  * node, and the last (what an operator looks for after "fenced" in the
  * log); the publishes and creates group commit shared (publish.c,
- * create.c).  Returns what it wrote (at most @size - 1). */
+ * create.c); the opens a walk again let through, and the applies that
+ * waited for one (walk.c).  Returns what it wrote (at most @size - 1). */
 size_t
 objfs_status_shared(struct objfs_store *s, char *buf, size_t size)
 {
@@ -170,13 +171,17 @@ objfs_status_shared(struct objfs_store *s, char *buf, size_t size)
 		"remote_publish_groups: %" PRIu64 "\n"
 		"remote_publishes_grouped: %" PRIu64 "\n"
 		"remote_create_groups: %" PRIu64 "\n"
-		"remote_creates_grouped: %" PRIu64 "\n",
+		"remote_creates_grouped: %" PRIu64 "\n"
+		"remote_walk_passes: %" PRIu64 "\n"
+		"remote_walk_waits: %" PRIu64 "\n",
 		(uint64_t)atomic_load(&s->fenced_files),
 		(uint64_t)atomic_load(&s->fenced_last),
 		(uint64_t)atomic_load(&s->pub_groups),
 		(uint64_t)atomic_load(&s->pub_grouped),
 		(uint64_t)atomic_load(&s->mk_groups),
-		(uint64_t)atomic_load(&s->mk_grouped));
+		(uint64_t)atomic_load(&s->mk_grouped),
+		(uint64_t)atomic_load(&s->walk_passes),
+		(uint64_t)atomic_load(&s->walk_waits));
 
 	if (n <= 0 || size == 0)
 		return 0;

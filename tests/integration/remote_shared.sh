@@ -366,6 +366,76 @@ ok "... A rewrites it longer: copy_file_range on B copies all of the new version
 # let a later open through with the size of a version before (the
 # two-node fuzzer, seed 616812240).
 ok "... A rewrites one file 30 times: copy_file_range on B copies each version whole" warm_then again
+# The walk again after an ESTALE, raced: A renames a new file over the
+# name B's kernel holds, then rewrites it 11 times, each version longer,
+# while another thread on B looks up other names (present and missing).
+# B's open must succeed, its own walk's pass not taken by that thread, and
+# read one version whole: what its walk's lookup sized (a version applied
+# between that lookup and the open gave its bytes with the older length,
+# 4 of 200 on d0707b7, and 3 of 200 answered ESTALE: src/fs/walk.c).
+walk_raced() {
+	python3 - "$A" "$B" <<'PY' || return 1
+import os, sys, threading
+a, b, rounds = sys.argv[1], sys.argv[2], 40
+bad = []
+os.makedirs(a + '/warm', exist_ok=True)
+stop = False
+def others():      # another thread on B: lookups of names that are not there, and of one that is
+    k = 0
+    while not stop:
+        k += 1
+        try:
+            os.stat(b + '/warm/none%d' % (k % 50))
+        except FileNotFoundError:
+            pass
+        try:
+            os.stat(b + '/warm/other')
+        except OSError:
+            pass
+open(a + '/warm/other', 'wb').close()
+y = threading.Thread(target=others); y.start()
+vers = {}
+for i in range(rounds):
+    name = 'warm/steal%d' % (i % 30)
+    old = b'old %d ' % i * (100 + i % 30)
+    with open(a + '/' + name, 'wb') as f:
+        f.write(old)
+    os.setxattr(b + '/.objfs-status', 'user.objfs.catch_up', b'1')
+    if os.stat(b + '/' + name).st_size != len(old):
+        bad.append('%d: B did not see the old version' % i); continue
+    news = [b'new %d.%d ' % (i, k) * (3000 + 97 * k) for k in range(12)]
+    with open(a + '/' + name + '.tmp', 'wb') as f:
+        f.write(news[0])
+    os.rename(a + '/' + name + '.tmp', a + '/' + name)
+    def rewrite():
+        for v in news[1:]:
+            with open(a + '/' + name, 'r+b') as f:
+                f.write(v)
+                f.truncate(len(v))
+    x = threading.Thread(target=rewrite); x.start()
+    try:
+        fd = os.open(b + '/' + name, os.O_RDONLY)
+    except OSError as e:
+        bad.append('%d: %s' % (i, e)); x.join(); continue
+    got = b''
+    while True:
+        c = os.read(fd, 1 << 20)
+        if not c: break
+        got += c
+    os.close(fd)
+    x.join()
+    if got not in news:
+        bad.append('%d: read %d bytes, not one version' % (i, len(got)))
+stop = True
+y.join()
+print('# %d of %d opens on B right' % (rounds - len(bad), rounds))
+for x in bad[:5]:
+    print('#   ' + x)
+sys.exit(1 if bad else 0)
+PY
+	[ "$(figure "$B" remote_walk_passes)" -gt 0 ]
+}
+ok "... A renames over and rewrites at once while B's other thread looks names up: B's open reads one version whole, 40 of 40" walk_raced
 stats_cached() {	# 1,000 stats of 5 unchanged files on B: the kernel answers
 	python3 - "$B" <<'PY'
 import os, sys
