@@ -513,9 +513,11 @@ int objfs_share_catch_up(struct objfs_store *s);
  *   objfs_walk_take: may an open by @tid go through (1: then
  *     objfs_walk_done once it opened, or failed)?
  *   objfs_walk_apply_begin/_end: around another node's record applied.
- * objfs_share_walk_again: an open of @ip (locked): -ESTALE when the
- * kernel may have come through a name another node took away, or with an
- * old size (@by_inode: the kernel's own open; @pass: objfs_walk_take's).
+ * objfs_walk_open: an open by @tid with @flags of @ip (locked), which it
+ * may unlock a moment: -ENOENT when @ip is gone; on a shared mount
+ * -ESTALE when the kernel may have come through a name another node
+ * took away, or with an old size (@by_inode: the kernel's own open;
+ * @pass: objfs_walk_take's answer).
  * walk_mu is a leaf; none of these is called with it held. */
 void objfs_walk_init(struct objfs_store *s);
 void objfs_walk_destroy(struct objfs_store *s);
@@ -527,8 +529,8 @@ int objfs_walk_take(struct objfs_store *s, int32_t tid);
 void objfs_walk_done(struct objfs_store *s, int32_t tid);
 void objfs_walk_apply_begin(struct objfs_store *s);
 void objfs_walk_apply_end(struct objfs_store *s);
-int objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
-		int by_inode, int pass);
+int objfs_walk_open(struct objfs_store *s, struct objfs_inode *ip, int flags,
+		int32_t tid, int by_inode, int pass);
 /* Send the kernel the cache drops the applied commits queued (no lock
  * held: the kernel may wait for requests that wait for locks): the names
  * always; the inodes only with @inodes (objfsctl catch-up).  The

@@ -22,7 +22,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "src/base/clock.h"
@@ -223,25 +222,7 @@ open_one(struct objfs_store *s, uint64_t ino, int flags, int bypass,
 	 * reads the count and marks the inode gone under its lock, so an
 	 * unlink after this sees the open. */
 	objfs_inode_lock(ip);
-	/* Shared mode: another node published a new version while this
-	 * one had the file open.  The opens may be closed already, their
-	 * RELEASE on its way after close() returned: a moment for them, so
-	 * that this open finds the new version (an open that stays keeps
-	 * the old one for everybody here). */
-	for (int i = 0; s->shared && ip->detached && ip->nopen && i < 50; i++) {
-		struct timespec ts = { 0, 10 * 1000000L };
-
-		objfs_inode_unlock(ip);
-		nanosleep(&ts, NULL);
-		objfs_inode_lock(ip);
-	}
-	if (ip->gone)
-		rc = s->shared && !ip->nopen && !pass ? -ESTALE : -ENOENT;
-	else
-		rc = objfs_share_walk_again(s, ip, KERNEL_OWN_OPEN(flags),
-				pass);
-	if (rc == -ESTALE)
-		objfs_walk_estale(s, tid, flags);
+	rc = objfs_walk_open(s, ip, flags, tid, KERNEL_OWN_OPEN(flags), pass);
 	if (rc == 0 && objfs_sealed_is(ip) && ((flags & O_ACCMODE) !=
 			O_RDONLY || (flags & O_TRUNC)))
 		rc = -EPERM;	/* sealed: nobody writes it */

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "src/base/clock.h"
 #include "src/base/sync.h"
@@ -222,15 +223,42 @@ objfs_walk_apply_end(struct objfs_store *s)
  * and the kernel's second try of it looks nothing up); @by_inode: the
  * kernel's own open of an open file.
  */
-int
-objfs_share_walk_again(struct objfs_store *s, struct objfs_inode *ip,
-		int by_inode, int pass)
+static int
+walk_again(struct objfs_store *s, struct objfs_inode *ip, int by_inode,
+		int pass)
 {
-	objfs_inode_assert_locked(ip);
 	if (!s->shared || by_inode || pass ||
 	    ip->change_gen <= ip->entry_gen ||
 	    ip->estale_change == ip->change_gen)
 		return 0;
 	ip->estale_change = ip->change_gen;
 	return -ESTALE;
+}
+
+int
+objfs_walk_open(struct objfs_store *s, struct objfs_inode *ip, int flags,
+		int32_t tid, int by_inode, int pass)
+{
+	int rc;
+
+	objfs_inode_assert_locked(ip);
+	/* Shared mode: another node published a new version while this
+	 * one had the file open.  The opens may be closed already, their
+	 * RELEASE on its way after close() returned: a moment for them, so
+	 * that this open finds the new version (an open that stays keeps
+	 * the old one for everybody here). */
+	for (int i = 0; s->shared && ip->detached && ip->nopen && i < 50; i++) {
+		struct timespec ts = { 0, 10 * 1000000L };
+
+		objfs_inode_unlock(ip);
+		nanosleep(&ts, NULL);
+		objfs_inode_lock(ip);
+	}
+	if (ip->gone)
+		rc = s->shared && !ip->nopen && !pass ? -ESTALE : -ENOENT;
+	else
+		rc = walk_again(s, ip, by_inode, pass);
+	if (rc == -ESTALE)
+		objfs_walk_estale(s, tid, flags);
+	return rc;
 }
