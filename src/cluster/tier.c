@@ -158,7 +158,7 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 	}
 	snprintf(t->holder, sizeof(t->holder), "%.64s:%.160s#pid %ld", host,
 		dir, (long)getpid());
-	rc = objfs_remote_connect(&rc_cfg, &t->r, err, sizeof(err));
+	rc = objfs_tier_remote_connect(&rc_cfg, &t->r, err, sizeof(err));
 	if (rc < 0) {
 		snprintf(msg, msgsize, "%s", err);
 		goto err;

@@ -25,7 +25,7 @@
 
 #include "src/base/be.h"
 #include "meta/meta.h"
-#include "src/rados/remote.h"
+#include "src/remote.h"
 #include "src/tier.h"
 
 /* What the pool's operations took, for the status file. */
@@ -271,6 +271,12 @@ tier_super_or_0(struct objfs_meta_txn *tx, const char *k, uint64_t *v)
 	}
 	return rc;
 }
+
+/* ---- connect.c: the store behind the tier, by its spec's kind ---- */
+/* rados:POOL[/NS] or s3://BUCKET[/PREFIX] (src/remote.h's table): 0, or
+ * -errno with what went wrong in @err (-EINVAL: neither). */
+int objfs_tier_remote_connect(const struct objfs_remote_config *cfg,
+		struct objfs_remote **out, char *err, size_t errsize);
 
 /* ---- shared.c: shared mode ---- */
 

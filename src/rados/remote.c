@@ -23,7 +23,7 @@
 #include "src/rados/remote.h"
 
 int
-objfs_remote_parse(const char *spec, char pool[OBJFS_REMOTE_NAME_MAX],
+objfs_rados_parse(const char *spec, char pool[OBJFS_REMOTE_NAME_MAX],
 		char ns[OBJFS_REMOTE_NAME_MAX], char *err, size_t errsize)
 {
 	const char *p, *slash;
@@ -60,33 +60,21 @@ objfs_remote_parse(const char *spec, char pool[OBJFS_REMOTE_NAME_MAX],
 	return 0;
 }
 
-void
-objfs_remote_chunk_name(const void *buf, uint32_t len,
-		char name[OBJFS_REMOTE_CHUNK_NAME])
-{
-	unsigned char h[16];
-	char *p = name;
-
-	objfs_content_hash128(buf, len, h);
-	p += sprintf(p, "c.");
-	for (int i = 0; i < 16; i++)
-		p += sprintf(p, "%02x", h[i]);
-	sprintf(p, "-%x", len);
-}
-
 #ifdef HAVE_RADOS
 #include "src/rados/remote_int.h"
 
+static const struct objfs_remote_ops rados_ops;
+
 int
-objfs_remote_connect(const struct objfs_remote_config *cfg,
+objfs_rados_connect(const struct objfs_remote_config *cfg,
 		struct objfs_remote **out, char *err, size_t errsize)
 {
 	char pool[OBJFS_REMOTE_NAME_MAX], ns[OBJFS_REMOTE_NAME_MAX], t[16];
 	const char *conf = cfg->conf ? cfg->conf : "/etc/ceph/ceph.conf";
-	struct objfs_remote *r;
+	struct rados_remote *r;
 	int rc;
 
-	rc = objfs_remote_parse(cfg->spec, pool, ns, err, errsize);
+	rc = objfs_rados_parse(cfg->spec, pool, ns, err, errsize);
 	if (rc < 0)
 		return rc;
 	r = calloc(1, sizeof(*r));
@@ -137,7 +125,8 @@ objfs_remote_connect(const struct objfs_remote_config *cfg,
 	rados_set_pool_full_try(r->io);
 	pthread_mutex_init(&r->head_lock, NULL);
 	pthread_mutex_init(&r->notify_mu, NULL);
-	*out = r;
+	r->base.ops = &rados_ops;
+	*out = &r->base;
 	return 0;
 
 fail:
@@ -146,15 +135,15 @@ fail:
 	return rc;
 }
 
-static void notifies_reap(struct objfs_remote *r, int all);
-
-void
-objfs_remote_close(struct objfs_remote *r)
+static void
+pool_close(struct objfs_remote *base)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
+
 	if (!r)
 		return;
 	pthread_mutex_lock(&r->notify_mu);
-	notifies_reap(r, 1);
+	objfs_rados_notifies_reap(r, 1);
 	pthread_mutex_unlock(&r->notify_mu);
 	rados_ioctx_destroy(r->io);
 	rados_shutdown(r->cluster);
@@ -163,17 +152,20 @@ objfs_remote_close(struct objfs_remote *r)
 	free(r);
 }
 
-int
-objfs_remote_put(struct objfs_remote *r, const char *name, const void *buf,
+static int
+pool_put(struct objfs_remote *base, const char *name, const void *buf,
 		size_t len)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
+
 	return rados_write_full(r->io, name, buf, len);
 }
 
-int
-objfs_remote_create(struct objfs_remote *r, const char *name, const void *buf,
+static int
+pool_create(struct objfs_remote *base, const char *name, const void *buf,
 		size_t len)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	rados_write_op_t op = rados_create_write_op();
 	int rc;
 
@@ -186,27 +178,30 @@ objfs_remote_create(struct objfs_remote *r, const char *name, const void *buf,
 	return rc;
 }
 
-int
-objfs_remote_get(struct objfs_remote *r, const char *name, uint64_t off,
+static int
+pool_get(struct objfs_remote *base, const char *name, uint64_t off,
 		void *buf, size_t len, size_t *got)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	int rc = rados_read(r->io, name, buf, len, off);
 
 	*got = rc > 0 ? (size_t)rc : 0;
 	return rc < 0 ? rc : 0;
 }
 
-int
-objfs_remote_stat(struct objfs_remote *r, const char *name, uint64_t *size)
+static int
+pool_stat(struct objfs_remote *base, const char *name, uint64_t *size)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	time_t mtime;
 
 	return rados_stat(r->io, name, size, &mtime);
 }
 
-int
-objfs_remote_remove(struct objfs_remote *r, const char *name)
+static int
+pool_remove(struct objfs_remote *base, const char *name)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	int rc = rados_remove(r->io, name);
 
 	return rc == -ENOENT ? 0 : rc;
@@ -216,7 +211,7 @@ objfs_remote_remove(struct objfs_remote *r, const char *name)
 
 /* The lock "objfs" of @name, exclusive or shared, with @flags. */
 static int
-lock_call(struct objfs_remote *r, const char *name, const char *holder,
+lock_call(struct rados_remote *r, const char *name, const char *holder,
 		struct timeval *tv, int shared, uint8_t flags)
 {
 	if (shared)
@@ -230,7 +225,7 @@ lock_call(struct objfs_remote *r, const char *name, const char *holder,
  * when another holds it in the other way (or exclusively), its cookie
  * (the holder's own description of itself) in @who. */
 static int
-hold(struct objfs_remote *r, const char *name, const char *holder,
+hold(struct rados_remote *r, const char *name, const char *holder,
 		unsigned seconds, int shared, char *who, size_t whosize)
 {
 	struct timeval tv = { (time_t)seconds, 0 };
@@ -252,24 +247,29 @@ hold(struct objfs_remote *r, const char *name, const char *holder,
 	return -EBUSY;
 }
 
-int
-objfs_remote_hold(struct objfs_remote *r, const char *name, const char *holder,
+static int
+pool_hold(struct objfs_remote *base, const char *name, const char *holder,
 		unsigned seconds, char *who, size_t whosize)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
+
 	return hold(r, name, holder, seconds, 0, who, whosize);
 }
 
-int
-objfs_remote_hold_shared(struct objfs_remote *r, const char *name,
+static int
+pool_hold_shared(struct objfs_remote *base, const char *name,
 		const char *holder, unsigned seconds, char *who, size_t whosize)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
+
 	return hold(r, name, holder, seconds, 1, who, whosize);
 }
 
-int
-objfs_remote_hold_renew(struct objfs_remote *r, const char *name,
+static int
+pool_hold_renew(struct objfs_remote *base, const char *name,
 		const char *holder, unsigned seconds, int shared)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	struct timeval tv = { (time_t)seconds, 0 };
 	int rc;
 
@@ -280,10 +280,11 @@ objfs_remote_hold_renew(struct objfs_remote *r, const char *name,
 	return rc == -EBUSY || rc == -EEXIST ? -ENOENT : rc;
 }
 
-int
-objfs_remote_holder(struct objfs_remote *r, const char *name,
+static int
+pool_holder(struct objfs_remote *base, const char *name,
 		char *client, size_t clen, char *cookie, size_t klen)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	char tag[64], addrs[512];
 	size_t tl = sizeof(tag), cl = clen, kl = klen, al = sizeof(addrs);
 	int excl, rc;
@@ -295,19 +296,21 @@ objfs_remote_holder(struct objfs_remote *r, const char *name,
 	return rc == 0 ? -ENOENT : 0;
 }
 
-int
-objfs_remote_break(struct objfs_remote *r, const char *name,
+static int
+pool_break(struct objfs_remote *base, const char *name,
 		const char *client, const char *cookie)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	int rc = rados_break_lock(r->io, name, HOLD_LOCK, client, cookie);
 
 	return rc == -ENOENT ? 0 : rc;
 }
 
-int
-objfs_remote_list(struct objfs_remote *r,
+static int
+pool_list(struct objfs_remote *base,
 		int (*cb)(void *arg, const char *name), void *arg)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	rados_list_ctx_t ctx;
 	const char *name;
 	int rc = rados_nobjects_list_open(r->io, &ctx);
@@ -323,246 +326,16 @@ objfs_remote_list(struct objfs_remote *r,
 	return rc == -ENOENT ? 0 : rc;
 }
 
-/* ---- watch and notify ---------------------------------------------------- */
-
 static void
-watch_cb(void *arg, uint64_t notify_id, uint64_t cookie, uint64_t notifier,
-		void *data, size_t len)
+pool_set_touch(struct objfs_remote *base, int on)
 {
-	struct objfs_remote *r = arg;
+	struct rados_remote *r = (struct rados_remote *)base;
 
-	(void)notifier;
-	if (!len || !data) {
-		(void)rados_notify_ack(r->io, r->watch_name, notify_id, cookie,
-				NULL, 0);
-		data = NULL;
-		len = 0;
-	}
-	if (r->watch_cb)
-		r->watch_cb(r->watch_arg, notify_id, cookie, data, len);
-	else if (len)
-		(void)rados_notify_ack(r->io, r->watch_name, notify_id, cookie,
-				NULL, 0);
-}
-
-/* The watch was lost (the OSD restarted, say): the caller watches again,
- * its own polling covering what a notify would have said meanwhile. */
-static void
-watch_err(void *arg, uint64_t cookie, int err)
-{
-	struct objfs_remote *r = arg;
-
-	(void)cookie;
-	if (!atomic_exchange(&r->watch_lost, 1))
-		objfs_log(OBJFS_LOG_WARNING, "remote: a watch was lost (%s): "
-			"watching again", strerror(-err));
-}
-
-int
-objfs_remote_watch(struct objfs_remote *r, const char *name,
-		unsigned timeout_s, void (*cb)(void *arg, uint64_t notify_id, uint64_t cookie,
-			const void *data, size_t len),
-		void *arg, uint64_t *cookie)
-{
-	snprintf(r->watch_name, sizeof(r->watch_name), "%s", name);
-	r->watch_cb = cb;
-	r->watch_arg = arg;
-	atomic_store(&r->watch_lost, 0);
-	return rados_watch3(r->io, name, cookie, watch_cb, watch_err,
-			timeout_s < 5 ? 5 : timeout_s, r);
-}
-
-int
-objfs_remote_watch_lost(struct objfs_remote *r)
-{
-	return atomic_load(&r->watch_lost);
-}
-
-int
-objfs_remote_notify_ack(struct objfs_remote *r, uint64_t notify_id,
-		uint64_t cookie, const void *buf, size_t len)
-{
-	return rados_notify_ack(r->io, r->watch_name, notify_id, cookie,
-			(const char *)buf, (int)len);
-}
-
-int
-objfs_remote_omap_set(struct objfs_remote *r, const char *name,
-		const char *key, const void *val, size_t len)
-{
-	rados_write_op_t op = rados_create_write_op();
-	const char *keys[1] = { key }, *vals[1] = { val };
-	int rc;
-
-	if (!op)
-		return -ENOMEM;
-	if (val) {
-		rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-		rados_write_op_omap_set(op, keys, vals, &len, 1);
-	} else {
-		rados_write_op_omap_rm_keys(op, keys, 1);
-	}
-	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
-	rados_release_write_op(op);
-	return rc == -ENOENT && !val ? 0 : rc;
-}
-
-int
-objfs_remote_omap_del_if(struct objfs_remote *r, const char *name,
-		const char *key, const void *val, size_t len)
-{
-	rados_write_op_t op = rados_create_write_op();
-	const char *keys[1] = { key };
-	int rc, cmp = 0;
-
-	if (!op)
-		return -ENOMEM;
-	rados_write_op_omap_cmp(op, key, LIBRADOS_CMPXATTR_OP_EQ, val, len,
-			&cmp);
-	rados_write_op_omap_rm_keys(op, keys, 1);
-	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
-	rados_release_write_op(op);
-	if (rc == -ENOENT)
-		return 0;	/* no such object: nothing to remove */
-	return rc == -ECANCELED ? 1 : rc;
-}
-
-int
-objfs_remote_omap_list(struct objfs_remote *r, const char *name,
-		int (*cb)(void *arg, const char *key, const void *val,
-			size_t len), void *arg)
-{
-	char after[256] = "";
-	unsigned char more = 1;
-	int rc = 0;
-
-	while (rc == 0 && more) {
-		rados_read_op_t op = rados_create_read_op();
-		rados_omap_iter_t it = NULL;
-		int rv = 0;
-
-		if (!op)
-			return -ENOMEM;
-		more = 0;
-		rados_read_op_omap_get_vals2(op, after, "", 512, &it, &more, &rv);
-		rc = rados_read_op_operate(op, r->io, name, 0);
-		if (rc == 0)
-			rc = rv;
-		while (rc == 0) {
-			char *k, *v;
-			size_t kl, vl;
-
-			if (rados_omap_get_next2(it, &k, &v, &kl, &vl) < 0 || !k)
-				break;
-			snprintf(after, sizeof(after), "%.*s", (int)kl, k);
-			rc = cb(arg, after, v, vl);
-		}
-		if (it)
-			rados_omap_get_end(it);
-		rados_release_read_op(op);
-	}
-	return rc;
-}
-
-int
-objfs_remote_ask(struct objfs_remote *r, const char *name, const void *buf,
-		size_t len, unsigned timeout_ms,
-		void (*cb)(void *arg, const void *data, size_t len), void *arg)
-{
-	struct notify_ack_t *acks = NULL;
-	struct notify_timeout_t *touts = NULL;
-	size_t nacks = 0, ntouts = 0, rlen = 0;
-	char *reply = NULL;
-	int rc = rados_notify2(r->io, name, (const char *)buf, (int)len,
-			timeout_ms, &reply, &rlen);
-
-	if (reply && rados_decode_notify_response(reply, rlen, &acks, &nacks,
-			&touts, &ntouts) == 0) {
-		for (size_t i = 0; cb && i < nacks; i++)
-			cb(arg, acks[i].payload, acks[i].payload_len);
-		if (ntouts && rc == 0)
-			rc = -ETIMEDOUT;
-		rados_free_notify_response(acks, nacks, touts);
-	}
-	if (reply)
-		rados_buffer_free(reply);
-	return rc;
-}
-
-/* Release the notifies that were answered (all, with @all: waiting). */
-static void
-notifies_reap(struct objfs_remote *r, int all)
-{
-	/* In place: an entry that moved while its notify was in flight
-	 * had librados write its reply into the old slot, over the next
-	 * notify's (a reply buffer never freed: LeakSanitizer's 48 bytes
-	 * from librados; and, when the next notify cleared the slot while
-	 * librados copied into it, a SIGSEGV in its io_context_pool
-	 * thread's memmove to NULL). */
-	for (unsigned i = 0; i < REMOTE_NOTIFIES && r->nnotifies; i++) {
-		struct remote_notify *n = &r->notifies[i];
-
-		if (!n->used || (!all && !rados_aio_is_complete(n->c)))
-			continue;
-		rados_aio_wait_for_complete(n->c);
-		rados_aio_release(n->c);
-		if (n->reply)
-			rados_buffer_free(n->reply);
-		n->reply = NULL;
-		n->used = 0;
-		r->nnotifies--;
-	}
-}
-
-void
-objfs_remote_unwatch(struct objfs_remote *r, uint64_t cookie)
-{
-	(void)rados_unwatch2(r->io, cookie);
-	r->watch_cb = NULL;
-	pthread_mutex_lock(&r->notify_mu);
-	notifies_reap(r, 1);
-	pthread_mutex_unlock(&r->notify_mu);
-}
-
-int
-objfs_remote_notify(struct objfs_remote *r, const char *name)
-{
-	struct remote_notify *n;
-	int rc;
-
-	pthread_mutex_lock(&r->notify_mu);
-	notifies_reap(r, 0);
-	if (r->nnotifies == REMOTE_NOTIFIES) {
-		pthread_mutex_unlock(&r->notify_mu);
-		return -EAGAIN;	/* the watchers poll anyway */
-	}
-	for (n = r->notifies; n->used; n++)
-		;	/* a free slot: fewer than REMOTE_NOTIFIES are used */
-	n->reply = NULL;
-	n->reply_len = 0;
-	rc = rados_aio_create_completion2(NULL, NULL, &n->c);
-	if (rc == 0) {
-		rc = rados_aio_notify(r->io, name, n->c, NULL, 0, 5000,
-				&n->reply, &n->reply_len);
-		if (rc < 0) {
-			rados_aio_release(n->c);
-		} else {
-			n->used = 1;
-			r->nnotifies++;
-		}
-	}
-	pthread_mutex_unlock(&r->notify_mu);
-	return rc;
-}
-
-void
-objfs_remote_set_touch(struct objfs_remote *r, int on)
-{
 	r->touch = on;
 }
 
 void
-objfs_remote_touch_op(rados_write_op_t op, const unsigned char *x,
+objfs_rados_touch_op(rados_write_op_t op, const unsigned char *x,
 		size_t xlen, char stamp[32])
 {
 	struct timespec ts;
@@ -578,7 +351,7 @@ objfs_remote_touch_op(rados_write_op_t op, const unsigned char *x,
 /* Touch chunk @name found with sums @x: 0, -ENOENT (gone meanwhile),
  * -ECANCELED (other sums), -errno. */
 static int
-chunk_touch(struct objfs_remote *r, const char *name, const unsigned char *x,
+chunk_touch(struct rados_remote *r, const char *name, const unsigned char *x,
 		size_t xlen)
 {
 	rados_write_op_t op = rados_create_write_op();
@@ -587,16 +360,17 @@ chunk_touch(struct objfs_remote *r, const char *name, const unsigned char *x,
 
 	if (!op)
 		return -ENOMEM;
-	objfs_remote_touch_op(op, x, xlen, stamp);
+	objfs_rados_touch_op(op, x, xlen, stamp);
 	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
 	rados_release_write_op(op);
 	return rc;
 }
 
-int
-objfs_remote_age_ver(struct objfs_remote *r, const char *name, uint64_t *size,
+static int
+pool_age_ver(struct objfs_remote *base, const char *name, uint64_t *size,
 		int64_t *mtime, uint64_t *ver)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	rados_read_op_t op = rados_create_read_op();
 	rados_completion_t c;
 	time_t t = 0;
@@ -626,9 +400,10 @@ objfs_remote_age_ver(struct objfs_remote *r, const char *name, uint64_t *size,
 	return rc;
 }
 
-int
-objfs_remote_remove_at(struct objfs_remote *r, const char *name, uint64_t ver)
+static int
+pool_remove_at(struct objfs_remote *base, const char *name, uint64_t ver)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	rados_write_op_t op = rados_create_write_op();
 	int rc;
 
@@ -642,9 +417,10 @@ objfs_remote_remove_at(struct objfs_remote *r, const char *name, uint64_t ver)
 	return rc == -ERANGE || rc == -EOVERFLOW ? -ECANCELED : rc;
 }
 
-int
-objfs_remote_df(struct objfs_remote *r, uint64_t *total, uint64_t *avail)
+static int
+pool_df(struct objfs_remote *base, uint64_t *total, uint64_t *avail)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	struct rados_cluster_stat_t st;
 	int rc = rados_cluster_stat(r->cluster, &st);
 
@@ -655,24 +431,27 @@ objfs_remote_df(struct objfs_remote *r, uint64_t *total, uint64_t *avail)
 	return 0;
 }
 
-int
-objfs_remote_release(struct objfs_remote *r, const char *name,
+static int
+pool_release(struct objfs_remote *base, const char *name,
 		const char *holder)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	int rc = rados_unlock(r->io, name, HOLD_LOCK, holder);
 
 	return rc == -ENOENT ? 0 : rc;
 }
 
-int
-objfs_remote_get_all(struct objfs_remote *r, const char *name, void **buf,
+static int
+pool_get_all(struct objfs_remote *base, const char *name, void **buf,
 		size_t *len)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
+
 	for (int tries = 0; tries < 4; tries++) {
 		uint64_t size;
 		size_t got = 0;
 		void *p;
-		int rc = objfs_remote_stat(r, name, &size);
+		int rc = objfs_remote_stat(&r->base, name, &size);
 
 		if (rc < 0)
 			return rc;
@@ -681,7 +460,7 @@ objfs_remote_get_all(struct objfs_remote *r, const char *name, void **buf,
 			return -ENOMEM;
 		/* One byte more than its size: a longer object (replaced
 		 * meanwhile) is read again. */
-		rc = objfs_remote_get(r, name, 0, p, size + 1, &got);
+		rc = objfs_remote_get(&r->base, name, 0, p, size + 1, &got);
 		if (rc < 0) {
 			free(p);
 			return rc;
@@ -698,7 +477,7 @@ objfs_remote_get_all(struct objfs_remote *r, const char *name, void **buf,
 
 /* Does the object @name hold a chunk of @len bytes with these sums? */
 int
-objfs_remote_chunk_same(struct objfs_remote *r, const char *name, uint32_t len,
+objfs_rados_chunk_same(struct rados_remote *r, const char *name, uint32_t len,
 		unsigned shift, const unsigned char *tab)
 {
 	size_t n = 1 + 4 * (size_t)objfs_nsums(len, shift);
@@ -708,7 +487,7 @@ objfs_remote_chunk_same(struct objfs_remote *r, const char *name, uint32_t len,
 
 	if (!have)
 		return -ENOMEM;
-	rc = objfs_remote_stat(r, name, &size);
+	rc = objfs_remote_stat(&r->base, name, &size);
 	if (rc == 0)
 		rc = rados_getxattr(r->io, name, SUMS_XATTR, (char *)have, n + 1);
 	if (rc >= 0)
@@ -720,11 +499,12 @@ objfs_remote_chunk_same(struct objfs_remote *r, const char *name, uint32_t len,
 	return rc;
 }
 
-int
-objfs_remote_chunk_put(struct objfs_remote *r, const char *name,
+static int
+pool_chunk_put(struct objfs_remote *base, const char *name,
 		const void *buf, uint32_t len, unsigned shift,
 		const unsigned char *tab)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	size_t n = 1 + 4 * (size_t)objfs_nsums(len, shift);
 	rados_write_op_t op;
 	unsigned char *x;
@@ -751,7 +531,7 @@ again:
 		return rc;
 	/* There already: the same bytes, or (a name is 128 bits of a hash
 	 * and the length) something damaged it. */
-	rc = objfs_remote_chunk_same(r, name, len, shift, tab);
+	rc = objfs_rados_chunk_same(r, name, len, shift, tab);
 	if (rc == 1 && r->touch) {
 		/* Shared mode: found, so written to (see set_touch). */
 		x = malloc(n);
@@ -775,10 +555,11 @@ again:
 	return 0;
 }
 
-int
-objfs_remote_chunk_get(struct objfs_remote *r, const char *name, void *buf,
+static int
+pool_chunk_get(struct objfs_remote *base, const char *name, void *buf,
 		uint32_t len, unsigned shift, uint64_t csum)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	unsigned char tab[4 * OBJFS_SUMS_MAX];
 	rados_read_op_t op = rados_create_read_op();
 	uint64_t size = 0;
@@ -808,22 +589,23 @@ objfs_remote_chunk_get(struct objfs_remote *r, const char *name, void *buf,
 
 /* Bytes [@lo, @hi) of chunk @name as whole sub-blocks, each checked
  * against its sum in @tab (the reader's record). */
-int
-objfs_remote_chunk_get_part(struct objfs_remote *r, const char *name,
+static int
+pool_chunk_get_part(struct objfs_remote *base, const char *name,
 		void *buf, uint32_t len, unsigned shift,
 		const unsigned char *tab, uint32_t lo, uint32_t hi)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	uint32_t first = lo >> shift, last = (hi - 1) >> shift, end,
-		 base = first << shift;
+		 from = first << shift;
 	size_t got = 0;
 	int rc;
 
 	end = (uint32_t)((uint64_t)(last + 1) << shift) < len ?
 		(last + 1) << shift : len;
-	rc = objfs_remote_get(r, name, base, buf, end - base, &got);
+	rc = objfs_remote_get(&r->base, name, from, buf, end - from, &got);
 	if (rc < 0)
 		return rc;
-	if (got == end - base &&
+	if (got == end - from &&
 	    objfs_subs_match(buf, first, last, end, shift, tab))
 		return 0;
 	objfs_log(OBJFS_LOG_ERR, "remote: chunk %s: bytes %" PRIu32 "-%" PRIu32
@@ -840,20 +622,22 @@ log_name(char name[64], uint64_t epoch, uint64_t seq)
 	snprintf(name, 64, "objfs.log.%016" PRIx64 ".%016" PRIx64, epoch, seq);
 }
 
-int
-objfs_remote_log_put(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
+static int
+pool_log_put(struct objfs_remote *base, uint64_t epoch, uint64_t seq,
 		const void *buf, size_t len)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	char name[64];
 
 	log_name(name, epoch, seq);
-	return objfs_remote_create(r, name, buf, len);
+	return objfs_remote_create(&r->base, name, buf, len);
 }
 
-int
-objfs_remote_log_get(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
+static int
+pool_log_get(struct objfs_remote *base, uint64_t epoch, uint64_t seq,
 		void *buf, size_t cap, size_t *len)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	rados_read_op_t op = rados_create_read_op();
 	uint64_t size = 0;
 	time_t mtime;
@@ -874,25 +658,27 @@ objfs_remote_log_get(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
 	return rc;
 }
 
-int
-objfs_remote_head_get(struct objfs_remote *r, void *buf, size_t cap,
+static int
+pool_head_get(struct objfs_remote *base, void *buf, size_t cap,
 		size_t *len, uint64_t *ver)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	size_t got = 0;
 	int rc;
 
 	pthread_mutex_lock(&r->head_lock);
-	rc = objfs_remote_get(r, HEAD, 0, buf, cap, &got);
+	rc = objfs_remote_get(&r->base, HEAD, 0, buf, cap, &got);
 	*ver = rc == 0 ? rados_get_last_version(r->io) : 0;
 	pthread_mutex_unlock(&r->head_lock);
 	*len = got;
 	return rc;
 }
 
-int
-objfs_remote_head_put(struct objfs_remote *r, const void *buf, size_t len,
+static int
+pool_head_put(struct objfs_remote *base, const void *buf, size_t len,
 		uint64_t *ver)
 {
+	struct rados_remote *r = (struct rados_remote *)base;
 	rados_write_op_t op = rados_create_write_op();
 	int rc;
 
@@ -917,10 +703,58 @@ objfs_remote_head_put(struct objfs_remote *r, const void *buf, size_t len,
 	return rc;
 }
 
+static const struct objfs_remote_ops rados_ops = {
+	.kind = "rados",
+	.close = pool_close,
+	.put = pool_put,
+	.create = pool_create,
+	.get = pool_get,
+	.stat = pool_stat,
+	.remove = pool_remove,
+	.hold = pool_hold,
+	.hold_shared = pool_hold_shared,
+	.hold_renew = pool_hold_renew,
+	.release = pool_release,
+	.holder = pool_holder,
+	.break_ = pool_break,
+	.list = pool_list,
+	.set_touch = pool_set_touch,
+	.age_ver = pool_age_ver,
+	.remove_at = pool_remove_at,
+	.watch = objfs_rados_watch,
+	.unwatch = objfs_rados_unwatch,
+	.watch_lost = objfs_rados_watch_lost,
+	.notify_ack = objfs_rados_notify_ack,
+	.omap_set = objfs_rados_omap_set,
+	.omap_del_if = objfs_rados_omap_del_if,
+	.omap_list = objfs_rados_omap_list,
+	.notify = objfs_rados_notify,
+	.ask = objfs_rados_ask,
+	.df = pool_df,
+	.get_all = pool_get_all,
+	.chunk_put = pool_chunk_put,
+	.chunk_get = pool_chunk_get,
+	.chunk_get_part = pool_chunk_get_part,
+	.log_put = pool_log_put,
+	.log_get = pool_log_get,
+	.head_get = pool_head_get,
+	.head_put = pool_head_put,
+	.puts_new = objfs_rados_puts_new,
+	.puts_add = objfs_rados_puts_add,
+	.puts_wait = objfs_rados_puts_wait,
+	.puts_result = objfs_rados_puts_result,
+	.puts_counts = objfs_rados_puts_counts,
+	.puts_free = objfs_rados_puts_free,
+	.fetch_start = objfs_rados_fetch_start,
+	.fetch_done = objfs_rados_fetch_done,
+	.fetch_take = objfs_rados_fetch_take,
+	.fetch_free = objfs_rados_fetch_free,
+};
+
 #else	/* !HAVE_RADOS */
 
 int
-objfs_remote_connect(const struct objfs_remote_config *cfg,
+objfs_rados_connect(const struct objfs_remote_config *cfg,
 		struct objfs_remote **out, char *err, size_t errsize)
 {
 	(void)cfg;
@@ -928,12 +762,6 @@ objfs_remote_connect(const struct objfs_remote_config *cfg,
 	snprintf(err, errsize, "remote: this objfs was built without librados "
 		"(install librados-dev and build again)");
 	return -ENOTSUP;
-}
-
-void
-objfs_remote_close(struct objfs_remote *r)
-{
-	(void)r;
 }
 
 #endif

@@ -60,8 +60,9 @@ struct put_item {
 
 enum { P_CHECK = 1, P_WRITE, P_DONE };
 
-struct objfs_remote_puts {
-	struct objfs_remote *r;
+struct rados_puts {
+	struct objfs_remote_puts base;
+	struct rados_remote *r;
 	unsigned window;
 	struct put_item *q[WINDOW_MAX];	/* in flight, oldest first */
 	unsigned qh, qn;
@@ -76,10 +77,11 @@ struct objfs_remote_puts {
 };
 
 int
-objfs_remote_puts_new(struct objfs_remote *r, unsigned window,
+objfs_rados_puts_new(struct objfs_remote *base, unsigned window,
 		struct objfs_remote_puts **out)
 {
-	struct objfs_remote_puts *p = calloc(1, sizeof(*p));
+	struct rados_remote *r = (struct rados_remote *)base;
+	struct rados_puts *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return -ENOMEM;
@@ -87,14 +89,15 @@ objfs_remote_puts_new(struct objfs_remote *r, unsigned window,
 	p->window = window ? window : 16;
 	if (p->window > WINDOW_MAX)
 		p->window = WINDOW_MAX;
-	*out = p;
+	p->base.ops = base->ops;
+	*out = &p->base;
 	return 0;
 }
 
 /* Item @x's operation answered: what it says (a look that finds nothing
  * leaves @x to be written). */
 static void
-put_finish(struct objfs_remote_puts *p, struct put_item *x)
+put_finish(struct rados_puts *p, struct put_item *x)
 {
 	int rc;
 
@@ -142,14 +145,14 @@ put_finish(struct objfs_remote_puts *p, struct put_item *x)
 	}
 	/* Made meanwhile, by another writer of the same bytes (or it holds
 	 * others: the name is 128 bits of a hash and a length). */
-	rc = objfs_remote_chunk_same(p->r, x->name, x->len, x->shift, x->x + 1);
+	rc = objfs_rados_chunk_same(p->r, x->name, x->len, x->shift, x->x + 1);
 	if (rc == 1 && p->r->touch) {
 		rados_write_op_t op = rados_create_write_op();
 
 		if (!op) {
 			rc = -ENOMEM;
 		} else {
-			objfs_remote_touch_op(op, x->x, x->xlen, x->stamp);
+			objfs_rados_touch_op(op, x->x, x->xlen, x->stamp);
 			rc = rados_write_op_operate(op, p->r->io, x->name, NULL,
 					0);
 			rados_release_write_op(op);
@@ -174,7 +177,7 @@ put_finish(struct objfs_remote_puts *p, struct put_item *x)
 
 /* Send @x's look or write (room in the window made by the caller). */
 static int
-put_issue(struct objfs_remote_puts *p, struct put_item *x, int state)
+put_issue(struct rados_puts *p, struct put_item *x, int state)
 {
 	int rc = rados_aio_create_completion2(NULL, NULL, &x->c);
 
@@ -187,7 +190,7 @@ put_issue(struct objfs_remote_puts *p, struct put_item *x, int state)
 			rc = -ENOMEM;
 			goto fail;
 		}
-		objfs_remote_touch_op(x->wop, x->x, x->xlen, x->stamp);
+		objfs_rados_touch_op(x->wop, x->x, x->xlen, x->stamp);
 		x->rv = 0;
 		rc = rados_aio_write_op_operate(x->wop, p->r->io, x->c,
 				x->name, NULL, 0);
@@ -236,7 +239,7 @@ fail:
 /* The oldest in flight answered; a look that found nothing becomes a
  * write at once. */
 static void
-put_one(struct objfs_remote_puts *p)
+put_one(struct rados_puts *p)
 {
 	struct put_item *x = p->q[p->qh];
 	int rc;
@@ -257,10 +260,11 @@ put_one(struct objfs_remote_puts *p)
 }
 
 int
-objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
+objfs_rados_puts_add(struct objfs_remote_puts *base, const char *name,
 		const void *buf, uint32_t len, unsigned shift,
 		const unsigned char *tab, int look)
 {
+	struct rados_puts *p = (struct rados_puts *)base;
 	struct put_item *x;
 	int rc;
 
@@ -313,8 +317,9 @@ objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
 }
 
 int
-objfs_remote_puts_wait(struct objfs_remote_puts *p)
+objfs_rados_puts_wait(struct objfs_remote_puts *base)
 {
+	struct rados_puts *p = (struct rados_puts *)base;
 	int rc = 0;
 
 	while (p->qn)
@@ -326,22 +331,28 @@ objfs_remote_puts_wait(struct objfs_remote_puts *p)
 }
 
 int
-objfs_remote_puts_result(const struct objfs_remote_puts *p, size_t k)
+objfs_rados_puts_result(const struct objfs_remote_puts *base, size_t k)
 {
+	const struct rados_puts *p = (const struct rados_puts *)base;
+
 	return p->it[k]->result;
 }
 
 void
-objfs_remote_puts_counts(const struct objfs_remote_puts *p, size_t *looks,
+objfs_rados_puts_counts(const struct objfs_remote_puts *base, size_t *looks,
 		size_t *at_once)
 {
+	const struct rados_puts *p = (const struct rados_puts *)base;
+
 	*looks = p->looks;
 	*at_once = p->writes_at_once;
 }
 
 void
-objfs_remote_puts_free(struct objfs_remote_puts *p)
+objfs_rados_puts_free(struct objfs_remote_puts *base)
 {
+	struct rados_puts *p = (struct rados_puts *)base;
+
 	if (!p)
 		return;
 	/* Nothing may be left in flight: librados would write into it. */
@@ -362,7 +373,8 @@ objfs_remote_puts_free(struct objfs_remote_puts *p)
 
 /* ---- fetches ahead ---------------------------------------------------- */
 
-struct objfs_remote_fetch {
+struct rados_fetch {
+	struct objfs_remote_fetch base;
 	char name[OBJFS_REMOTE_CHUNK_NAME];
 	rados_completion_t c;
 	rados_read_op_t op;
@@ -373,10 +385,11 @@ struct objfs_remote_fetch {
 };
 
 int
-objfs_remote_fetch_start(struct objfs_remote *r, const char *name,
+objfs_rados_fetch_start(struct objfs_remote *base, const char *name,
 		uint32_t len, struct objfs_remote_fetch **out)
 {
-	struct objfs_remote_fetch *f = calloc(1, sizeof(*f));
+	struct rados_remote *r = (struct rados_remote *)base;
+	struct rados_fetch *f = calloc(1, sizeof(*f));
 	int rc;
 
 	if (!f)
@@ -401,7 +414,8 @@ objfs_remote_fetch_start(struct objfs_remote *r, const char *name,
 		rados_aio_release(f->c);
 		goto fail;
 	}
-	*out = f;
+	f->base.ops = base->ops;
+	*out = &f->base;
 	return 0;
 fail:
 	if (f->op)
@@ -412,15 +426,18 @@ fail:
 }
 
 int
-objfs_remote_fetch_done(const struct objfs_remote_fetch *f)
+objfs_rados_fetch_done(const struct objfs_remote_fetch *base)
 {
+	const struct rados_fetch *f = (const struct rados_fetch *)base;
+
 	return rados_aio_is_complete(f->c);
 }
 
 int
-objfs_remote_fetch_take(struct objfs_remote_fetch *f, void *buf,
+objfs_rados_fetch_take(struct objfs_remote_fetch *base, void *buf,
 		unsigned shift, uint64_t csum)
 {
+	struct rados_fetch *f = (struct rados_fetch *)base;
 	unsigned char tab[4 * OBJFS_SUMS_MAX];
 	int rc;
 
@@ -441,8 +458,10 @@ objfs_remote_fetch_take(struct objfs_remote_fetch *f, void *buf,
 }
 
 void
-objfs_remote_fetch_free(struct objfs_remote_fetch *f)
+objfs_rados_fetch_free(struct objfs_remote_fetch *base)
 {
+	struct rados_fetch *f = (struct rados_fetch *)base;
+
 	if (!f)
 		return;
 	rados_aio_wait_for_complete(f->c);

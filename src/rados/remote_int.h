@@ -12,12 +12,15 @@
 #include <rados/librados.h>
 #include <stdint.h>
 
+#include "src/remote.h"
+
 #define SUMS_XATTR	"objfs.sums"
 #define REMOTE_NOTIFIES	64	/* notifies in flight at most */
 #define SEEN_XATTR	"objfs.seen"	/* shared mode: when a put last found
 					 * the chunk (objfs_remote_set_touch) */
 
-struct objfs_remote {
+struct rados_remote {
+	struct objfs_remote base;	/* its table: remote.c's rados_ops */
 	rados_t cluster;
 	rados_ioctx_t io;
 	/* The head's calls read the ioctx's last version: one at a time. */
@@ -45,12 +48,55 @@ struct objfs_remote {
 
 /* A find of chunk @name (its sums @x, @xlen bytes) made a write: the
  * sums compared and SEEN_XATTR set in one operation on @op. */
-void objfs_remote_touch_op(rados_write_op_t op, const unsigned char *x,
+void objfs_rados_touch_op(rados_write_op_t op, const unsigned char *x,
 		size_t xlen, char stamp[32]);
 
 /* Does the object @name hold a chunk of @len bytes with sums @tab?  1 yes,
  * 0 no (other bytes, or not one of ours), -errno. */
-int objfs_remote_chunk_same(struct objfs_remote *r, const char *name,
+int objfs_rados_chunk_same(struct rados_remote *r, const char *name,
 		uint32_t len, unsigned shift, const unsigned char *tab);
+
+/* remote_aio.c: the puts and fetches in flight of the table
+ * (src/remote.h says what each does). */
+int objfs_rados_puts_new(struct objfs_remote *base, unsigned window,
+		struct objfs_remote_puts **out);
+int objfs_rados_puts_add(struct objfs_remote_puts *base, const char *name,
+		const void *buf, uint32_t len, unsigned shift,
+		const unsigned char *tab, int look);
+int objfs_rados_puts_wait(struct objfs_remote_puts *base);
+int objfs_rados_puts_result(const struct objfs_remote_puts *base, size_t k);
+void objfs_rados_puts_counts(const struct objfs_remote_puts *base,
+		size_t *looks, size_t *at_once);
+void objfs_rados_puts_free(struct objfs_remote_puts *base);
+int objfs_rados_fetch_start(struct objfs_remote *base, const char *name,
+		uint32_t len, struct objfs_remote_fetch **out);
+int objfs_rados_fetch_done(const struct objfs_remote_fetch *base);
+int objfs_rados_fetch_take(struct objfs_remote_fetch *base, void *buf,
+		unsigned shift, uint64_t csum);
+void objfs_rados_fetch_free(struct objfs_remote_fetch *base);
+
+/* remote_notify.c: watch, notify and omap of the table (src/remote.h);
+ * objfs_rados_notifies_reap frees answered notifies (all: every one, at
+ * close), under notify_mu. */
+int objfs_rados_watch(struct objfs_remote *base, const char *name,
+		unsigned timeout_s, void (*cb)(void *arg, uint64_t notify_id,
+			uint64_t cookie, const void *data, size_t len),
+		void *arg, uint64_t *cookie);
+int objfs_rados_watch_lost(struct objfs_remote *base);
+int objfs_rados_notify_ack(struct objfs_remote *base, uint64_t notify_id,
+		uint64_t cookie, const void *buf, size_t len);
+int objfs_rados_omap_set(struct objfs_remote *base, const char *name,
+		const char *key, const void *val, size_t len);
+int objfs_rados_omap_del_if(struct objfs_remote *base, const char *name,
+		const char *key, const void *val, size_t len);
+int objfs_rados_omap_list(struct objfs_remote *base, const char *name,
+		int (*cb)(void *arg, const char *key, const void *val,
+			size_t len), void *arg);
+int objfs_rados_ask(struct objfs_remote *base, const char *name,
+		const void *buf, size_t len, unsigned timeout_ms,
+		void (*cb)(void *arg, const void *data, size_t len), void *arg);
+void objfs_rados_unwatch(struct objfs_remote *base, uint64_t cookie);
+int objfs_rados_notify(struct objfs_remote *base, const char *name);
+void objfs_rados_notifies_reap(struct rados_remote *r, int all);
 
 #endif

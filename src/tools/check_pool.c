@@ -140,7 +140,7 @@ objfs_tier_check_open(const struct objfs_remote_config *cfg,
 
 	if (!p)
 		return -ENOMEM;
-	rc = objfs_remote_connect(cfg, &p->r, err, errsize);
+	rc = objfs_tier_remote_connect(cfg, &p->r, err, errsize);
 	if (rc < 0) {
 		free(p);
 		return rc;

@@ -50,7 +50,7 @@
 
 #include "src/tools/check.h"
 #include "src/base/metrics.h"
-#include "src/rados/remote.h"
+#include "src/remote.h"
 #include "src/status.h"
 #include "src/store.h"
 #include "src/tier.h"

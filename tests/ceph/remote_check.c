@@ -45,21 +45,21 @@ parse_checks(void)
 	char pool[OBJFS_REMOTE_NAME_MAX], ns[OBJFS_REMOTE_NAME_MAX], err[256];
 
 	check("rados:p parses: pool p, no namespace",
-		objfs_remote_parse("rados:p", pool, ns, err, sizeof(err)) == 0 &&
+		objfs_rados_parse("rados:p", pool, ns, err, sizeof(err)) == 0 &&
 		strcmp(pool, "p") == 0 && ns[0] == '\0');
 	check("rados:p/ns parses: pool p, namespace ns",
-		objfs_remote_parse("rados:p/ns", pool, ns, err, sizeof(err)) == 0 &&
+		objfs_rados_parse("rados:p/ns", pool, ns, err, sizeof(err)) == 0 &&
 		strcmp(pool, "p") == 0 && strcmp(ns, "ns") == 0);
 	check("s3:b is refused, saying what is expected",
-		objfs_remote_parse("s3:b", pool, ns, err, sizeof(err)) == -EINVAL &&
+		objfs_rados_parse("s3:b", pool, ns, err, sizeof(err)) == -EINVAL &&
 		strstr(err, "rados:POOL"));
 	check("rados: (no pool) is refused",
-		objfs_remote_parse("rados:", pool, ns, err, sizeof(err)) == -EINVAL &&
+		objfs_rados_parse("rados:", pool, ns, err, sizeof(err)) == -EINVAL &&
 		strstr(err, "empty"));
 	check("rados:p/ (empty namespace) is refused",
-		objfs_remote_parse("rados:p/", pool, ns, err, sizeof(err)) == -EINVAL);
+		objfs_rados_parse("rados:p/", pool, ns, err, sizeof(err)) == -EINVAL);
 	check("rados:p/a/b (two names) is refused",
-		objfs_remote_parse("rados:p/a/b", pool, ns, err, sizeof(err)) == -EINVAL &&
+		objfs_rados_parse("rados:p/a/b", pool, ns, err, sizeof(err)) == -EINVAL &&
 		strstr(err, "'/'"));
 }
 
@@ -292,7 +292,7 @@ log_checks(struct objfs_remote *r, struct objfs_remote *r2)
 int
 main(int argc, char **argv)
 {
-	struct objfs_remote_config cfg = { NULL, NULL, NULL, 5 };
+	struct objfs_remote_config cfg = { .timeout_s = 5 };
 	struct objfs_remote *r, *r2;
 	char spec[256], err[512], who[256];
 	size_t len = 1u << 20, got;
@@ -314,7 +314,7 @@ main(int argc, char **argv)
 	if (argc > 3 && strcmp(argv[3], "down") == 0) {
 		snprintf(spec, sizeof(spec), "rados:%s/t", argv[2]);
 		cfg.spec = spec;
-		rc = objfs_remote_connect(&cfg, &r, err, sizeof(err));
+		rc = objfs_rados_connect(&cfg, &r, err, sizeof(err));
 		check("connects while the monitor answers", rc == 0);
 		if (rc == 0) {
 			t = now();
@@ -336,20 +336,20 @@ main(int argc, char **argv)
 	parse_checks();
 
 	cfg.spec = "rados:no-such-pool";
-	rc = objfs_remote_connect(&cfg, &r, err, sizeof(err));
+	rc = objfs_rados_connect(&cfg, &r, err, sizeof(err));
 	check("a pool that does not exist: ENOENT, said so",
 		rc == -ENOENT && strstr(err, "no such pool"));
 	cfg.conf = "/nonexistent/ceph.conf";
 	snprintf(spec, sizeof(spec), "rados:%s", argv[2]);
 	cfg.spec = spec;
-	rc = objfs_remote_connect(&cfg, &r, err, sizeof(err));
+	rc = objfs_rados_connect(&cfg, &r, err, sizeof(err));
 	check("a configuration file that does not exist: refused, naming it",
 		rc < 0 && strstr(err, "/nonexistent/ceph.conf"));
 	cfg.conf = argv[1];
 
 	snprintf(spec, sizeof(spec), "rados:%s/t", argv[2]);
 	cfg.spec = spec;
-	rc = objfs_remote_connect(&cfg, &r, err, sizeof(err));
+	rc = objfs_rados_connect(&cfg, &r, err, sizeof(err));
 	check("connects to the pool and namespace", rc == 0);
 	if (rc < 0) {
 		printf("# %s\n1..%d\n", err, n);
@@ -383,7 +383,7 @@ main(int argc, char **argv)
 	/* Namespaces keep objects apart. */
 	snprintf(spec, sizeof(spec), "rados:%s/other", argv[2]);
 	cfg.spec = spec;
-	rc = objfs_remote_connect(&cfg, &r2, err, sizeof(err));
+	rc = objfs_rados_connect(&cfg, &r2, err, sizeof(err));
 	check("another namespace of the pool", rc == 0);
 	if (rc == 0) {
 		check("... does not see the first's objects",
@@ -392,7 +392,7 @@ main(int argc, char **argv)
 	}
 	snprintf(spec, sizeof(spec), "rados:%s/t", argv[2]);
 	cfg.spec = spec;
-	rc = objfs_remote_connect(&cfg, &r2, err, sizeof(err));
+	rc = objfs_rados_connect(&cfg, &r2, err, sizeof(err));
 	check("a second client of the namespace", rc == 0);
 	if (rc == 0) {
 		log_checks(r, r2);
@@ -409,7 +409,7 @@ main(int argc, char **argv)
 	/* A second client of the same namespace, as a second machine. */
 	snprintf(spec, sizeof(spec), "rados:%s/t", argv[2]);
 	cfg.spec = spec;
-	rc = objfs_remote_connect(&cfg, &r2, err, sizeof(err));
+	rc = objfs_rados_connect(&cfg, &r2, err, sizeof(err));
 	if (rc == 0) {
 		check("another holder is refused with EBUSY, told who holds it",
 			objfs_remote_hold(r2, "hold", "host-b:2", 3, who,

@@ -171,6 +171,19 @@ for rel, s in code.items():
         if "static" not in prev:
             defs.setdefault(fn, rel)
 
+# A header's inline function that only calls through a table's field
+# (src/remote.h: objfs_remote_chunk_get -> r->ops->chunk_get): a path step
+# through that table may be written at its caller.
+dispatch = {}        # inline function -> the table field it calls
+for rel, s in code.items():
+    if not rel.endswith(".h"):
+        continue
+    for m in re.finditer(r"^static inline [^\n]*\n([A-Za-z_]\w*)\(.*?^}", s,
+                         re.M | re.S):
+        f = re.findall(r"->ops->(\w+)\s*\(", m.group(0))
+        if len(set(f)) == 1:
+            dispatch[m.group(1)] = f[0]
+
 CALL = re.compile(r"(?<![\w>.])([A-Za-z_]\w*)\s*\(")
 calls = {rel: {} for rel in own}       # file -> {file: (line, fn)}
 for rel in own:
@@ -311,8 +324,11 @@ for line in (pblock or "").split("\n"):
             continue
         body = bodies[(fa, fna)][1]
         if tbl:
-            ok = re.search(r"->" + fld + r"\s*\(", body) and \
-                tables.get((fld, fb)) == fnb
+            via = [d for d, f in dispatch.items() if f == fld]
+            ok = (re.search(r"->" + fld + r"\s*\(", body) or
+                  any(re.search(r"(?<![\w>.])" + d + r"\s*\(", body)
+                      for d in via)) and \
+                any(k[0] == fld and v == fnb for k, v in tables.items())
             how = f"through ->{tbl}->{fld}"
         else:
             ok = re.search(r"(?<![\w>.])" + fnb + r"\s*\(", body)
