@@ -52,6 +52,8 @@ struct objfs_store_config {
 	const char *remote;	/* rados:POOL[/NAMESPACE] */
 	const char *remote_conf;	/* NULL: /etc/ceph/ceph.conf */
 	const char *remote_id;	/* the cephx user; NULL: admin */
+	const char *remote_endpoint;	/* S3: the service's URL, or NULL */
+	const char *remote_addressing;	/* S3: path, virtual, NULL: auto */
 	unsigned remote_timeout;	/* s; 0: 30 */
 	unsigned remote_hold;	/* s; 0: 30 */
 	int remote_shared;	/* -o shared: one of many mounts */

@@ -114,6 +114,31 @@ t_ceph() {
 	ok "a single-node cluster" bash "$CL" start "$C" objfs
 }
 
+# t_rgw WHAT BUCKET: after t_ceph, Ceph's S3 gateway on that cluster
+# (tests/ceph/cluster.sh rgw-start), its user's AWS_* exported, and
+# BUCKET made; or WHAT counted as skipped and the test ends (objfs built
+# without libcurl, or radosgw not installed).
+t_rgw() {
+	if ! "$OBJFS_BIN" --help 2>&1 | grep -q "remote=s3://" ||
+	   ! command -v radosgw >/dev/null || ! command -v curl >/dev/null; then
+		skip "$1" "built without libcurl, or radosgw is not installed (scripts/setup installs both)"
+		t_done
+		exit 0
+	fi
+	ok "Ceph's S3 gateway on it" bash "$CL" rgw-start "$C"
+	set -a
+	. "$C/rgw.env"
+	set +a
+	ok "bucket $2" s3_curl -X PUT "$AWS_ENDPOINT_URL/$2"
+}
+
+# s3_curl ARGS...: curl signed as the gateway's user (-f: fails on 4xx/5xx).
+s3_curl() {
+	curl -sf --aws-sigv4 "aws:amz:${AWS_REGION:-us-east-1}:s3" \
+		--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
+}
+
 # t_fuzz NAME SECONDS SEED FUZZ-OPTIONS...: the reference-model fuzzer
 # (tests/fuzz/fuzz.py) for SECONDS from SEED, one TAP line: its summary,
 # or the failure shrunk to a short sequence (saved in $T, printed).

@@ -13,6 +13,7 @@
 
 #include "src/cluster/tier_int.h"
 #include "src/rados/remote.h"
+#include "src/s3/s3.h"
 
 int
 objfs_tier_remote_connect(const struct objfs_remote_config *cfg,
@@ -23,7 +24,9 @@ objfs_tier_remote_connect(const struct objfs_remote_config *cfg,
 	*out = NULL;
 	if (strncmp(spec, "rados:", 6) == 0)
 		return objfs_rados_connect(cfg, out, err, errsize);
-	snprintf(err, errsize, "remote=%s: expected rados:POOL[/NAMESPACE]",
-		spec);
+	if (strncmp(spec, "s3://", 5) == 0)
+		return objfs_s3_connect(cfg, out, err, errsize);
+	snprintf(err, errsize, "remote=%s: expected rados:POOL[/NAMESPACE] "
+		"or s3://BUCKET[/PREFIX]", spec);
 	return -EINVAL;
 }

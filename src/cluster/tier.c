@@ -119,7 +119,9 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 {
 	struct objfs_remote_config rc_cfg = {
 		.spec = cfg->remote, .conf = cfg->remote_conf,
-		.id = cfg->remote_id, .timeout_s = cfg->remote_timeout,
+		.id = cfg->remote_id, .endpoint = cfg->remote_endpoint,
+		.addressing = cfg->remote_addressing,
+		.timeout_s = cfg->remote_timeout,
 	};
 	char host[HOST_NAME_MAX + 1] = "?", dir[PATH_MAX];
 	struct objfs_tier *t = calloc(1, sizeof(*t));
@@ -753,6 +755,8 @@ tier_status(struct objfs_tier *t, char *buf, size_t size)
 		return size - 1;
 	if (t->shared)
 		n += (int)tier_share_status(t, buf + n, size - (size_t)n);
+	if ((size_t)n < size)
+		n += (int)objfs_remote_status(t->r, buf + n, size - (size_t)n);
 	return (size_t)n;
 }
 

@@ -11,6 +11,12 @@
 #   cluster.sh osd-stop DIR       stop the OSD alone (a cluster out of reach)
 #   cluster.sh osd-start DIR      start it again
 #   cluster.sh pool DIR POOL      one more pool, once it takes a write
+#   cluster.sh rgw-start DIR      Ceph's S3 gateway (radosgw) on the cluster,
+#                                 bound to 127.0.0.1, with one user; exits 0
+#                                 once it answers.  DIR/rgw.env then holds
+#                                 AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID and
+#                                 AWS_SECRET_ACCESS_KEY (sh syntax)
+#   cluster.sh rgw-stop DIR       stop the gateway alone (an outage)
 #
 # DIR/ceph.conf is the client's configuration (rados -c, -o remote_conf=).
 # CLUSTER_OSD_GIB sets the OSD's sparse block file (default 10 GiB).
@@ -54,6 +60,7 @@ fail() {
 	for l in "$D"/log/*.log; do
 		[ -f "$l" ] && { echo "---- $l" >&2; tail -n 20 "$l" >&2; }
 	done
+	stop_one client.rgw.a
 	stop_one osd.0
 	stop_one mon.a
 	exit 1
@@ -84,10 +91,63 @@ make_pool() {	# make_pool NAME: a pool of size 1; 0 once it takes a write
 	return 0
 }
 
+# The gateway: on an `auth none` cluster it must ask the monitor for a
+# crc connection (else it asks for a secure one, is refused, and never
+# listens).  Its port and user stay in DIR (rgw.port, rgw.env), so that a
+# start after rgw-stop serves the same endpoint.
+start_rgw() {
+	local port i
+	command -v radosgw >/dev/null || { echo "cluster.sh: radosgw is not installed" >&2; return 1; }
+	if [ -s "$D/rgw.port" ]; then
+		port=$(cat "$D/rgw.port")
+	else
+		port=$(free_port)
+		echo "$port" >"$D/rgw.port"
+	fi
+	mkdir -p "$D/rgw.a"
+	radosgw -c "$conf" -n client.rgw.a --ms-mon-client-mode=crc \
+		--rgw-frontends="beast endpoint=127.0.0.1:$port" \
+		--rgw-data="$D/rgw.a" >"$D/log/rgw.out" 2>&1 || return 1
+	for i in $(seq 600); do
+		python3 - "$port" <<'PY' && break
+import sys, urllib.request
+try:
+    urllib.request.urlopen('http://127.0.0.1:%s/' % sys.argv[1], timeout=2)
+except urllib.error.HTTPError:
+    pass
+except Exception:
+    sys.exit(1)
+PY
+		[ "$i" = 600 ] && return 1
+		sleep 0.1
+	done
+	if [ ! -s "$D/rgw.env" ]; then
+		radosgw-admin -c "$conf" --ms-mon-client-mode=crc user create \
+			--uid=objfs --display-name=objfs --access-key=objfs-test-key \
+			--secret-key=objfs-test-secret >/dev/null 2>&1 || return 1
+		cat >"$D/rgw.env" <<EOE
+AWS_ENDPOINT_URL=http://127.0.0.1:$port
+AWS_ACCESS_KEY_ID=objfs-test-key
+AWS_SECRET_ACCESS_KEY=objfs-test-secret
+AWS_REGION=us-east-1
+EOE
+	fi
+	return 0
+}
+
 case $cmd in
 stop)
+	stop_one client.rgw.a
 	stop_one osd.0
 	stop_one mon.a
+	exit 0
+	;;
+rgw-start)
+	start_rgw || fail "the S3 gateway did not start (log/rgw.out, log/client.rgw.a.log)"
+	exit 0
+	;;
+rgw-stop)
+	stop_one client.rgw.a
 	exit 0
 	;;
 osd-stop)

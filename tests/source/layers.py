@@ -82,7 +82,7 @@ pic = block(dtext, "layers")
 if pic is None:
     bail(f"{design} has no ```layers block (the picture of the layers)")
 
-UNIT = r"(?:src/\*\.h|[a-z]+(?:/[a-z]+)*/|src/[a-z_]+\.c)"
+UNIT = r"(?:src/\*\.h|[a-z][a-z0-9]*(?:/[a-z][a-z0-9]*)*/|src/[a-z_]+\.c)"
 rows, never = [], {}
 cur = None
 for line in pic.split("\n"):

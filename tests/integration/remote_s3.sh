@@ -1,0 +1,140 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# objfs with -o remote=s3://BUCKET/PREFIX on a real S3 server: Ceph's
+# gateway (radosgw) on the single-node cluster the tests start
+# (tests/ceph/cluster.sh rgw-start), reached at 127.0.0.1 with SigV4.
+#   - bad settings are refused by name: a bucket's name, an endpoint, the
+#     pool's options on S3, shared mode, wrong credentials, no bucket;
+#   - fsynced files survive the loss of the machine: the daemon
+#     SIGKILLed, its data directory deleted, and the tree mounted from an
+#     empty data directory shows them all, byte for byte;
+#   - one mount per namespace, held by conditional writes: a second one
+#     is refused naming the holder; a killed daemon's hold lapses on the
+#     gateway's clock and another mount takes the namespace;
+#   - the same bytes are stored once (one object per chunk content);
+#   - the gateway stopped: fsync fails with ETIMEDOUT within
+#     remote_timeout, never hangs; started again, the same fsync succeeds
+#     and nothing acknowledged is lost;
+#   - the collector removes chunks nothing names, and only those;
+#   - the status file counts the requests by kind.
+. "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
+t_init
+t_ceph "objfs on an S3 bucket"
+t_rgw "objfs on an S3 bucket" objfs-test
+NS=t$$
+R="remote=s3://objfs-test/$NS,remote_timeout=8,remote_hold=4"
+OPTS="arena=128M,$R"
+objects() {	# the namespace's object names
+	# (the query's parameters sorted and encoded: SigV4's canonical form)
+	s3_curl "$AWS_ENDPOINT_URL/objfs-test?list-type=2&max-keys=1000&prefix=$NS%2F" |
+		python3 -c "
+import re, sys
+for k in re.findall(r'<Key>([^<]*)</Key>', sys.stdin.read()):
+    print(k.split('/', 1)[1])" | sort
+}
+chunks() { objects | grep -c '^c\.'; }
+figure() { sed -n "s/^$2: //p" "$1/.objfs-status"; }
+says() { grep -q "$2" "$1" || { cat "$1"; return 1; }; }	# FILE PATTERN
+mounted() { mountpoint -q "$MNT" || { echo "$MNT is not mounted"; return 1; }; }
+
+# ---- settings ----
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://A_B" "$T/mnt" >"$T/o1" 2>&1
+ok "a bucket name S3 refuses is refused (while parsing)" sh -c "grep -q \"bucket's name\" '$T/o1' || grep -q 'must be' '$T/o1'"
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://objfs-test,remote_endpoint=ftp://x" "$T/mnt" >"$T/o2" 2>&1
+ok "an endpoint that is not http(s) is refused" says "$T/o2" "must be http://HOST"
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://objfs-test,remote_conf=$CONF" "$T/mnt" >"$T/o3" 2>&1
+ok "the pool's remote_conf on S3 is refused" says "$T/o3" "are for a Ceph pool"
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://objfs-test,shared" "$T/mnt" >"$T/o4" 2>&1
+ok "shared mode on S3 is refused, saying why" says "$T/o4" "shared: not on S3"
+AWS_SECRET_ACCESS_KEY=wrong "$OBJFS_BIN" -f -o "data=$T/bad,$R" "$T/mnt" >"$T/o5" 2>&1
+ok "wrong credentials: refused, the service's reason named" says "$T/o5" "SignatureDoesNotMatch\|AccessDenied\|InvalidAccessKeyId"
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://no-such-bucket-$$,remote_timeout=8" "$T/mnt" >"$T/o6" 2>&1
+ok "a bucket that does not exist is named" says "$T/o6" "NoSuchBucket"
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME=$T/nohome \
+	"$OBJFS_BIN" -f -o "data=$T/bad,$R" "$T/mnt" >"$T/o7" 2>&1
+ok "no credentials anywhere: refused, saying where it looked" says "$T/o7" "no credentials"
+ok "nothing was mounted by those" sh -c "! mountpoint -q '$T/mnt'"
+mkdir -p "$T/home/.aws"
+printf '[other]\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
+	"$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$T/home/.aws/credentials"
+printf '[profile other]\nregion = us-east-1\ns3 =\n  addressing_style = path\n' >"$T/home/.aws/config"
+
+# ---- write, fsync, lose the machine ----
+ok "mount A on an empty namespace" start_objfs "$MNT" "$T/dA" "$OPTS"
+PA=$OBJFS_PID
+head -c 24M /dev/urandom >"$T/big"
+head -c 300000 /dev/urandom >"$T/small"
+put_fsync() { mounted && dd if="$1" of="$2" bs=1M conv=fsync status=none; }
+ok "a file of 24 MiB written and fsynced" put_fsync "$T/big" "$MNT/big"
+mounted && mkdir -p "$MNT/d/e" && cp "$T/small" "$MNT/d/e/small"
+ok "a tree fsynced (file, then its directories)" python3 -c "
+import os
+for p in ('$MNT/d/e/small', '$MNT/d/e', '$MNT/d', '$MNT'):
+    fd = os.open(p, os.O_RDONLY); os.fsync(fd); os.close(fd)"
+ok "the status file counts the requests by kind" sh -c "[ \$(sed -n 's/^remote_s3_requests_put: //p' '$MNT/.objfs-status') -gt 10 ]"
+"$OBJFS_BIN" -f -o "data=$T/dB,$OPTS" "$T/mnt" >"$T/o8" 2>&1
+ok "a second mount of the namespace is refused, naming the holder" says "$T/o8" "mounted by another objfs"
+kill -9 "$PA"
+wait "$PA" 2>/dev/null
+fusermount3 -uz "$MNT" 2>/dev/null
+rm -rf "$T/dA"
+sleep 6		# remote_hold=4 and a second: its hold lapses
+ok "after the holder was killed, another machine mounts once its hold lapsed (the gateway's clock)" \
+	start_objfs "$MNT" "$T/dB" "$OPTS"
+PB=$OBJFS_PID
+ok "the fsynced 24 MiB file reads back byte for byte" cmp "$T/big" "$MNT/big"
+ok "and the fsynced tree" cmp "$T/small" "$MNT/d/e/small"
+
+# ---- the same bytes once ----
+n0=$(chunks)
+ok "a copy of the file" sh -c "cp '$MNT/big' '$MNT/big2' && python3 -c \"import os; fd = os.open('$MNT/big2', os.O_RDONLY); os.fsync(fd)\""
+n1=$(chunks)
+ok "adds no chunk object (the same bytes are stored once: $n0 then $n1)" [ "$n0" -ge 24 -a "$n0" = "$n1" ]
+
+# ---- the gateway stopped ----
+bash "$CL" rgw-stop "$C"
+t0=$(date +%s)
+python3 - "$MNT" <<'PY' >"$T/outage" 2>&1
+import errno, os, sys
+fd = os.open(sys.argv[1] + '/during', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+os.write(fd, b'x' * 100000)
+try:
+    os.fsync(fd)
+    print('fsync succeeded')
+except OSError as e:
+    print('fsync failed: %s' % errno.errorcode[e.errno])
+os.close(fd)
+PY
+t1=$(date +%s)
+ok "with the gateway stopped, fsync fails with ETIMEDOUT" grep -q "ETIMEDOUT" "$T/outage"
+ok "within remote_timeout and a margin ($((t1 - t0)) s, remote_timeout 8)" [ $((t1 - t0)) -le 30 ]
+ok "resident reads go on meanwhile" cmp "$T/small" "$MNT/d/e/small"
+ok "the gateway started again" bash "$CL" rgw-start "$C"
+ok "the same fsync succeeds now" python3 -c "
+import os
+fd = os.open('$MNT/during', os.O_RDONLY); os.fsync(fd); os.close(fd)"
+ok "unmount B" stop_objfs "$MNT" "$PB"
+# A third machine: the credentials in ~/.aws, a profile, path-style.
+saved_key=$AWS_ACCESS_KEY_ID saved_secret=$AWS_SECRET_ACCESS_KEY saved_home=$HOME
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION
+export HOME=$T/home AWS_PROFILE=other
+ok "a third machine with the AWS settings in ~/.aws (a profile, path-style)" \
+	start_objfs "$MNT" "$T/dC" "$OPTS"
+PC=$OBJFS_PID
+export AWS_ACCESS_KEY_ID=$saved_key AWS_SECRET_ACCESS_KEY=$saved_secret AWS_REGION=us-east-1 HOME=$saved_home
+unset AWS_PROFILE
+ok "has every file: the big one" cmp "$T/big" "$MNT/big"
+ok "the copy" cmp "$T/big" "$MNT/big2"
+ok "the file fsynced after the outage" sh -c "[ \$(stat -c %s '$MNT/during') = 100000 ]"
+
+# ---- the collector ----
+rm "$MNT/big" "$MNT/big2"
+python3 -c "import os; fd = os.open('$MNT', os.O_RDONLY); os.fsync(fd)"
+n2=$(chunks)
+ok "a collection with no grace" "$(dirname "$OBJFS_BIN")/objfsctl" gc "$MNT" 0
+n3=$(chunks)
+ok "removes the deleted files' chunks ($n2 then $n3)" [ "$n3" -lt "$n2" ]
+ok "and no chunk a file names" sh -c "cmp '$T/small' '$MNT/d/e/small' && [ \$(stat -c %s '$MNT/during') = 100000 ]"
+ok "unmount" fusermount3 -u "$MNT"
+for _ in $(seq 100); do kill -0 "$PC" 2>/dev/null || break; sleep 0.1; done
+t_done

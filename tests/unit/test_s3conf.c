@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_s3conf.c - an S3 remote's settings, resolved as the AWS tools do
+ * (src/s3/conf.c): the spec's bucket and prefix; credentials from the
+ * environment before the credentials file before the config file; a
+ * profile by AWS_PROFILE; the region and the endpoint by their order;
+ * path-style or virtual-hosted addressing; and each bad setting refused
+ * with a message naming it.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/s3/s3.h"
+
+static char dir[64];
+
+static const char *vars[] = {
+	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+	"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+	"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE",
+	"AWS_CONFIG_FILE",
+};
+
+static void
+put_file(const char *name, const char *text)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/.aws/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int
+setup(void **state)
+{
+	char aws[96];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/objfs-s3conf.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(aws, sizeof(aws), "%s/.aws", dir);
+	assert_int_equal(mkdir(aws, 0700), 0);
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+	setenv("HOME", dir, 1);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+static int
+load(const char *spec, const char *endpoint, const char *addressing,
+		struct objfs_s3_config *c, char *err)
+{
+	struct objfs_remote_config cfg = { .spec = spec, .endpoint = endpoint,
+		.addressing = addressing };
+
+	err[0] = '\0';
+	return objfs_s3_config_load(&cfg, c, err, 512);
+}
+
+static void
+test_spec(void **state)
+{
+	char b[64], p[512], err[512];
+
+	(void)state;
+	assert_int_equal(objfs_s3_parse("s3://bkt", b, p, err, sizeof(err)), 0);
+	assert_string_equal(b, "bkt");
+	assert_string_equal(p, "");
+	assert_int_equal(objfs_s3_parse("s3://my.bkt-1/a/b/", b, p, err,
+		sizeof(err)), 0);
+	assert_string_equal(b, "my.bkt-1");
+	assert_string_equal(p, "a/b");
+	assert_int_equal(objfs_s3_parse("s3://ab", b, p, err, sizeof(err)),
+		-EINVAL);
+	assert_non_null(strstr(err, "3 to 63"));
+	assert_int_equal(objfs_s3_parse("s3://Bkt", b, p, err, sizeof(err)),
+		-EINVAL);
+	assert_int_equal(objfs_s3_parse("s3://-bkt", b, p, err, sizeof(err)),
+		-EINVAL);
+	assert_int_equal(objfs_s3_parse("s3://bkt/a//b", b, p, err,
+		sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "empty part"));
+	assert_int_equal(objfs_s3_parse("s3://bkt/", b, p, err, sizeof(err)),
+		-EINVAL);
+	assert_int_equal(objfs_s3_parse("rados:p", b, p, err, sizeof(err)),
+		-EINVAL);
+	assert_non_null(strstr(err, "expected s3://BUCKET"));
+}
+
+static void
+test_environment_first(void **state)
+{
+	struct objfs_s3_config c;
+	char err[512];
+
+	(void)state;
+	put_file("credentials", "[default]\naws_access_key_id = FILEKEY\n"
+		"aws_secret_access_key = FILESECRET\n");
+	setenv("AWS_ACCESS_KEY_ID", "ENVKEY", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "ENVSECRET", 1);
+	setenv("AWS_SESSION_TOKEN", "TOKEN", 1);
+	assert_int_equal(load("s3://bkt/p", NULL, NULL, &c, err), 0);
+	assert_string_equal(c.key_id, "ENVKEY");
+	assert_string_equal(c.secret, "ENVSECRET");
+	assert_string_equal(c.token, "TOKEN");
+	assert_string_equal(c.source, "the environment");
+	/* A key without its secret is no credential: the file's. */
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	assert_int_equal(load("s3://bkt/p", NULL, NULL, &c, err), 0);
+	assert_string_equal(c.key_id, "FILEKEY");
+	assert_string_equal(c.token, "");
+	/* On AWS by default: its endpoint for the region, virtual-hosted. */
+	assert_string_equal(c.region, "us-east-1");
+	assert_string_equal(c.endpoint, "https://s3.us-east-1.amazonaws.com");
+	assert_int_equal(c.path_style, 0);
+}
+
+static void
+test_profile(void **state)
+{
+	struct objfs_s3_config c;
+	char err[512];
+
+	(void)state;
+	put_file("credentials", "[default]\naws_access_key_id = D\n"
+		"aws_secret_access_key = DS\n\n[work]\n"
+		"aws_access_key_id = W\naws_secret_access_key = WS\n");
+	put_file("config", "[default]\nregion = eu-west-1\n\n"
+		"[profile work]\nregion = eu-central-1\n"
+		"s3 =\n  addressing_style = path\n"
+		"  endpoint_url = http://127.0.0.1:7480/\n"
+		"endpoint_url = http://elsewhere:1\n");
+	assert_int_equal(load("s3://bkt", NULL, NULL, &c, err), 0);
+	assert_string_equal(c.key_id, "D");
+	assert_string_equal(c.region, "eu-west-1");
+	setenv("AWS_PROFILE", "work", 1);
+	assert_int_equal(load("s3://bkt", NULL, NULL, &c, err), 0);
+	assert_string_equal(c.key_id, "W");
+	assert_string_equal(c.region, "eu-central-1");
+	/* The s3 section's endpoint before the profile's, slash dropped. */
+	assert_string_equal(c.endpoint, "http://127.0.0.1:7480");
+	assert_int_equal(c.path_style, 1);
+	/* The environment's region and endpoint before the file's; the
+	 * option before all. */
+	setenv("AWS_REGION", "ap-south-1", 1);
+	setenv("AWS_ENDPOINT_URL", "http://10.0.0.1:9000", 1);
+	assert_int_equal(load("s3://bkt", NULL, NULL, &c, err), 0);
+	assert_string_equal(c.region, "ap-south-1");
+	assert_string_equal(c.endpoint, "http://10.0.0.1:9000");
+	assert_int_equal(load("s3://bkt", "https://gw.example:443", "virtual",
+		&c, err), 0);
+	assert_string_equal(c.endpoint, "https://gw.example:443");
+	assert_int_equal(c.path_style, 0);
+	/* A profile nobody has. */
+	setenv("AWS_PROFILE", "nobody", 1);
+	assert_int_equal(load("s3://bkt", NULL, NULL, &c, err), -ENOENT);
+	assert_non_null(strstr(err, "AWS_PROFILE=nobody"));
+}
+
+static void
+test_refused(void **state)
+{
+	struct objfs_s3_config c;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(load("s3://bkt", NULL, NULL, &c, err), -EINVAL);
+	assert_non_null(strstr(err, "no credentials"));
+	setenv("AWS_ACCESS_KEY_ID", "K", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "S", 1);
+	assert_int_equal(load("s3://bkt", "ftp://x", NULL, &c, err), -EINVAL);
+	assert_non_null(strstr(err, "remote_endpoint=ftp://x"));
+	assert_int_equal(load("s3://bkt", "http://h/path", NULL, &c, err),
+		-EINVAL);
+	assert_int_equal(load("s3://bkt", NULL, "sideways", &c, err), -EINVAL);
+	assert_non_null(strstr(err, "path, virtual or auto"));
+	setenv("AWS_REGION", "us east", 1);
+	assert_int_equal(load("s3://bkt", NULL, NULL, &c, err), -EINVAL);
+	assert_non_null(strstr(err, "not a region"));
+	unsetenv("AWS_REGION");
+	/* auto: path-style off AWS, and for a bucket with dots on AWS. */
+	assert_int_equal(load("s3://bkt", "http://127.0.0.1:1", NULL, &c, err),
+		0);
+	assert_int_equal(c.path_style, 1);
+	assert_int_equal(load("s3://a.b.c", NULL, NULL, &c, err), 0);
+	assert_int_equal(c.path_style, 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spec),
+		cmocka_unit_test_setup_teardown(test_environment_first, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
