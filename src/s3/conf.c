@@ -11,6 +11,7 @@
  *   endpoint: -o remote_endpoint=, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
  *     the profile's "s3 = endpoint_url", its endpoint_url, else AWS's for
  *     the region;
+ *   CAs: AWS_CA_BUNDLE, the profile's ca_bundle, else the system's;
  *   addressing: -o remote_addressing=, the profile's "s3 =
  *     addressing_style", else virtual-hosted on AWS (a bucket name
  *     without dots) and path-style elsewhere (a gateway on an address).
@@ -95,6 +96,7 @@ struct profile {
 	int found;
 	char key_id[128], secret[256], token[4096];
 	char region[64], endpoint[512], s3_endpoint[512], style[16];
+	char ca_bundle[1024];
 };
 
 static char *
@@ -169,6 +171,8 @@ read_ini(const char *path, struct profile *p)
 			set(p->region, sizeof(p->region), v);
 		} else if (strcmp(k, "endpoint_url") == 0) {
 			set(p->endpoint, sizeof(p->endpoint), v);
+		} else if (strcmp(k, "ca_bundle") == 0) {
+			set(p->ca_bundle, sizeof(p->ca_bundle), v);
 		}
 	}
 	fclose(f);
@@ -308,6 +312,11 @@ objfs_s3_config_load(const struct objfs_remote_config *cfg,
 			"https://s3.%s.amazonaws.com", c->region);
 	if (rc < 0)
 		return rc;
+
+	if ((v = env("AWS_CA_BUNDLE")))
+		set(c->ca_bundle, sizeof(c->ca_bundle), v);
+	else if (conf.ca_bundle[0])
+		set(c->ca_bundle, sizeof(c->ca_bundle), conf.ca_bundle);
 
 	style = cfg->addressing ? cfg->addressing :
 		conf.style[0] ? conf.style : "auto";

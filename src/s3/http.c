@@ -252,6 +252,8 @@ req_easy(struct s3 *s, struct s3_req *q, uint64_t now)
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(left_ms > 1000 ?
 		(left_ms < 10000 ? left_ms : 10000) : 1000));
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	if (s->c.ca_bundle[0])
+		curl_easy_setopt(e, CURLOPT_CAINFO, s->c.ca_bundle);
 	/* A body goes at once, not after a 100 Continue (an "Expect:" to
 	 * remove the header would be signed, empty, and break SigV4). */
 	curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);

@@ -33,6 +33,9 @@ struct objfs_s3_config {
 	char secret[256];
 	char token[4096];	/* a session token, or "" */
 	int path_style;		/* 1: endpoint/bucket/key; 0: bucket.host/key */
+	char ca_bundle[1024];	/* AWS_CA_BUNDLE or the profile's ca_bundle:
+				 * the CAs to check HTTPS with ("": the
+				 * system's) */
 	char source[160];	/* where the credentials came from */
 };
 
@@ -44,7 +47,8 @@ int objfs_s3_parse(const char *spec, char bucket[64], char prefix[512],
 /* Fill @c from @cfg (spec, endpoint, addressing), the environment
  * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
  * AWS_REGION, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
- * AWS_PROFILE, AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE) and the
+ * AWS_PROFILE, AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE,
+ * AWS_CA_BUNDLE) and the
  * files (~/.aws/credentials, ~/.aws/config): 0, or -errno with what is
  * missing or wrong in @err. */
 int objfs_s3_config_load(const struct objfs_remote_config *cfg,

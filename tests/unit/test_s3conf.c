@@ -29,7 +29,7 @@ static const char *vars[] = {
 	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 	"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
 	"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE",
-	"AWS_CONFIG_FILE",
+	"AWS_CONFIG_FILE", "AWS_CA_BUNDLE",
 };
 
 static void
@@ -166,6 +166,10 @@ test_profile(void **state)
 	/* The s3 section's endpoint before the profile's, slash dropped. */
 	assert_string_equal(c.endpoint, "http://127.0.0.1:7480");
 	assert_int_equal(c.path_style, 1);
+	assert_string_equal(c.ca_bundle, "");
+	setenv("AWS_CA_BUNDLE", "/etc/my-cas.pem", 1);
+	assert_int_equal(load("s3://bkt", NULL, NULL, &c, err), 0);
+	assert_string_equal(c.ca_bundle, "/etc/my-cas.pem");
 	/* The environment's region and endpoint before the file's; the
 	 * option before all. */
 	setenv("AWS_REGION", "ap-south-1", 1);
