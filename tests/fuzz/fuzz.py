@@ -1030,10 +1030,10 @@ class Run:
             global REMOTE_RUNS
             REMOTE_RUNS += 1
             self.ns = "fz%d_%d" % (os.getpid(), REMOTE_RUNS)
-            opts += (",remote=%s/%s,remote_conf=%s,remote_hold=%d,"
-                     "remote_timeout=%d") % (
-                self.a.remote, self.ns, self.a.remote_conf, LEASE_S,
-                TIMEOUT_S)
+            opts += ",remote=%s/%s,remote_hold=%d,remote_timeout=%d" % (
+                self.a.remote, self.ns, LEASE_S, TIMEOUT_S)
+            if not self.a.remote.startswith("s3://"):
+                opts += ",remote_conf=%s" % self.a.remote_conf
         if self.a.shared:
             opts += ",shared,remote_lease=%d" % LEASE_S
             if self.a.batch:
@@ -1163,7 +1163,8 @@ def main():
     ap.add_argument("--no-opath", action="store_true",
                     help="hold files open read-write only, never O_PATH")
     ap.add_argument("--remote", default=None,
-                    help="rados:POOL: the tree in that pool (remote=), a "
+                    help="rados:POOL or s3://BUCKET (the gateway's settings "
+                    "in AWS_*): the tree there (remote=), a "
                     "namespace for each run")
     ap.add_argument("--remote-conf", default="/etc/ceph/ceph.conf")
     ap.add_argument("--shared", action="store_true",
@@ -1194,6 +1195,9 @@ def main():
     args.blocks_seed = 1
     if args.shared and not args.remote:
         print("fuzz: --shared needs --remote", file=sys.stderr)
+        sys.exit(2)
+    if args.shared and args.remote.startswith("s3://"):
+        print("fuzz: --shared is for a pool (rados:POOL)", file=sys.stderr)
         return 2
 
     if args.replay:

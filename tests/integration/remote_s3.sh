@@ -16,7 +16,10 @@
 #     remote_timeout, never hangs; started again, the same fsync succeeds
 #     and nothing acknowledged is lost;
 #   - the collector removes chunks nothing names, and only those;
-#   - the status file counts the requests by kind.
+#   - the status file counts the requests by kind;
+#   - the kill loop (the daemon killed, and it and the gateway stopped and
+#     resumed, at random moments; the machine lost at each kill) and the
+#     reference-model fuzzer, with the gateway frozen at random moments.
 . "${TESTS_LIB:-$(dirname "$0")/../lib.sh}"
 t_init
 t_ceph "objfs on an S3 bucket"
@@ -137,4 +140,20 @@ ok "removes the deleted files' chunks ($n2 then $n3)" [ "$n3" -lt "$n2" ]
 ok "and no chunk a file names" sh -c "cmp '$T/small' '$MNT/d/e/small' && [ \$(stat -c %s '$MNT/during') = 100000 ]"
 ok "unmount" fusermount3 -u "$MNT"
 for _ in $(seq 100); do kill -0 "$PC" 2>/dev/null || break; sleep 0.1; done
+
+# ---- the kill loop and the fuzzer on S3 ----
+# As remote_stress.sh runs them on the pool: the daemon SIGKILLed at
+# random moments of its uploads, and the daemon and the gateway stopped
+# and resumed (past remote_hold and remote_timeout) in most rounds.
+HERE=$(cd "$(dirname "$0")" && pwd)
+t_sub "kill loop, remote=s3://, with pauses" env KILL_ROUNDS="${S3_KILL_ROUNDS:-8}" \
+	KILL_PAUSE=1 KILL_OSD_PID="$C/run/client.rgw.a.pid" \
+	KILL_OPTS="arena=32M,chunk=64K,remote=s3://objfs-test/kill$$,remote_hold=3,remote_timeout=6" \
+	bash "$HERE/kill_loop.sh"
+t_sub "kill loop on S3, the machine lost at each kill" env \
+	KILL_ROUNDS="${S3_LOSE_ROUNDS:-4}" KILL_MODE=fsync KILL_LOSE=1 \
+	KILL_OPTS="arena=32M,chunk=64K,remote=s3://objfs-test/lose$$,remote_hold=2" \
+	bash "$HERE/kill_loop.sh"
+t_fuzz "remote on S3" "${S3_FUZZ_SECONDS:-30}" "${FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}" \
+	--remote s3://objfs-test --osd-pid "$C/run/client.rgw.a.pid"
 t_done
