@@ -215,7 +215,7 @@ start_objfs() {
 	OBJFS_PID=$!
 	T_PIDS+=("$OBJFS_PID")
 	T_MOUNTS+=("$mnt")
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < ${T_MOUNT_S:-10} * 10; i++)); do
 		if mountpoint -q "$mnt"; then
 			# Its arena, for t_cleanup (the data directory may be
 			# gone by then).
@@ -229,7 +229,7 @@ start_objfs() {
 		fi
 		sleep 0.1
 	done
-	echo "objfs did not mount within 10 s" >&2
+	echo "objfs did not mount within ${T_MOUNT_S:-10} s" >&2
 	return 1
 }
 

@@ -14,7 +14,9 @@
 #   - the same bytes are stored once (one object per chunk content);
 #   - the gateway stopped: fsync fails with ETIMEDOUT within
 #     remote_timeout, never hangs; started again, the same fsync succeeds
-#     and nothing acknowledged is lost;
+#     and nothing acknowledged is lost; stopped for 60 s under a load
+#     (appends fsynced one by one, a resident file read in a loop): the
+#     same, and every record the load wrote is on the next machine;
 #   - the collector removes chunks nothing names, and only those;
 #   - the status file counts the requests by kind;
 #   - the kill loop (the daemon killed, and it and the gateway stopped and
@@ -25,6 +27,9 @@ t_init
 t_ceph "objfs on an S3 bucket"
 t_rgw "objfs on an S3 bucket" objfs-test
 NS=t$$
+# A mount from an empty data directory reads the log record by record
+# (about 50 ms each from the gateway on a busy machine): up to a minute.
+T_MOUNT_S=60
 R="remote=s3://objfs-test/$NS,remote_timeout=8,remote_hold=4"
 OPTS="arena=128M,$R"
 objects() {	# the namespace's object names
@@ -130,6 +135,22 @@ ok "has every file: the big one" cmp "$T/big" "$MNT/big"
 ok "the copy" cmp "$T/big" "$MNT/big2"
 ok "the file fsynced after the outage" sh -c "[ \$(stat -c %s '$MNT/during') = 100000 ]"
 
+# ---- the gateway stopped for 60 s under a load ----
+python3 "$(dirname "$0")/remote_load.py" "$MNT" "$T/load.out" 80 &
+LOAD=$!
+sleep 5
+ok "under a load, the gateway stops" bash "$CL" rgw-stop "$C"
+sleep 60
+ok "... and starts again 60 s later" bash "$CL" rgw-start "$C"
+wait "$LOAD"
+echo "# load: $(tail -n 1 "$T/load.out"); fsyncs: $(grep -c '^ok' "$T/load.out") acknowledged, $(grep -c '^err' "$T/load.out") failed"
+ok "fsyncs failed while it was down, with ETIMEDOUT alone" sh -c "grep -q '^err ETIMEDOUT' '$T/load.out' && ! grep '^err' '$T/load.out' | grep -qv ETIMEDOUT"
+worst=$(sed -n 's/.* maxfsync \([0-9.]*\)$/\1/p' "$T/load.out")
+ok "... none waited much past remote_timeout (8 s; the longest ${worst}s)" python3 -c "import sys; sys.exit(0 if $worst <= 20 else 1)"
+ok "... and they succeed again once it is back" sh -c "tail -n 2 '$T/load.out' | head -n 1 | grep -q '^ok'"
+ok "... the resident file read all along" sh -c "tail -n 1 '$T/load.out' | grep -q 'readfail 0' && ! tail -n 1 '$T/load.out' | grep -q ' reads 0 '"
+LOADN=$(sed -n 's/^records \([0-9]*\) .*/\1/p' "$T/load.out")
+
 # ---- the collector ----
 rm "$MNT/big" "$MNT/big2"
 python3 -c "import os; fd = os.open('$MNT', os.O_RDONLY); os.fsync(fd)"
@@ -138,8 +159,20 @@ ok "a collection with no grace" "$(dirname "$OBJFS_BIN")/objfsctl" gc "$MNT" 0
 n3=$(chunks)
 ok "removes the deleted files' chunks ($n2 then $n3)" [ "$n3" -lt "$n2" ]
 ok "and no chunk a file names" sh -c "cmp '$T/small' '$MNT/d/e/small' && [ \$(stat -c %s '$MNT/during') = 100000 ]"
-ok "unmount" fusermount3 -u "$MNT"
-for _ in $(seq 100); do kill -0 "$PC" 2>/dev/null || break; sleep 0.1; done
+ok "unmount" stop_objfs "$MNT" "$PC"
+ok "a fourth machine" start_objfs "$MNT" "$T/dD" "$OPTS"
+load_whole() {	# every record the load wrote, in order, nothing else
+	python3 - "$MNT/load.log" "$LOADN" <<'PY'
+import sys
+path, n = sys.argv[1], int(sys.argv[2])
+want = b"".join((b"%08d" % i) * (65536 // 8) for i in range(n))
+got = open(path, "rb").read()
+sys.exit(0 if got == want else 1)
+PY
+}
+ok "... has every record of the load ($LOADN), none lost" load_whole
+ok "... and the tree" cmp "$T/small" "$MNT/d/e/small"
+ok "unmount it" stop_objfs "$MNT" "$OBJFS_PID"
 
 # ---- the kill loop and the fuzzer on S3 ----
 # As remote_stress.sh runs them on the pool: the daemon SIGKILLed at
