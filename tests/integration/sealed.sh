@@ -126,8 +126,11 @@ ok "... all read the same bytes" test "$(cut -d' ' -f2 "$T/ready8" | sort -u | w
 ok "... one copy shared: their Pss adds up to at most 1.05 GiB" bash -c \
 	"p=\$(awk '{ s += \$3 } END { print s }' '$T/ready8'); echo \"Pss \$p kB\";
 	 [ \"\$p\" -gt 900000 ] && [ \"\$p\" -le $((1075 * 1024)) ]"
-ok "... page cache and shared memory grew by at most 1.1 GiB in all" bash -c \
-	"echo \"Cached grew by $(( (c1 - c0) >> 20 )) MiB\"; [ $((c1 - c0)) -le $((1126 << 20)) ]"
+# (The whole machine's page cache: other work on it grows it too, 1,132
+# MiB in a CI run beside another test's uploads.  Two copies are over
+# 2 GiB; 1.5 GiB tells them apart with room for the machine's own.)
+ok "... page cache and shared memory grew by at most 1.5 GiB in all (one copy, not two)" bash -c \
+	"echo \"Cached grew by $(( (c1 - c0) >> 20 )) MiB\"; [ $((c1 - c0)) -le $((1536 << 20)) ]"
 ok "... and none of their reads reached the daemon" \
 	test "$(stat_of sealed_daemon_reads_total)" = "$r0"
 ok "the status file counts its per-object file" bash -c \
