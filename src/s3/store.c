@@ -95,6 +95,12 @@ s3_get(struct objfs_remote *base, const char *name, uint64_t off, void *buf,
 	rc = s3_do(S3(base), &q);
 	if (rc == -EINVAL && q.status == 416)
 		return 0;	/* from at or past its end: nothing */
+	if (rc == 0 && q.status != 206 && off != 0) {
+		/* The whole object, the range ignored: not these bytes. */
+		objfs_log(OBJFS_LOG_ERR, "s3: GET %s: the service ignored the "
+			"byte range (HTTP %ld)", name, q.status);
+		return -EPROTO;
+	}
 	if (rc == 0)
 		*got = q.len;
 	return rc;

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef HAVE_S3
 #include <expat.h>
 
 #include "src/s3/s3_int.h"
@@ -106,3 +108,5 @@ s3_xml_list(const char *xml, size_t len,
 		next[0] = '\0';
 	return 0;
 }
+
+#endif	/* HAVE_S3 */

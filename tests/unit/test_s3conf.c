@@ -5,7 +5,7 @@
  * environment before the credentials file before the config file; a
  * profile by AWS_PROFILE; the region and the endpoint by their order;
  * path-style or virtual-hosted addressing; and each bad setting refused
- * with a message naming it.
+ * with a message naming it.  And a ListObjectsV2 page read (xml.c).
  */
 #include <config.h>
 
@@ -22,6 +22,9 @@
 #include <unistd.h>
 
 #include "src/s3/s3.h"
+#ifdef HAVE_S3
+#include "src/s3/s3_int.h"
+#endif
 
 static char dir[64];
 
@@ -216,6 +219,76 @@ test_refused(void **state)
 	assert_int_equal(c.path_style, 1);
 }
 
+#ifdef HAVE_S3
+struct keys {
+	char seen[8][64];
+	uint64_t size[8];
+	int n, stop_at;
+};
+
+static int
+one_key(void *arg, const char *key, uint64_t size)
+{
+	struct keys *k = arg;
+
+	if (k->n == k->stop_at)
+		return -EINTR;
+	snprintf(k->seen[k->n], sizeof(k->seen[0]), "%s", key);
+	k->size[k->n++] = size;
+	return 0;
+}
+
+/* A ListObjectsV2 page: its keys and sizes in order, its continuation
+ * token when truncated (a truncated page without one is refused), a
+ * callback's stop, and XML that is not XML. */
+static void
+test_list_xml(void **state)
+{
+	static const char page[] =
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+		"<ListBucketResult><Name>b</Name><Prefix>ns/</Prefix>"
+		"<KeyCount>2</KeyCount><IsTruncated>true</IsTruncated>"
+		"<NextContinuationToken>a+b/c=</NextContinuationToken>"
+		"<Contents><Key>ns/c.01-10</Key><Size>16</Size></Contents>"
+		"<Contents><Key>ns/objfs.head</Key><Size>230</Size></Contents>"
+		"<CommonPrefixes><Prefix>ns/deeper/</Prefix></CommonPrefixes>"
+		"</ListBucketResult>";
+	static const char last[] =
+		"<ListBucketResult><IsTruncated>false</IsTruncated>"
+		"<Contents><Key>ns/x&amp;y</Key><Size>1</Size></Contents>"
+		"</ListBucketResult>";
+	static const char lying[] =
+		"<ListBucketResult><IsTruncated>true</IsTruncated>"
+		"</ListBucketResult>";
+	struct keys k = { .stop_at = -1 };
+	char next[64];
+
+	(void)state;
+	assert_int_equal(s3_xml_list(page, sizeof(page) - 1, one_key, &k,
+		next, sizeof(next)), 0);
+	assert_int_equal(k.n, 2);
+	assert_string_equal(k.seen[0], "ns/c.01-10");
+	assert_int_equal(k.size[0], 16);
+	assert_string_equal(k.seen[1], "ns/objfs.head");
+	assert_string_equal(next, "a+b/c=");
+	k.n = 0;
+	assert_int_equal(s3_xml_list(last, sizeof(last) - 1, one_key, &k, next,
+		sizeof(next)), 0);
+	assert_int_equal(k.n, 1);
+	assert_string_equal(k.seen[0], "ns/x&y");
+	assert_string_equal(next, "");
+	assert_int_equal(s3_xml_list(lying, sizeof(lying) - 1, one_key, &k,
+		next, sizeof(next)), -EPROTO);
+	assert_int_equal(s3_xml_list("<ListBucketResult><Contents>", 28,
+		one_key, &k, next, sizeof(next)), -EPROTO);
+	k.n = 0;
+	k.stop_at = 1;
+	assert_int_equal(s3_xml_list(page, sizeof(page) - 1, one_key, &k,
+		next, sizeof(next)), -EINTR);
+	assert_int_equal(k.n, 1);
+}
+#endif
+
 int
 main(void)
 {
@@ -225,6 +298,9 @@ main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+#ifdef HAVE_S3
+		cmocka_unit_test(test_list_xml),
+#endif
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
