@@ -132,6 +132,22 @@ t_rgw() {
 	ok "bucket $2" s3_curl -X PUT "$AWS_ENDPOINT_URL/$2"
 }
 
+# gc_runs MNT LOG: a collection (grace 0) on shared mount MNT runs, once
+# every live node answers (a node whose watch was lost answers once it
+# watches again: retried while MNT's LOG says one did not answer); any
+# other refusal fails, with what the mount said.
+gc_runs() {
+	local i
+	for ((i = 0; i < 20; i++)); do
+		setfattr -n user.objfs.gc -v 0 "$1/.objfs-status" 2>"$T/gc.err" && return 0
+		grep -q "busy" "$T/gc.err" &&
+		tail -n 1 "$2" | grep -q "did not answer" || break
+		sleep 0.5
+	done
+	cat "$T/gc.err"; tail -n 3 "$2"
+	return 1
+}
+
 # s3_curl ARGS...: curl signed as the gateway's user (-f: fails on 4xx/5xx).
 s3_curl() {
 	curl -sf --aws-sigv4 "aws:amz:${AWS_REGION:-us-east-1}:s3" \

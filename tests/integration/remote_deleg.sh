@@ -193,8 +193,7 @@ recalled_all() { "$CTL" catch-up "$B" && [ "$(figure "$A" remote_dirs_held)" = 0
 ok "objfsctl catch-up on B recalls every directory A holds" recalled_all
 ok "... and B lists what A made there, at once (no recall left)" \
 	sh -c "[ \"\$(ls '$B/dgc' | tr '\n' ' ')\" = 'h0 h1 h2 h3 h4 ' ]"
-ok "the collection on B runs once nothing is held elsewhere" \
-	setfattr -n user.objfs.gc -v 0 "$B/.objfs-status"
+ok "the collection on B runs once nothing is held elsewhere" gc_runs "$B" "$T/objfs.b.log"
 ok "... and every file A made reads on B" \
 	sh -c "for i in 0 1 2 3 4; do [ \"\$(cat '$B/dgc/h'\$i)\" = \"kept \$i\" ] || exit 1; done"
 
