@@ -120,9 +120,6 @@ struct objfs_remote_ops {
 	int (*fetch_take)(struct objfs_remote_fetch *f, void *buf,
 			unsigned shift, uint64_t csum);
 	void (*fetch_free)(struct objfs_remote_fetch *f);
-	int (*chunk_get_part)(struct objfs_remote *r, const char *name,
-			void *buf, uint32_t len, unsigned shift,
-			const unsigned char *tab, uint32_t lo, uint32_t hi);
 	int (*log_put)(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
 			const void *buf, size_t len);
 	int (*log_get)(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
@@ -571,19 +568,6 @@ objfs_remote_fetch_free(struct objfs_remote_fetch *f)
 {
 	if (f->ops->fetch_free)
 		f->ops->fetch_free(f);
-}
-
-/* Bytes [@lo, @hi) of chunk @name (@len bytes long), read as the whole
- * sub-blocks that hold them into @buf (from @lo rounded down), each
- * checked against @tab: 0, -EBADMSG (logged) when one does not match,
- * -ENOENT, or -errno. */
-static inline int
-objfs_remote_chunk_get_part(struct objfs_remote *r, const char *name,
-		void *buf, uint32_t len, unsigned shift,
-		const unsigned char *tab, uint32_t lo, uint32_t hi)
-{
-	return r->ops->chunk_get_part ?
-	    r->ops->chunk_get_part(r, name, buf, len, shift, tab, lo, hi) : -ENOTSUP;
 }
 
 /*

@@ -587,33 +587,6 @@ pool_chunk_get(struct objfs_remote *base, const char *name, void *buf,
 	return -EIO;
 }
 
-/* Bytes [@lo, @hi) of chunk @name as whole sub-blocks, each checked
- * against its sum in @tab (the reader's record). */
-static int
-pool_chunk_get_part(struct objfs_remote *base, const char *name,
-		void *buf, uint32_t len, unsigned shift,
-		const unsigned char *tab, uint32_t lo, uint32_t hi)
-{
-	struct rados_remote *r = (struct rados_remote *)base;
-	uint32_t first = lo >> shift, last = (hi - 1) >> shift, end,
-		 from = first << shift;
-	size_t got = 0;
-	int rc;
-
-	end = (uint32_t)((uint64_t)(last + 1) << shift) < len ?
-		(last + 1) << shift : len;
-	rc = objfs_remote_get(&r->base, name, from, buf, end - from, &got);
-	if (rc < 0)
-		return rc;
-	if (got == end - from &&
-	    objfs_subs_match(buf, first, last, end, shift, tab))
-		return 0;
-	objfs_log(OBJFS_LOG_ERR, "remote: chunk %s: bytes %" PRIu32 "-%" PRIu32
-		" do not match their sums, refusing to return them", name, lo,
-		hi);
-	return -EBADMSG;
-}
-
 #define HEAD	"objfs.head"
 
 static void
@@ -734,7 +707,6 @@ static const struct objfs_remote_ops rados_ops = {
 	.get_all = pool_get_all,
 	.chunk_put = pool_chunk_put,
 	.chunk_get = pool_chunk_get,
-	.chunk_get_part = pool_chunk_get_part,
 	.log_put = pool_log_put,
 	.log_get = pool_log_get,
 	.head_get = pool_head_get,

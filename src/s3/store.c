@@ -296,30 +296,6 @@ s3_chunk_get(struct objfs_remote *base, const char *name, void *buf,
 	return -EIO;
 }
 
-static int
-s3_chunk_get_part(struct objfs_remote *base, const char *name, void *buf,
-		uint32_t len, unsigned shift, const unsigned char *tab,
-		uint32_t lo, uint32_t hi)
-{
-	uint32_t first = lo >> shift, last = (hi - 1) >> shift, end,
-		 from = first << shift;
-	size_t got = 0;
-	int rc;
-
-	end = (uint32_t)((uint64_t)(last + 1) << shift) < len ?
-		(last + 1) << shift : len;
-	rc = s3_get(base, name, from, buf, end - from, &got);
-	if (rc < 0)
-		return rc;
-	if (got == end - from &&
-	    objfs_subs_match(buf, first, last, end, shift, tab))
-		return 0;
-	objfs_log(OBJFS_LOG_ERR, "s3: chunk %s: bytes %" PRIu32 "-%" PRIu32
-		" do not match their sums, refusing to return them", name, lo,
-		hi);
-	return -EBADMSG;
-}
-
 /* ---- the log and the head ----------------------------------------------- */
 
 static void
@@ -587,7 +563,6 @@ static const struct objfs_remote_ops s3_ops = {
 	.get_all = s3_get_all,
 	.chunk_put = s3_chunk_put,
 	.chunk_get = s3_chunk_get,
-	.chunk_get_part = s3_chunk_get_part,
 	.log_put = s3_log_put,
 	.log_get = s3_log_get,
 	.head_get = s3_head_get,
