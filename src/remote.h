@@ -71,6 +71,8 @@ struct objfs_remote_ops {
 			const char *client, const char *cookie);
 	int (*list)(struct objfs_remote *r,
 			int (*cb)(void *arg, const char *name), void *arg);
+	int (*list_prefix)(struct objfs_remote *r, const char *start,
+			int (*cb)(void *arg, const char *name), void *arg);
 	void (*set_touch)(struct objfs_remote *r, int on);
 	int (*age_ver)(struct objfs_remote *r, const char *name,
 			uint64_t *size, int64_t *mtime, uint64_t *ver);
@@ -300,6 +302,18 @@ objfs_remote_list(struct objfs_remote *r,
 {
 	return r->ops->list ?
 	    r->ops->list(r, cb, arg) : -ENOTSUP;
+}
+
+/* The names that begin with @start, in name order, each to @cb (which
+ * stops the walk with a nonzero return): an index to fetch ahead from.
+ * -ENOTSUP where listing costs more than it saves (a pool's listing
+ * reads the whole namespace; its reads take a millisecond). */
+static inline int
+objfs_remote_list_prefix(struct objfs_remote *r, const char *start,
+		int (*cb)(void *arg, const char *name), void *arg)
+{
+	return r->ops->list_prefix ?
+	    r->ops->list_prefix(r, start, cb, arg) : -ENOTSUP;
 }
 
 /* Shared mode: a put that finds its chunk in the pool writes to it (the

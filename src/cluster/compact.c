@@ -165,37 +165,73 @@ gone_name(char name[64], uint64_t epoch)
 	snprintf(name, 64, "objfs.gone.%016" PRIx64, epoch);
 }
 
+/* A batch of removals, many at once (tier_fan): on S3 each is a request
+ * of tens of milliseconds. */
+#define REMOVE_BATCH	256
+
+struct removal {
+	struct objfs_tier *t;
+	uint64_t epoch, first;
+	int rc[REMOVE_BATCH];
+};
+
+static void
+remove_one(void *arg, size_t i)
+{
+	struct removal *r = arg;
+	char rec[64];
+
+	tier_log_name(rec, r->epoch, r->first + i);
+	r->rc[i] = objfs_remote_remove(r->t->r, rec);
+}
+
 /* Remove the log records of @epoch up to @upto that are still there (the
- * last removal's end is kept in objfs.gone.<epoch>). */
+ * last removal's end is kept in objfs.gone.<epoch>: it moves only past
+ * a batch removed whole). */
 static void
 remove_records(struct objfs_tier *t, uint64_t epoch, uint64_t upto,
 		uint64_t *removed)
 {
+	struct removal *r = malloc(sizeof(*r));
 	unsigned char v[8];
 	char name[64];
-	uint64_t from = 0;
+	uint64_t from = 0, seq;
 	void *buf;
 	size_t len;
 
 	*removed = 0;
+	if (!r)
+		return;
 	gone_name(name, epoch);
 	if (objfs_remote_get_all(t->r, name, &buf, &len) == 0) {
 		if (len == 8)
 			from = get_be64(buf);
 		free(buf);
 	}
-	for (uint64_t seq = from + 1; seq <= upto; seq++) {
-		char rec[64];
+	r->t = t;
+	r->epoch = epoch;
+	for (seq = from + 1; seq <= upto; seq += REMOVE_BATCH) {
+		size_t n = upto - seq + 1 < REMOVE_BATCH ?
+			(size_t)(upto - seq + 1) : REMOVE_BATCH;
+		int whole = 1;
 
-		tier_log_name(rec, epoch, seq);
-		if (objfs_remote_remove(t->r, rec) < 0)
-			return;	/* the next compaction goes on from here */
-		(*removed)++;
-		if ((seq & 1023) == 0 || seq == upto) {
-			put_be64(v, seq);
+		r->first = seq;
+		tier_fan(n, 16, remove_one, r);
+		for (size_t i = 0; i < n; i++) {
+			if (r->rc[i] < 0)
+				whole = 0;
+			else
+				(*removed)++;
+		}
+		if (!whole)
+			break;	/* the next compaction goes on from here */
+		if (((seq + n - 1) >> 10) != ((seq - 1) >> 10) ||
+		    seq + n - 1 == upto) {
+			put_be64(v, seq + n - 1);
 			(void)objfs_remote_put(t->r, name, v, sizeof(v));
 		}
 	}
+	free(r);
 }
 
 static int

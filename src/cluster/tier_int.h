@@ -507,6 +507,10 @@ int tier_tree_build(struct objfs_tier *t, struct objfs_meta *m, struct head *h,
 /* Every file of directory @dir removed. */
 int tier_clear_dir(const char *dir);
 void tier_log_name(char name[64], uint64_t epoch, uint64_t seq);
+/* @fn(@arg, i) for every i in [0, @n), up to @width (at most 16) at once
+ * on threads of their own (fan.c); each keeps its own result. */
+void tier_fan(size_t n, unsigned width, void (*fn)(void *arg, size_t i),
+		void *arg);
 /* The index's record of what it caches: tree, epoch, owner (a mount). */
 int tier_set_supers(struct objfs_meta *m, uint64_t tree, uint64_t epoch,
 		uint64_t owner);

@@ -240,6 +240,125 @@ tier_log_is_fence(const unsigned char *p, size_t len)
 }
 
 /*
+ * Reading an epoch's log in order.  A record's name is the number of its
+ * first commit, so the next name is known only once a record is read:
+ * one request after another, which on S3 (tens of milliseconds each)
+ * made a mount of a few hundred records take seconds.  Where the store
+ * lists names cheaply, the records from @seq on are listed once and
+ * fetched LOG_AHEAD at a time, many at once (tier_fan).  The list is
+ * only a guess at what to fetch: each record is still taken by the
+ * number the walk wants, one not listed (created since) is read on its
+ * own, and a listed one the walk passes over is dropped.  Records are
+ * never rewritten (created only where none is), so a copy fetched ahead
+ * is the record.
+ */
+#define LOG_AHEAD	32
+
+struct log_ahead {
+	uint64_t seq;
+	void *buf;
+	size_t len;
+	int rc;
+};
+
+struct log_reader {
+	struct objfs_tier *t;
+	uint64_t epoch, from;
+	struct log_ahead *a;
+	size_t n, cap, next, fetched;
+	char prefix[64];
+};
+
+static int
+log_listed(void *arg, const char *name)
+{
+	struct log_reader *lr = arg;
+	const char *p = name + strlen(lr->prefix);
+	char *end;
+	uint64_t seq;
+
+	if (strlen(p) != 16)
+		return 0;
+	seq = strtoull(p, &end, 16);
+	if (*end || seq < lr->from)
+		return 0;
+	if (lr->n == lr->cap) {
+		size_t cap = lr->cap ? 2 * lr->cap : 256;
+		struct log_ahead *v = realloc(lr->a, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		lr->a = v;
+		lr->cap = cap;
+	}
+	lr->a[lr->n++] = (struct log_ahead){ .seq = seq };
+	return 0;
+}
+
+static void
+log_open(struct log_reader *lr, struct objfs_tier *t, uint64_t epoch,
+		uint64_t from)
+{
+	memset(lr, 0, sizeof(*lr));
+	lr->t = t;
+	lr->epoch = epoch;
+	lr->from = from;
+	snprintf(lr->prefix, sizeof(lr->prefix), "objfs.log.%016" PRIx64 ".",
+		epoch);
+	if (objfs_remote_list_prefix(t->r, lr->prefix, log_listed, lr) < 0)
+		lr->n = 0;	/* no list: one by one */
+}
+
+static void
+log_fetch_one(void *arg, size_t i)
+{
+	struct log_reader *lr = arg;
+	struct log_ahead *a = &lr->a[lr->fetched + i];
+	char name[64];
+
+	tier_log_name(name, lr->epoch, a->seq);
+	a->rc = objfs_remote_get_all(lr->t->r, name, &a->buf, &a->len);
+}
+
+/* Record @seq as objfs_remote_get_all gives it (*@buf the caller's). */
+static int
+log_get(struct log_reader *lr, uint64_t seq, void **buf, size_t *len)
+{
+	char name[64];
+
+	while (lr->next < lr->n && lr->a[lr->next].seq < seq) {
+		if (lr->next < lr->fetched)
+			free(lr->a[lr->next].buf);
+		lr->next++;
+	}
+	if (lr->next < lr->n && lr->a[lr->next].seq == seq) {
+		struct log_ahead *a;
+
+		if (lr->next == lr->fetched) {
+			size_t k = lr->n - lr->fetched < LOG_AHEAD ?
+				lr->n - lr->fetched : LOG_AHEAD;
+
+			tier_fan(k, 16, log_fetch_one, lr);
+			lr->fetched += k;
+		}
+		a = &lr->a[lr->next++];
+		*buf = a->buf;
+		*len = a->len;
+		return a->rc;
+	}
+	tier_log_name(name, lr->epoch, seq);
+	return objfs_remote_get_all(lr->t->r, name, buf, len);
+}
+
+static void
+log_close(struct log_reader *lr)
+{
+	for (size_t i = lr->next; i < lr->fetched; i++)
+		free(lr->a[i].buf);
+	free(lr->a);
+}
+
+/*
  * A mount taking the namespace over (exclusive) fences the head's epoch
  * before it reads that epoch's log: a record "fence" is created at the
  * first number the log does not have.  Log records are created only
@@ -256,20 +375,20 @@ tier_fence_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t base,
 	unsigned char f[FENCE_LEN];
 	uint32_t magic = TIER_FENCE_MAGIC, zero = 0;
 	uint64_t seq = base + 1, last;
-	char name[64];
+	struct log_reader lr;
+	int rc = -EAGAIN;
 
+	log_open(&lr, t, epoch, seq);
 	for (int tries = 0; tries < 1000000; tries++) {
 		void *buf;
 		size_t len;
-		int rc;
 
-		tier_log_name(name, epoch, seq);
-		rc = objfs_remote_get_all(t->r, name, &buf, &len);
+		rc = log_get(&lr, seq, &buf, &len);
 		if (rc == 0) {
 			if (tier_log_is_fence(buf, len)) {
 				free(buf);
 				*end = seq;	/* fenced already */
-				return 0;
+				break;
 			}
 			rc = tier_log_walk(buf, len, seq, &last, NULL, NULL);
 			free(buf);
@@ -277,13 +396,14 @@ tier_fence_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t base,
 				/* Damaged: the tree ends before it (as a
 				 * build sees it); it stays as it is. */
 				*end = seq;
-				return 0;
+				rc = 0;
+				break;
 			}
 			seq = last + 1;
 			continue;
 		}
 		if (rc != -ENOENT)
-			return rc;
+			break;
 		memcpy(f, &magic, 4);
 		memcpy(f + 4, &zero, 4);
 		put_be64(f + 8, seq);
@@ -296,13 +416,15 @@ tier_fence_epoch(struct objfs_tier *t, uint64_t epoch, uint64_t base,
 				"of it that is still running can add nothing",
 				t->spec, epoch, seq);
 			*end = seq;
-			return 0;
+			break;
 		}
 		if (rc != -EEXIST)
-			return rc;
+			break;
 		/* A record landed just now: it is in the log; look again. */
+		rc = -EAGAIN;
 	}
-	return -EAGAIN;
+	log_close(&lr);
+	return rc;
 }
 
 static int
@@ -321,40 +443,46 @@ static int
 walk_logs(struct objfs_tier *t, uint64_t epoch, uint64_t seq,
 		struct objfs_meta *m, uint64_t *end, uint64_t *records)
 {
+	struct log_reader lr;
 	uint64_t last;
 	char name[64];
+	int rc = 0;
 
 	*records = 0;
+	log_open(&lr, t, epoch, seq);
 	for (;;) {
 		void *buf;
 		size_t len;
-		int rc;
 
 		tier_log_name(name, epoch, seq);
-		rc = objfs_remote_get_all(t->r, name, &buf, &len);
-		if (rc == -ENOENT)
+		rc = log_get(&lr, seq, &buf, &len);
+		if (rc == -ENOENT) {
+			rc = 0;
 			break;
+		}
 		if (rc < 0)
-			return rc;
+			break;
 		if (tier_log_is_fence(buf, len)) {
 			free(buf);
 			break;		/* the log ends there */
 		}
 		rc = tier_log_walk(buf, len, seq, &last, m ? import_commit : NULL, m);
 		free(buf);
-		if (rc == -EPROTO)
+		if (rc == -EPROTO) {
 			objfs_log(OBJFS_LOG_ERR, "remote: %s: log record %s is "
 				"damaged; the tree ends before it", t->spec,
 				name);
-		if (rc == -EPROTO)
+			rc = 0;
 			break;
+		}
 		if (rc < 0)
-			return rc;
+			break;
 		(*records)++;
 		seq = last + 1;
 	}
+	log_close(&lr);
 	*end = seq;
-	return 0;
+	return rc;
 }
 
 /* Every file of directory @dir removed (an index to build again). */
@@ -713,28 +841,60 @@ tier_remove_snapshot(struct objfs_tier *t, const struct head *h)
 	}
 }
 
+struct epoch_gone {
+	struct objfs_tier *t;
+	uint64_t epoch, *seqs;
+	size_t n, cap;
+};
+
+static void
+remove_record(void *arg, size_t i)
+{
+	struct epoch_gone *g = arg;
+	char name[64];
+
+	tier_log_name(name, g->epoch, g->seqs[i]);
+	(void)objfs_remote_remove(g->t->r, name);
+}
+
+/* The old epoch's records, read in order to learn their names (a fence
+ * or a damaged one ends the chain; it goes too), then removed many at
+ * once.  What a crash leaves of them the collector removes. */
 void
 tier_remove_epoch(struct objfs_tier *t, const struct head *old)
 {
-	char name[64];
-	uint64_t seq = old->base + 1, last, epoch = old->epoch;
+	struct epoch_gone g = { .t = t, .epoch = old->epoch };
+	uint64_t seq = old->base + 1, last;
+	struct log_reader lr;
 
 	tier_remove_snapshot(t, old);
+	log_open(&lr, t, old->epoch, seq);
 	for (;;) {
 		void *buf;
 		size_t len;
 		int rc;
 
-		tier_log_name(name, epoch, seq);
-		if (objfs_remote_get_all(t->r, name, &buf, &len) < 0)
+		if (log_get(&lr, seq, &buf, &len) < 0)
 			break;
 		rc = tier_log_walk(buf, len, seq, &last, NULL, NULL);
 		free(buf);
-		(void)objfs_remote_remove(t->r, name);
+		if (g.n == g.cap) {
+			size_t cap = g.cap ? 2 * g.cap : 256;
+			uint64_t *v = realloc(g.seqs, cap * sizeof(*v));
+
+			if (!v)
+				break;
+			g.seqs = v;
+			g.cap = cap;
+		}
+		g.seqs[g.n++] = seq;
 		if (rc < 0)
 			break;
 		seq = last + 1;
 	}
+	log_close(&lr);
+	tier_fan(g.n, 16, remove_record, &g);
+	free(g.seqs);
 }
 
 /* Does the head still name this mount's epoch? */

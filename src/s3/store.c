@@ -152,11 +152,12 @@ list_one(void *arg, const char *key, uint64_t size)
 	return l->cb(l->arg, key + l->skip);
 }
 
-/* Every object of the namespace: the keys right below the prefix (a '/'
- * delimits: another namespace below this one is not this one's). */
+/* The objects of the namespace whose names begin with @start: the keys
+ * right below the prefix (a '/' delimits: another namespace below this
+ * one is not this one's), in the service's order (UTF-8 binary). */
 static int
-s3_list(struct objfs_remote *base, int (*cb)(void *arg, const char *name),
-		void *arg)
+list_under(struct objfs_remote *base, const char *start,
+		int (*cb)(void *arg, const char *name), void *arg)
 {
 	struct s3 *s = S3(base);
 	struct list_arg l = { cb, arg, s->c.prefix[0] ?
@@ -164,9 +165,9 @@ s3_list(struct objfs_remote *base, int (*cb)(void *arg, const char *name),
 	char token[1100] = "", query[2600], pfx[1100];
 	int rc;
 
-	pfx[0] = '\0';
-	if (s->c.prefix[0])
-		snprintf(pfx, sizeof(pfx), "%s/", s->c.prefix);
+	if ((size_t)snprintf(pfx, sizeof(pfx), "%s%s%s", s->c.prefix,
+			s->c.prefix[0] ? "/" : "", start) >= sizeof(pfx))
+		return -ENAMETOOLONG;
 	do {
 		struct s3_req q = { .method = "GET", .grow = 1 };
 		char t[1100] = "", p[1600] = "";
@@ -195,6 +196,13 @@ s3_list(struct objfs_remote *base, int (*cb)(void *arg, const char *name),
 		free(q.out);
 	} while (rc == 0 && token[0]);
 	return rc;
+}
+
+static int
+s3_list(struct objfs_remote *base, int (*cb)(void *arg, const char *name),
+		void *arg)
+{
+	return list_under(base, "", cb, arg);
 }
 
 /* An object's size, when it was written on this machine's clock (the
@@ -558,6 +566,7 @@ static const struct objfs_remote_ops s3_ops = {
 	.holder = objfs_s3_holder,
 	.break_ = objfs_s3_break,
 	.list = s3_list,
+	.list_prefix = list_under,
 	.age_ver = s3_age_ver,
 	.remove_at = s3_remove_at,
 	.get_all = s3_get_all,
