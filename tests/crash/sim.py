@@ -18,12 +18,14 @@ A crash image is the durable state plus a random choice of what was not
 yet durable.
 
 Modes:
-  remote  (--snaps, no trace) the images are snapshots of a Ceph pool
-          (poolsnap.c) taken while the workload ran on a remote= mount:
-          each is what a machine lost at that moment leaves; each is
-          mounted from an empty data directory and checked as in objfs
-          mode, then collected (objfsctl gc, grace 0) and checked with
-          objfsctl check --remote.
+  remote  (--snaps, a trace or none) the images are snapshots of a Ceph
+          pool (poolsnap.c), or of an S3 bucket's prefix taken with the
+          daemon stopped (s3snap.py, --s3snap), taken while the workload
+          ran on a remote= mount: each is what a machine lost at that
+          moment leaves; each is mounted (from the data directory as the
+          crash left it, or an empty one) and checked as in objfs mode,
+          then collected (objfsctl gc, grace 0) and checked with objfsctl
+          check --remote.
   objfs   the trace is of an objfs daemon's data directory, the log of
           tests/crash/workload.py; each image is opened with crashcheck
           (the store, without FUSE, with objfsctl check before and after)
@@ -699,12 +701,13 @@ def mount_check(args, img, out):
     return fails
 
 
-# ---- remote=: crash images of the pool -----------------------------------
+# ---- remote=: crash images of the pool or bucket -----------------------------------
 
 def run_remote(args, rng):
-    """Each pool snapshot poolsnap took while the workload ran is what a
-    machine lost at that moment leaves in the pool.  Each is copied into
-    a namespace of its own, mounted from an empty data directory (the
+    """Each snapshot poolsnap (or s3snap) took while the workload ran is
+    what a machine lost at that moment leaves in the pool (the bucket).
+    Each is copied into a namespace (prefix) of its own, mounted from the
+    data directory as the crash left it or from an empty one (the
     machine's disk went with it) and compared with the workload's log;
     then its garbage is collected (grace 0) and every file read again,
     and objfsctl check --remote must pass on what the mount left."""
@@ -738,35 +741,66 @@ def run_remote(args, rng):
                 failed += 1
                 if len(firsts) < 5:
                     firsts.append((n, name, fails[:4]))
-            subprocess.run([args.poolsnap, "wipe", args.conf, args.imgpool,
-                            ns], capture_output=True)
+            img_wipe(args, ns)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for i, name, f in firsts:
         print("# image %d (snapshot %s): %s" % (i, name, "; ".join(f)))
-    print("crash images: %d, failures: %d, pool objects copied: %d, "
+    print("crash images: %d, failures: %d, objects copied: %d, "
           "with the disk as the crash left it: %d (its index behind the "
           "pool's log, built anew: %d)" % (n, failed, objs, kept,
                                            args.rebuilt))
     return n, failed
 
 
+# An image, made from snapshot SNAP under the name NS, is wiped and
+# mounted the same way whatever holds it: a pool (poolsnap.c) or an S3
+# bucket (s3snap.py).
+def img_copy(args, snap, ns):
+    if args.s3snap:
+        cmd = [args.s3snap, "copy", args.bucket, args.snapdir, snap,
+               ns + "/"]
+    else:
+        cmd = [args.poolsnap, "copy", args.conf, args.pool, args.ns, snap,
+               args.imgpool, ns]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return "%s copy: %s" % (os.path.basename(cmd[0]),
+                                r.stderr.strip()[-300:])
+    return int(r.stdout.split()[1])
+
+
+def img_wipe(args, ns, prefix=""):
+    if args.s3snap:
+        cmd = [args.s3snap, "wipe", args.bucket, ns + "/" + prefix]
+    else:
+        cmd = [args.poolsnap, "wipe", args.conf, args.imgpool, ns] + \
+            ([prefix] if prefix else [])
+    return subprocess.run(cmd, capture_output=True).returncode
+
+
+def img_remote(args, ns):
+    """(the mount's remote= options, objfsctl check's --remote ones)"""
+    if args.s3snap:
+        spec = "s3://%s/%s" % (args.bucket, ns)
+        return "remote=" + spec, ["--remote", spec]
+    spec = "rados:%s/%s" % (args.imgpool, ns)
+    return ("remote=%s,remote_conf=%s" % (spec, args.conf),
+            ["--remote", spec, "--remote-conf", args.conf])
+
+
 def remote_image(args, w, snap, t0, t1, ns, d):
     data, mnt, out = (os.path.join(d, x) for x in ("data", "mnt", "out"))
     for x in (data, mnt, out):
         os.makedirs(x, exist_ok=True)
-    r = subprocess.run([args.poolsnap, "copy", args.conf, args.pool,
-                        args.ns, snap, args.imgpool, ns],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        return ["poolsnap copy: %s" % r.stderr.strip()[-300:]], 0
-    objs = int(r.stdout.split()[1])
+    objs = img_copy(args, snap, ns)
+    if isinstance(objs, str):
+        return [objs], 0
     if args.damage:
         # The checker's own check: an image without its chunks must fail.
-        subprocess.run([args.poolsnap, "wipe", args.conf, args.imgpool, ns,
-                        "c."], check=True)
-    remote = "remote=rados:%s/%s,remote_conf=%s" % (args.imgpool, ns,
-                                                    args.conf)
+        if img_wipe(args, ns, "c.") != 0:
+            return ["the image's chunks could not be removed"], objs
+    remote, check_remote = img_remote(args, ns)
     fails = []
     logf = os.path.join(d, "objfs.log")
     p, why = mount_objfs(args.objfs, "data=%s,%s,%s" % (data, args.opts,
@@ -795,9 +829,8 @@ def remote_image(args, w, snap, t0, t1, ns, d):
                          (r.stdout + r.stderr)[:300])
     finally:
         umount_objfs(p, mnt)
-    r = subprocess.run([args.objfsctl, "check", data, "--remote",
-                        "rados:%s/%s" % (args.imgpool, ns), "--remote-conf",
-                        args.conf], capture_output=True, text=True)
+    r = subprocess.run([args.objfsctl, "check", data] + check_remote,
+                       capture_output=True, text=True)
     if r.returncode != 0:
         fails.append("objfsctl check --remote exit %d: %s" %
                      (r.returncode, (r.stdout + r.stderr).strip()[-400:]))
@@ -903,6 +936,10 @@ def main():
                     help="only build image N, copied as it is to --keep")
     ap.add_argument("--snaps", help="remote: poolsnap snaps's output")
     ap.add_argument("--poolsnap")
+    ap.add_argument("--s3snap", help="remote: the images are s3snap.py's "
+                    "(--bucket, --snapdir) instead of poolsnap's")
+    ap.add_argument("--bucket")
+    ap.add_argument("--snapdir", help="remote: s3snap.py snaps's DIR")
     ap.add_argument("--objfsctl")
     ap.add_argument("--conf")
     ap.add_argument("--pool")

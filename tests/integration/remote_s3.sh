@@ -4,7 +4,9 @@
 # gateway (radosgw) on the single-node cluster the tests start
 # (tests/ceph/cluster.sh rgw-start), reached at 127.0.0.1 with SigV4.
 #   - bad settings are refused by name: a bucket's name, an endpoint, the
-#     pool's options on S3, shared mode, wrong credentials, no bucket;
+#     pool's options on S3, shared mode, wrong credentials, no bucket, a
+#     bucket whose service ignores If-None-Match (versioned, on the
+#     gateway);
 #   - fsynced files survive the loss of the machine: the daemon
 #     SIGKILLed, its data directory deleted, and the tree mounted from an
 #     empty data directory shows them all, byte for byte;
@@ -19,6 +21,11 @@
 #     same, and every record the load wrote is on the next machine;
 #   - the collector removes chunks nothing names, and only those;
 #   - the status file counts the requests by kind;
+#   - crash images of the bucket (tests/crash/s3snap.py: the daemon
+#     stopped at random instants under crash.sh's workload, the prefix
+#     copied as the gateway then holds it), each mounted and checked
+#     against the workload's log (tests/crash/sim.py remote), and an image
+#     without its chunks failing those checks;
 #   - the kill loop (the daemon killed, and it and the gateway stopped and
 #     resumed, at random moments; the machine lost at each kill) and the
 #     reference-model fuzzer, with the gateway frozen at random moments.
@@ -61,6 +68,15 @@ ok "a bucket that does not exist is named" says "$T/o6" "NoSuchBucket"
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME=$T/nohome \
 	"$OBJFS_BIN" -f -o "data=$T/bad,$R" "$T/mnt" >"$T/o7" 2>&1
 ok "no credentials anywhere: refused, saying where it looked" says "$T/o7" "no credentials"
+# A versioned bucket on the gateway takes a second PUT with If-None-Match:
+# * (measured: 200 where an unversioned one answers 412): no fencing, so
+# the mount's probe refuses it.
+s3_curl -X PUT "$AWS_ENDPOINT_URL/objfs-versioned" >/dev/null &&
+s3_curl -X PUT --data-binary '<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>' \
+	"$AWS_ENDPOINT_URL/objfs-versioned?versioning=" >/dev/null
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://objfs-versioned/v,remote_timeout=8" "$T/mnt" >"$T/o9" 2>&1
+ok "a versioned bucket (the gateway ignores If-None-Match there) is refused, saying why" \
+	says "$T/o9" "does not refuse a second PUT with If-None-Match"
 ok "nothing was mounted by those" sh -c "! mountpoint -q '$T/mnt'"
 mkdir -p "$T/home/.aws"
 printf '[other]\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
@@ -174,11 +190,76 @@ ok "... has every record of the load ($LOADN), none lost" load_whole
 ok "... and the tree" cmp "$T/small" "$MNT/d/e/small"
 ok "unmount it" stop_objfs "$MNT" "$OBJFS_PID"
 
+# ---- the crash simulator on S3 ----
+# The workload of crash.sh on a mount of its own prefix, the data
+# directory's writes recorded (crashrec.so), while s3snap.py makes crash
+# images of the prefix about twice a second: the daemon stopped at a
+# random instant, the prefix copied as the gateway then holds it (an S3
+# service has no snapshots; the gateway's pools cannot be snapshotted at
+# one instant), the daemon resumed.  The daemon is killed at the end (the
+# last image is taken after).  sim.py mounts each image, every other one
+# with the data directory as the crash left the disk (from the trace),
+# the others from an empty one, checks it against the workload's log,
+# collects its garbage and runs objfsctl check --remote on it.
+HERE=$(cd "$(dirname "$0")" && pwd)
+B=$(dirname "$OBJFS_BIN")
+REC=$B/tests/crash/libcrashrec.so
+SNAP=$HERE/../crash/s3snap.py
+if [ -f "$REC" ]; then
+	CS=$T/crashsim
+	mkdir -p "$CS/data" "$CS/mnt" "$CS/snapdir"
+	LD_PRELOAD=$REC CRASHREC_DIR=$CS/data CRASHREC_TRACE=$CS/trace \
+		"$OBJFS_BIN" -f -o "data=$CS/data,arena=16M,chunk=64K,spill_high=20,spill_low=10,remote=s3://objfs-test/cs$$,remote_hold=3" \
+		"$CS/mnt" >"$T/crashsim.mnt.log" 2>&1 &
+	CS_PID=$!
+	T_PIDS+=("$CS_PID")
+	T_MOUNTS+=("$CS/mnt")
+	for ((i = 0; i < 300; i++)); do
+		mountpoint -q "$CS/mnt" && break
+		sleep 0.1
+	done
+	ok "mount a prefix with the recorder" mountpoint -q "$CS/mnt"
+	python3 "$SNAP" snaps objfs-test "cs$$/" "$CS_PID" 500 "$CS/stop" \
+		"$CS/snapdir" >"$CS/snaps" 2>"$T/s3snap.log" &
+	SNAP_PID=$!
+	T_PIDS+=("$SNAP_PID")
+	CSEED=${CRASH_SEED:-$((RANDOM * 32768 + RANDOM))}
+	echo "# seed $CSEED (CRASH_SEED=$CSEED reproduces the workload)"
+	ok "run the workload (${S3_CRASH_STEPS:-600} operations) while images of the prefix are made" \
+		python3 "$HERE/../crash/workload.py" "$CS/mnt" "$CS/wlog" \
+		"${S3_CRASH_STEPS:-600}" "$CSEED"
+	kill -KILL "$CS_PID"
+	wait "$CS_PID" 2>/dev/null
+	touch "$CS/stop"
+	wait "$SNAP_PID"
+	fusermount3 -u "$CS/mnt" 2>/dev/null || umount -l "$CS/mnt"
+	ok "$(wc -l <"$CS/snaps") images of the prefix" sh -c "[ \$(wc -l <'$CS/snaps') -ge 5 ] || cat '$T/s3snap.log'"
+	s3sim() {
+		python3 "$HERE/../crash/sim.py" remote --trace "$CS/trace" \
+			--log "$CS/wlog" --snaps "$CS/snaps" --seed "$CSEED" \
+			--s3snap "$SNAP" --bucket objfs-test --snapdir "$CS/snapdir" \
+			--ns "cs$$" --objfs "$OBJFS_BIN" --objfsctl "$B/objfsctl" \
+			--images "${S3_CRASH_IMAGES:-6}" --tmp "$T" "$@"
+	}
+	s3sim >"$T/sim.out" 2>&1
+	sed 's/^/# /' "$T/sim.out"
+	read -r n f < <(sed -n 's/^crash images: \([0-9]*\), failures: \([0-9]*\).*/\1 \2/p' "$T/sim.out")
+	ok "crash images of the bucket: ${n:-0}, failures: ${f:-?}" \
+		test "${n:-0}" -ge 5 -a "${f:-1}" = 0
+	# The checker's own check: the last image without its chunks fails.
+	s3sim --images 1 --damage >"$T/sim-damage.out" 2>&1
+	read -r n f < <(sed -n 's/^crash images: \([0-9]*\), failures: \([0-9]*\).*/\1 \2/p' "$T/sim-damage.out")
+	ok "an image whose chunks were removed fails the checks (${f:-0} of ${n:-0})" \
+		test "${n:-0}" = 1 -a "${f:-0}" = 1
+	python3 "$SNAP" wipe objfs-test snapstore/
+else
+	skip "the crash simulator on S3" "crashrec.so not built (make check builds it)"
+fi
+
 # ---- the kill loop and the fuzzer on S3 ----
 # As remote_stress.sh runs them on the pool: the daemon SIGKILLed at
 # random moments of its uploads, and the daemon and the gateway stopped
 # and resumed (past remote_hold and remote_timeout) in most rounds.
-HERE=$(cd "$(dirname "$0")" && pwd)
 t_sub "kill loop, remote=s3://, with pauses" env KILL_ROUNDS="${S3_KILL_ROUNDS:-8}" \
 	KILL_PAUSE=1 KILL_OSD_PID="$C/run/client.rgw.a.pid" \
 	KILL_OPTS="arena=32M,chunk=64K,remote=s3://objfs-test/kill$$,remote_hold=3,remote_timeout=6" \
