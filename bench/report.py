@@ -362,7 +362,7 @@ try:
     subprocess.run(["gnuplot"], input=gp.encode(), check=True)
 except (OSError, subprocess.CalledProcessError) as e:
     say("(plot not drawn: %s)" % e)
-for part in ("sealed.md", "remote.md", "shared.md"):
+for part in ("sealed.md", "remote.md", "shared.md", "deleg.md", "s3.md"):
     part = os.path.join(out, part)
     if os.path.exists(part):
         lines += [""] + open(part).read().rstrip("\n").split("\n")

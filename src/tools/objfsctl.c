@@ -73,7 +73,7 @@ usage(FILE *f)
 "       objfsctl umount MOUNTPOINT\n"
 "       objfsctl log MOUNTPOINT\n"
 "       objfsctl metrics MOUNTPOINT\n"
-"       objfsctl check DATA [--remote rados:POOL[/NS] [--remote-conf FILE]]\n"
+"       objfsctl check DATA [--remote rados:POOL[/NS]|s3://BUCKET[/PREFIX] [--remote-conf FILE]]\n"
 "       objfsctl recover DATA [DEST]\n"
 "\n"
 "status  the mount's arena, spill and restore figures (MOUNTPOINT/.objfs-status)\n"
@@ -703,7 +703,7 @@ cmd_catch_up(const char *mnt)
 	return 0;
 }
 
-/* check DATA --remote rados:POOL[/NS] [--remote-conf F] [--remote-id ID]:
+/* check DATA --remote rados:POOL[/NS] or s3://BUCKET[/PREFIX] [--remote-conf F] [--remote-id ID]:
  * the chunks of a pool's cache read and verified from the pool. */
 static int
 cmd_check_remote(int n, char **a)
@@ -743,7 +743,7 @@ cmd_check_remote(int n, char **a)
 #endif
 	return rc < 0 ? 2 : rc > 0;
 usage:
-	fprintf(stderr, "usage: objfsctl check DATA [--remote rados:POOL[/NS]] "
+	fprintf(stderr, "usage: objfsctl check DATA [--remote rados:POOL[/NS]|s3://BUCKET[/PREFIX]] "
 		"[--remote-conf FILE] [--remote-id NAME]\n");
 	return 2;
 }
