@@ -324,6 +324,9 @@ struct objfs_store {
 	pthread_mutex_t walk_mu;
 	pthread_cond_t walk_cv;
 	_Atomic uint64_t walk_passes, walk_waits;	/* status */
+	/* Slots with a thread (written under walk_mu): none, and a
+	 * lookup, an open or an unpin need not take walk_mu at all. */
+	_Atomic unsigned walk_used;
 
 	struct objfs_mutex lock;	/* objfs_store_lock() takes it */
 	struct objfs_inode **table;	/* protected by lock */

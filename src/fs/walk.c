@@ -59,6 +59,8 @@ walk_free(struct objfs_store *s, struct objfs_walk *w)
 {
 	if (w->pin && w->looked)
 		pthread_cond_broadcast(&s->walk_cv);
+	if (w->tid)
+		atomic_fetch_sub(&s->walk_used, 1);
 	w->tid = 0;
 	w->ns = 0;
 	w->looked = w->pin = 0;
@@ -97,6 +99,7 @@ objfs_walk_estale(struct objfs_store *s, int32_t tid, int flags)
 				w = &s->walk[i];
 	}
 	walk_free(s, w);
+	atomic_fetch_add(&s->walk_used, 1);
 	w->tid = tid;
 	w->ns = objfs_mono_ns();
 	w->pin = (flags & (O_ACCMODE | O_CREAT | O_TRUNC)) == O_RDONLY;
@@ -108,7 +111,7 @@ objfs_walk_lookup(struct objfs_store *s, int32_t tid)
 {
 	struct objfs_walk *w;
 
-	if (!s->shared || tid <= 0)
+	if (!s->shared || tid <= 0 || !atomic_load(&s->walk_used))
 		return 0;
 	pthread_mutex_lock(&s->walk_mu);
 	w = walk_find(s, tid);
@@ -129,7 +132,7 @@ objfs_walk_unpin(struct objfs_store *s, int32_t tid)
 {
 	struct objfs_walk *w;
 
-	if (!s->shared || tid <= 0)
+	if (!s->shared || tid <= 0 || !atomic_load(&s->walk_used))
 		return;
 	pthread_mutex_lock(&s->walk_mu);
 	w = walk_find(s, tid);
@@ -154,7 +157,7 @@ objfs_walk_take(struct objfs_store *s, int32_t tid)
 	struct objfs_walk *w;
 	int pass = 0;
 
-	if (!s->shared || tid <= 0)
+	if (!s->shared || tid <= 0 || !atomic_load(&s->walk_used))
 		return 0;
 	pthread_mutex_lock(&s->walk_mu);
 	w = walk_find(s, tid);
@@ -174,6 +177,8 @@ objfs_walk_done(struct objfs_store *s, int32_t tid)
 {
 	struct objfs_walk *w;
 
+	if (!atomic_load(&s->walk_used))
+		return;
 	pthread_mutex_lock(&s->walk_mu);
 	w = walk_find(s, tid);
 	if (w)
