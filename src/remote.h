@@ -14,11 +14,13 @@
 #define OBJFS_REMOTE_H
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "src/base/csum.h"
+#include "src/base/log.h"
 
 struct objfs_remote_config {
 	const char *spec;	/* rados:POOL[/NS] or s3://BUCKET[/PREFIX] */
@@ -486,6 +488,35 @@ objfs_remote_chunk_get(struct objfs_remote *r, const char *name, void *buf,
 {
 	return r->ops->chunk_get ?
 	    r->ops->chunk_get(r, name, buf, len, shift, csum) : -ENOTSUP;
+}
+
+/* Bytes [@lo, @hi) of chunk @name (@len bytes long), read from any store
+ * with its ranged get as the whole sub-blocks that hold them into @buf
+ * (from @lo rounded down), each checked against its sum in @tab (the
+ * reader's record): 0, -EBADMSG (logged) when one does not match,
+ * -ENOENT, or -errno. */
+static inline int
+objfs_remote_chunk_get_part(struct objfs_remote *r, const char *name,
+		void *buf, uint32_t len, unsigned shift,
+		const unsigned char *tab, uint32_t lo, uint32_t hi)
+{
+	uint32_t first = lo >> shift, last = (hi - 1) >> shift, end,
+		 from = first << shift;
+	size_t got = 0;
+	int rc;
+
+	end = (uint32_t)((uint64_t)(last + 1) << shift) < len ?
+		(last + 1) << shift : len;
+	rc = objfs_remote_get(r, name, from, buf, end - from, &got);
+	if (rc < 0)
+		return rc;
+	if (got == end - from &&
+	    objfs_subs_match(buf, first, last, end, shift, tab))
+		return 0;
+	objfs_log(OBJFS_LOG_ERR, "remote: chunk %s: bytes %" PRIu32 "-%" PRIu32
+		" do not match their sums, refusing to return them", name, lo,
+		hi);
+	return -EBADMSG;
 }
 
 /*

@@ -59,35 +59,6 @@ copy_name(uint64_t hi, uint64_t lo, uint32_t len,
 		"-%" PRIx32, hi, lo, len);
 }
 
-/* Bytes [@lo, @hi) of chunk @name (@len bytes long), read from either
- * store as the whole sub-blocks that hold them into @buf (from @lo
- * rounded down), each checked against its sum in @tab (the reader's
- * record): 0, -EBADMSG (logged) when one does not match, -ENOENT, or
- * -errno. */
-static int
-chunk_get_part(struct objfs_remote *r, const char *name, void *buf,
-		uint32_t len, unsigned shift, const unsigned char *tab,
-		uint32_t lo, uint32_t hi)
-{
-	uint32_t first = lo >> shift, last = (hi - 1) >> shift, end,
-		 from = first << shift;
-	size_t got = 0;
-	int rc;
-
-	end = (uint32_t)((uint64_t)(last + 1) << shift) < len ?
-		(last + 1) << shift : len;
-	rc = objfs_remote_get(r, name, from, buf, end - from, &got);
-	if (rc < 0)
-		return rc;
-	if (got == end - from &&
-	    objfs_subs_match(buf, first, last, end, shift, tab))
-		return 0;
-	objfs_log(OBJFS_LOG_ERR, "remote: chunk %s: bytes %" PRIu32 "-%" PRIu32
-		" do not match their sums, refusing to return them", name, lo,
-		hi);
-	return -EBADMSG;
-}
-
 /* A pool error as the caller gets it: a copy the pool does not have, or
  * whose bytes do not match, is -EIO; a cluster that did not answer
  * -ETIMEDOUT (logged by tier.c). */
@@ -364,7 +335,7 @@ pool_read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		return -EIO;
 	}
 	copy_name(c->slot, c->home, c->disk_len, name);
-	rc = chunk_get_part(s->tier->r, name, buf, c->disk_len,
+	rc = objfs_remote_chunk_get_part(s->tier->r, name, buf, c->disk_len,
 			shift, tab, lo, hi);
 	if (rc < 0)
 		return pool_err(s, ip, idx, name, rc);
