@@ -148,6 +148,40 @@ gc_runs() {
 	return 1
 }
 
+# crash_mount DIR OPTS: objfs -o data=DIR/data,OPTS on DIR/mnt with the
+# crash simulator's recorder preloaded (DIR/data's writes traced to
+# DIR/trace), its log in $T/crashsim.mnt.log; CS_PID is its pid.  Fails
+# unless it mounts within 30 s.
+crash_mount() {
+	local i rec
+	rec=$(dirname "$OBJFS_BIN")/tests/crash/libcrashrec.so
+	mkdir -p "$1/data" "$1/mnt"
+	LD_PRELOAD=$rec CRASHREC_DIR=$1/data CRASHREC_TRACE=$1/trace \
+		"$OBJFS_BIN" -f -o "data=$1/data,$2" "$1/mnt" >"$T/crashsim.mnt.log" 2>&1 &
+	CS_PID=$!
+	T_PIDS+=("$CS_PID")
+	T_MOUNTS+=("$1/mnt")
+	for ((i = 0; i < 300; i++)); do
+		mountpoint -q "$1/mnt" && return 0
+		sleep 0.1
+	done
+	mountpoint -q "$1/mnt"
+}
+
+# crash_verdicts OUT DAMAGED WHAT: sim.py's summaries as TAP lines: OUT
+# (every image of WHAT) has at least 5 images and no failure; DAMAGED
+# (one image without its chunks: the checker's own check) fails.
+crash_verdicts() {
+	local n f
+	sed 's/^/# /' "$1"
+	read -r n f < <(sed -n 's/^crash images: \([0-9]*\), failures: \([0-9]*\).*/\1 \2/p' "$1")
+	ok "crash images of $3: ${n:-0}, failures: ${f:-?}" \
+		test "${n:-0}" -ge 5 -a "${f:-1}" = 0
+	read -r n f < <(sed -n 's/^crash images: \([0-9]*\), failures: \([0-9]*\).*/\1 \2/p' "$2")
+	ok "an image whose chunks were removed fails the checks (${f:-0} of ${n:-0})" \
+		test "${n:-0}" = 1 -a "${f:-0}" = 1
+}
+
 # s3_curl ARGS...: curl signed as the gateway's user (-f: fails on 4xx/5xx).
 s3_curl() {
 	curl -sf --aws-sigv4 "aws:amz:${AWS_REGION:-us-east-1}:s3" \

@@ -190,7 +190,40 @@ static const struct figure {
 	  "counter", "Chunks the collector removed from the pool." },
 	{ "remote_gc_removed_bytes", "objfs_remote_gc_removed_bytes_total",
 	  "counter", "Bytes of chunks the collector removed from the pool." },
+	/* An S3 bucket (-o remote=s3://); requests by method below. */
+	{ "remote_s3_retries", "objfs_s3_retries_total", "counter",
+	  "S3 requests sent again (no answer, 429, 5xx)." },
+	{ "remote_s3_failures", "objfs_s3_failures_total", "counter",
+	  "S3 requests that failed for good." },
+	{ "remote_s3_bytes_up", "objfs_s3_sent_bytes_total", "counter",
+	  "Bytes of request bodies sent to S3." },
+	{ "remote_s3_bytes_down", "objfs_s3_received_bytes_total", "counter",
+	  "Bytes of answer bodies received from S3." },
 };
+
+/* The S3 requests by method (status keys remote_s3_requests_<method>):
+ * one counter with a label, so that requests per GiB can be read off. */
+static void
+prom_s3_requests(const char *status, FILE *out)
+{
+	static const char *const methods[] = {
+		"get", "put", "head", "delete", "list", "post",
+	};
+	char key[64], v[64];
+	int declared = 0;
+
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		snprintf(key, sizeof(key), "remote_s3_requests_%s", methods[i]);
+		if (!objfs_status_value(status, key, v, sizeof(v)))
+			continue;
+		if (!declared++)
+			fprintf(out, "# HELP objfs_s3_requests_total S3 requests "
+				"sent, by method (a list is a GET).\n"
+				"# TYPE objfs_s3_requests_total counter\n");
+		fprintf(out, "objfs_s3_requests_total{method=\"%s\"} %s\n",
+			methods[i], v);
+	}
+}
 
 const char *
 objfs_status_value(const char *status, const char *key, char *out,
@@ -225,6 +258,7 @@ objfs_prom_write(const char *status, FILE *out)
 		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", f->name,
 			f->help, f->name, f->type, f->name, v);
 	}
+	prom_s3_requests(status, out);
 	fprintf(out, "# HELP objfs_request_duration_seconds Time from a FUSE "
 		"request's arrival to its reply.\n"
 		"# TYPE objfs_request_duration_seconds histogram\n");
