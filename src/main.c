@@ -203,7 +203,7 @@ main(int argc, char **argv)
 	cfg.no_dedup = o.no_dedup;
 	cfg.arena_dir = o.arena_dir;
 	if (o.remote) {
-#ifdef HAVE_RADOS
+#ifdef HAVE_REMOTE
 		cfg.tier_ops = &objfs_tier_rados;
 		/* librados copies every put into a buffer of its own, and
 		 * fetches land in ours: chunk-sized blocks allocated and
@@ -217,8 +217,9 @@ main(int argc, char **argv)
 		mallopt(M_TRIM_THRESHOLD, 128 << 20);
 #else
 		objfs_refuse("remote=%s: this objfs was built without librados "
-			"(install librados-dev, configure and build again)",
-			o.remote);
+			"and without libcurl (install librados-dev, or "
+			"libcurl4-openssl-dev and libexpat1-dev, configure and "
+			"build again)", o.remote);
 #endif
 		cfg.remote = o.remote;
 		cfg.remote_conf = o.remote_conf;

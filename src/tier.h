@@ -149,7 +149,8 @@ int objfs_tier_check_open(const struct objfs_remote_config *cfg,
 		struct objfs_check_pool *out, char *err, size_t errsize);
 void objfs_tier_check_close(struct objfs_check_pool *c);
 
-/* The Ceph pool (tier.c, pool.c; only where librados is: HAVE_RADOS). */
+/* The remote tier (tier.c, pool.c; a Ceph pool, an S3 bucket: built
+ * where librados or libcurl is, HAVE_REMOTE). */
 extern const struct objfs_tier_ops objfs_tier_rados;
 
 #endif

@@ -727,18 +727,19 @@ cmd_check_remote(int n, char **a)
 	}
 	if (!cfg.spec)
 		goto usage;
-#ifdef HAVE_RADOS
+#ifdef HAVE_REMOTE
 	rc = objfs_tier_check_open(&cfg, &pool, err, sizeof(err));
 #else
 	rc = -ENOTSUP;
-	snprintf(err, sizeof(err), "this objfsctl was built without librados");
+	snprintf(err, sizeof(err), "this objfsctl was built without librados "
+		"and without libcurl");
 #endif
 	if (rc < 0) {
 		fprintf(stderr, "objfsctl check: %s\n", err);
 		return 2;
 	}
 	rc = objfs_check_remote(a[0], stdout, &pool);
-#ifdef HAVE_RADOS
+#ifdef HAVE_REMOTE
 	objfs_tier_check_close(&pool);
 #endif
 	return rc < 0 ? 2 : rc > 0;
