@@ -154,7 +154,8 @@ def stored(key, etag):
 def stopped(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in "tT"
+            # stopped, or dead (a zombie not yet reaped)
+            return f.read().rsplit(")", 1)[1].split()[0] in "tTZX"
     except OSError:
         return True             # gone: stopped for good
 
@@ -194,7 +195,10 @@ def snaps(s3, bucket, prefix, pid, ms, stop, d):
                         f.write("%s %s %d\n" % (k, e, size))
         finally:
             if alive:
-                os.kill(pid, signal.SIGCONT)
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass        # killed meanwhile (the test's last kill)
         print(name, t0, t1, flush=True)
         if last:
             return
