@@ -115,6 +115,10 @@ for r in $(seq "$REPS"); do
 	rcl purge "gw:bench/$ns" 2>/dev/null || true
 	rcl purge "gw:bench/rc$ns" 2>/dev/null || true
 	rcl purge "gw:bench/rt$ns" 2>/dev/null || true
+	# The gateway frees a deleted object's tail (rclone's multipart
+	# parts) only in its garbage collection, hours later by default: now,
+	# else the OSD fills up over the repetitions and every write hangs.
+	radosgw-admin -c "$C/ceph.conf" gc process --include-all >/dev/null 2>&1 || true
 done
 rm -f "$SRC"
 
