@@ -8,7 +8,11 @@
  * read).
  *
  * A request that got no answer, or 429 or 5xx (503 SlowDown: the service
- * asks for less), is sent again after a pause drawn at random up to
+ * asks for less), or a conditional write answered 409 (AWS's
+ * ConditionalRequestConflict: another conditional write of the same key
+ * was under way, as two equal chunks put at once are; AWS says to send
+ * it again, and the second try is answered by the condition), is sent
+ * again after a pause drawn at random up to
  * 50 ms * 2^tries (at most 2 s: "full jitter"), until the connection's
  * timeout from its first try; then it fails with -ETIMEDOUT.  A request
  * is never sent again after any other answer.
@@ -323,7 +327,8 @@ retryable(const struct s3_req *q)
 		return q->cerr != CURLE_WRITE_ERROR &&
 			q->cerr != CURLE_OUT_OF_MEMORY &&
 			q->cerr != CURLE_URL_MALFORMAT;
-	return q->status == 429 || q->status >= 500;
+	return q->status == 429 || q->status >= 500 ||
+		(q->status == 409 && (q->if_none_match || q->if_match));
 }
 
 static uint64_t
@@ -383,7 +388,7 @@ req_ended(struct s3 *s, struct s3_req *q, CURLcode res)
 		pthread_mutex_unlock(&s->mu);
 		return;
 	}
-	if (res != CURLE_OK || q->status >= 500 || q->status == 429)
+	if (res != CURLE_OK || retryable(q))
 		atomic_fetch_add(&s->failures, 1);
 	if (q->done)
 		q->done(q, q->done_arg);
@@ -557,6 +562,8 @@ s3_errno(const struct s3_req *q)
 		return -EACCES;
 	case 429:
 		return -ETIMEDOUT;
+	case 409:	/* a conditional write that never settled */
+		return q->if_none_match || q->if_match ? -ETIMEDOUT : -EINVAL;
 	default:
 		return q->status >= 500 ? -ETIMEDOUT : q->status >= 400 ?
 			-EINVAL : -EIO;
