@@ -59,7 +59,7 @@ reqs() {	# reqs MNT: "puts gets heads" so far
 	echo "$(figure "$1" remote_s3_requests_put) $(figure "$1" remote_s3_requests_get) $(figure "$1" remote_s3_requests_head)"
 }
 
-declare -a up obj_first obj_second local_read rc_up rc_up_t rc_read put_gib get_gib head_gib
+declare -a up obj_first obj_second local_read rc_up rc_up_t rc_read put_gib get_gib head_gib rhead_gib
 for r in $(seq "$REPS"); do
 	ns=n$r.$$
 	# objfs: upload
@@ -87,6 +87,7 @@ for r in $(seq "$REPS"); do
 	put_gib+=("$(python3 -c "print(f'{($p1 - $p0) / $SIZE:.0f}')")")
 	get_gib+=("$(python3 -c "print(f'{($k1 - $k0) / $SIZE:.0f}')")")
 	head_gib+=("$(python3 -c "print(f'{($h1 - $h0) / $SIZE:.0f}')")")
+	rhead_gib+=("$(python3 -c "print(f'{($j1 - $j0) / $SIZE:.0f}')")")
 	umount_wait "$W/m"
 	rm -rf "$W/e$r"
 	# a local objfs (no remote): a resident file read again
@@ -145,8 +146,8 @@ rec s3 second_read_mbs "$S" local_objfs "$L"
 	echo "| --- | --- | --- | --- |"
 	echo "| second read (the arena) | $S | $L | $(ratio "$S" "$L") |"
 	echo
-	echo "Requests per GiB (objfs): PUT $(m "${put_gib[@]}") in the upload; GET"
-	echo "$(m "${get_gib[@]}") and HEAD $(m "${head_gib[@]}") in the first read."
+	echo "Requests per GiB (objfs): PUT $(m "${put_gib[@]}") and HEAD $(m "${head_gib[@]}") in the"
+	echo "upload; GET $(m "${get_gib[@]}") and HEAD $(m "${rhead_gib[@]}") in the first read."
 	echo
 	echo "Each run: upload ${up[*]}; first ${obj_first[*]}; second"
 	echo "${obj_second[*]}; local ${local_read[*]}; rclone up ${rc_up[*]},"
