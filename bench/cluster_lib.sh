@@ -19,6 +19,7 @@ stop_all() {
 	for m in "${MOUNTS[@]}"; do mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }; done
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	bash "$top/tests/ceph/cluster.sh" stop "$C"
+	rm -rf "$C"	# the OSD's block file: as large as the data written
 	for a in "$W"/*/arena; do
 		a=$(head -n 1 "$a" 2>/dev/null) || continue
 		case $a in /dev/shm/objfs.*/arena) rm -rf "${a%/arena}" ;; esac
