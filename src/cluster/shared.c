@@ -356,10 +356,8 @@ tier_share_quiesce(struct objfs_tier *t)
 	size_t n = 0;
 	int rc;
 
-	if (t->watching) {
-		objfs_remote_unwatch(t->r, t->watch);
-		t->watching = 0;
-	}
+	/* The follower first: it makes the watch again when one is lost,
+	 * so the watch is this thread's only once the follower is gone. */
 	if (t->follow_started) {
 		pthread_mutex_lock(&t->lock);
 		t->follow_stop = 1;
@@ -368,6 +366,13 @@ tier_share_quiesce(struct objfs_tier *t)
 		pthread_join(t->follow_th, NULL);
 		t->follow_started = 0;
 	}
+	if (t->watching) {
+		objfs_remote_unwatch(t->r, t->watch);
+		t->watching = 0;
+	}
+	/* A collector's ask for pins that came while the follower stopped:
+	 * answered now, not left to its timeout. */
+	tier_share_answer_pins(t);
 	tier_compact_stop(t);
 	if (!t->attached || t->quiesced)
 		return;
