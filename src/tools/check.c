@@ -799,10 +799,12 @@ objfs_check_remote(const char *data_dir, FILE *out,
 		if (k.unread)
 			note(&c, "%" PRIu64 " chunk(s) are in the pool and were not "
 				"read: objfsctl check %s --remote rados:POOL[/NS] "
-				"reads and verifies them", k.unread, data_dir);
+				"(or s3://BUCKET[/PREFIX]) reads and verifies "
+				"them", k.unread, data_dir);
 		fprintf(out, "  %zu inodes, %zu names, %" PRIu64 " chunks (%"
-			PRIu64 " bytes) verified against the pool\n", c.ni,
-			c.npc, k.verified, k.bytes);
+			PRIu64 " bytes) verified against %s\n", c.ni,
+			c.npc, k.verified, k.bytes, pool && pool->name ?
+			pool->name : "the remote store's tree");
 	} else {
 		fprintf(out, "  %zu inodes, %zu names, %" PRIu64 " chunks (%"
 			PRIu64 " bytes) verified against their backing files, "

@@ -270,7 +270,7 @@ ok "... and mounts nothing" sh -c "! mountpoint -q '$MNT'"
 ok "check without --remote: the index and names are sound" grep -q "^0 problem(s)" "$T/check1.out"
 ok "... and it says the chunks are in the pool, unread" grep -q "are in the pool and were not read" "$T/check1.out"
 "$CTL" check "$T/dD" --remote "rados:objfs/$NS" --remote-conf "$CONF" >"$T/check2.out" 2>&1
-ok "check --remote: every chunk read from the pool and verified" sh -c "grep -q '^0 problem(s)' '$T/check2.out' && grep -Eq ' [1-9][0-9]* chunks \([0-9]+ bytes\) verified against the pool' '$T/check2.out'"
+ok "check --remote: every chunk read from the pool and verified" sh -c "grep -q '^0 problem(s)' '$T/check2.out' && grep -Eq ' [1-9][0-9]* chunks \([0-9]+ bytes\) verified against rados:' '$T/check2.out'"
 ok "... and the pool's head, snapshot and log checked" grep -q "the pool's tree: epoch" "$T/check2.out"
 # A chunk's object damaged in the pool (by hand: objfs never rewrites one).
 damage_one() {	# overwrite one whole chunk's object with other bytes
