@@ -172,6 +172,7 @@ main(int argc, char **argv)
 	char a[32];
 	int rc, status = 0;
 
+	objfs_log_crash_traces();
 	objfs_parse_args(&o, argc, argv);
 	if (o.debug)
 		objfs_log_max = OBJFS_LOG_DEBUG;

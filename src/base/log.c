@@ -9,10 +9,13 @@
 #include <config.h>
 
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -158,4 +161,74 @@ objfs_log(int level, const char *fmt, ...)
 		return;
 	}
 	fprintf(stderr, "objfs: %s: %s\n", names[level & 7], line);
+}
+
+/* ---- a fatal signal's trace ------------------------------------------- */
+
+/* A daemon that dies of a fault says where, in its log: the signal and
+ * the faulting thread's stack as return addresses (objfs(+0x1a4ab): `addr2line -e objfs
+ * 0x1a4ab` names the line on the same build).  Only async-signal-safe
+ * calls: write(2) and backtrace_symbols_fd (backtrace primed at install,
+ * so that its library is loaded then, not in the handler).  Then the
+ * default action, so the exit status and a core are what they were. */
+static char crash_stack[64 << 10];
+
+static void
+crash_put(int fd, const char *p)
+{
+	size_t n = strlen(p);
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void
+crash_handler(int sig)
+{
+	void *pcs[64];
+	char num[16];
+	int n = backtrace(pcs, 64), fd = file_fd >= 0 ? file_fd : 2, k = 0;
+	unsigned v = (unsigned)sig;
+
+	do
+		num[sizeof(num) - 2 - k++] = (char)('0' + v % 10);
+	while ((v /= 10) && k < 14);
+	num[sizeof(num) - 1] = 0;
+	crash_put(fd, "objfs: error: fatal signal ");
+	crash_put(fd, num + sizeof(num) - 1 - k);
+	crash_put(fd, sig == SIGSEGV ? " (SIGSEGV)" : sig == SIGBUS ?
+		" (SIGBUS)" : sig == SIGILL ? " (SIGILL)" : sig == SIGFPE ?
+		" (SIGFPE)" : sig == SIGABRT ? " (SIGABRT)" : "");
+	crash_put(fd, "; the stack, innermost first:\n");
+	backtrace_symbols_fd(pcs, n, fd);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void
+objfs_log_crash_traces(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* The sanitizer's own report is better; it keeps its handlers. */
+#else
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	struct sigaction sa;
+	stack_t st = { .ss_sp = crash_stack, .ss_size = sizeof(crash_stack) };
+	void *prime[2];
+
+	(void)backtrace(prime, 2);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = crash_handler;
+	sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaltstack(&st, NULL);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		(void)sigaction(sigs[i], &sa, NULL);
+#endif
 }

@@ -33,6 +33,10 @@ int objfs_log_use_file(const char *path, unsigned long max);
 /* Where messages go: "stderr", "syslog" or the file's path. */
 const char *objfs_log_where(void);
 
+/* On SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGABRT: the signal and the
+ * stack into the log (stderr or the file), then the default action. */
+void objfs_log_crash_traces(void);
+
 void objfs_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -166,6 +166,26 @@ ok "objfsctl umount of a killed daemon's mount fails ($rc)" test "$rc" = 1
 ok "... naming the mount it cannot reach" said "is $MNT an objfs mount?"
 fusermount3 -u "$MNT" 2>/dev/null
 
+# A daemon that dies of a fault says where, in its log (-o log=FILE):
+# the signal and the faulting thread's stack, then it dies of the signal
+# as it would have (exit status, core).  A sanitizer's build keeps the
+# sanitizer's own report.
+if ldd "$OBJFS_BIN" 2>/dev/null | grep -q 'lib[at]san'; then
+	skip "a daemon killed by SIGSEGV logs the stack" "a sanitizer's build"
+else
+	ok "mount, logging to a file" start_objfs "$MNT" "$DATA" "arena=64M,log=$T/fault.log"
+	kill -SEGV "$OBJFS_PID"
+	wait "$OBJFS_PID" 2>/dev/null
+	rc=$?
+	ok "a daemon killed by SIGSEGV dies of it ($rc)" test "$rc" = 139
+	ok "... its log says so, with the stack" bash -c "
+		grep -q 'error: fatal signal 11 (SIGSEGV); the stack, innermost first' '$T/fault.log' &&
+		grep -Eq 'objfs\(\+0x[0-9a-f]+\)' '$T/fault.log'"
+	fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
+	ok "the next mount of its data directory takes it over" start_objfs "$MNT" "$DATA" arena=64M
+	ok "unmount" stop_objfs
+fi
+
 # The systemd unit that make install puts in place: it verifies, and its
 # ExecStart and ExecStop, run as systemd would run them, mount and unmount.
 UNIT=$(dirname "$OBJFS_BIN")/objfs@.service
