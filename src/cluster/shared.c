@@ -370,13 +370,13 @@ tier_share_quiesce(struct objfs_tier *t)
 		objfs_remote_unwatch(t->r, t->watch);
 		t->watching = 0;
 	}
-	/* A collector's ask for pins that came while the follower stopped:
-	 * answered now, not left to its timeout. */
-	tier_share_answer_pins(t);
 	tier_compact_stop(t);
 	if (!t->attached || t->quiesced)
 		return;
 	t->quiesced = 1;
+	/* A collector's ask for pins that came while the follower stopped:
+	 * answered now (the inodes are still here), not left to time out. */
+	tier_share_answer_pins(t);
 	objfs_share_todo(t->s);		/* what failed before: once more */
 	rc = tier_deleg_release_all(t);
 	if (rc < 0)
