@@ -166,11 +166,15 @@ objfs_log(int level, const char *fmt, ...)
 /* ---- a fatal signal's trace ------------------------------------------- */
 
 /* A daemon that dies of a fault says where, in its log: the signal and
- * the faulting thread's stack as return addresses (objfs(+0x1a4ab): `addr2line -e objfs
- * 0x1a4ab` names the line on the same build).  Only async-signal-safe
+ * the faulting thread's stack as return addresses (objfs(+0x1a4ab):
+ * `addr2line -e objfs 0x1a4ab` names the line on the same build).  Only async-signal-safe
  * calls: write(2) and backtrace_symbols_fd (backtrace primed at install,
  * so that its library is loaded then, not in the handler).  Then the
  * default action, so the exit status and a core are what they were. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CRASH_TRACES	0	/* the sanitizer's own report is better */
+#else
+#define CRASH_TRACES	1
 static char crash_stack[64 << 10];
 
 static void
@@ -211,12 +215,12 @@ crash_handler(int sig)
 	raise(sig);
 }
 
+#endif
+
 void
 objfs_log_crash_traces(void)
 {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	/* The sanitizer's own report is better; it keeps its handlers. */
-#else
+#if CRASH_TRACES
 	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
 	struct sigaction sa;
 	stack_t st = { .ss_sp = crash_stack, .ss_size = sizeof(crash_stack) };
