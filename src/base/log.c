@@ -15,7 +15,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -167,9 +166,10 @@ objfs_log(int level, const char *fmt, ...)
 
 /* A daemon that dies of a fault says where, in its log: the signal and
  * the faulting thread's stack as return addresses (objfs(+0x1a4ab):
- * `addr2line -e objfs 0x1a4ab` names the line on the same build).  Only async-signal-safe
- * calls: write(2) and backtrace_symbols_fd (backtrace primed at install,
- * so that its library is loaded then, not in the handler).  Then the
+ * `addr2line -e objfs 0x1a4ab` names the line on the same build).
+ * Only async-signal-safe calls: write(2) and backtrace_symbols_fd
+ * (backtrace primed at install, so that its library is loaded then, not
+ * in the handler).  Then the
  * default action, so the exit status and a core are what they were. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define CRASH_TRACES	0	/* the sanitizer's own report is better */
