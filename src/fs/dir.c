@@ -71,9 +71,18 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 	int rc, full = 0;
 
 	/* Shared mode: a directory another node holds is recalled before
-	 * its first entries are read (what it made there is listed). */
-	if (off == 0 && (rc = objfs_share_dir_read(s, ino)) < 0)
-		return rc;
+	 * its first entries are read (what it made there is listed), also
+	 * where it took the directory in a record put before this listing
+	 * began and not yet applied here (the log is read up to its end
+	 * first, unless this node holds the directory). */
+	if (off == 0) {
+		rc = objfs_share_dir_read(s, ino);
+		if (rc == 0 && s->shared &&
+		    (rc = s->tier_ops->view(s->tier)) == 0)
+			rc = objfs_share_dir_read(s, ino);
+		if (rc < 0)
+			return rc;
+	}
 	rc = objfs_inode_get(s, ino, &dp);
 	if (rc < 0)
 		return rc;

@@ -146,11 +146,19 @@ objfs_store_lookup_by(struct objfs_store *s, uint64_t parent,
 	rc = lookup_once(s, parent, name, len, out);
 	/* Shared mode: a name another node made before this lookup began
 	 * is found (close-to-open: the path walk of an open), unless this
-	 * node holds the directory (then nobody else made one). */
+	 * node holds the directory (then nobody else made one).  What the
+	 * view applies may be another node's taking of the directory, put
+	 * before this lookup began, the name waiting in that node's outbox:
+	 * it is recalled, as before the first look. */
 	if (rc == -ENOENT && s->shared && !held) {
 		if (walking)
 			objfs_walk_unpin(s, tid);
 		if (s->tier_ops->view(s->tier) == 0) {
+			held = objfs_share_dir_read(s, parent);
+			if (held < 0) {
+				objfs_walk_lookup_end(s, tid, held);
+				return held;
+			}
 			walking = objfs_walk_lookup(s, tid);
 			rc = lookup_once(s, parent, name, len, out);
 		}

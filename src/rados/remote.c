@@ -96,9 +96,16 @@ objfs_rados_connect(const struct objfs_remote_config *cfg,
 	}
 	snprintf(t, sizeof(t), "%u", cfg->timeout_s ? cfg->timeout_s :
 			OBJFS_REMOTE_TIMEOUT);
+	/* The objecter pings a watch once a tick (objecter_tick_interval,
+	 * 5 s by default), and the OSD drops a watch it heard nothing of
+	 * for its timeout (5 s at least here: objfs_rados_watch): at the
+	 * default a shared mount lost its watch every few seconds, and
+	 * missed the notifies (recalls, appends) meanwhile.  A tick of one
+	 * second pings five times a timeout. */
 	if ((rc = rados_conf_set(r->cluster, "rados_osd_op_timeout", t)) < 0 ||
 	    (rc = rados_conf_set(r->cluster, "rados_mon_op_timeout", t)) < 0 ||
-	    (rc = rados_conf_set(r->cluster, "client_mount_timeout", t)) < 0) {
+	    (rc = rados_conf_set(r->cluster, "client_mount_timeout", t)) < 0 ||
+	    (rc = rados_conf_set(r->cluster, "objecter_tick_interval", "1")) < 0) {
 		snprintf(err, errsize, "remote: cannot set its timeout: %s",
 			strerror(-rc));
 		goto fail;

@@ -65,6 +65,38 @@ PY
 }
 ok "50 of 50 files A closed in a directory it holds open on B at once, with their bytes" close_open
 
+# A takes a directory and closes a file in it while B is stopped for a
+# moment; B's open (or listing), queued meanwhile, runs as B resumes,
+# before B's follower has applied A's taking (and before A ships what
+# waits, every 50 ms): the lookup or listing that reads the log, and
+# meets the taking there, recalls the directory first.
+take_unseen() {
+	local i bad=0 got want
+	mkdir "$B/dn" && for i in $(seq 0 19); do mkdir "$B/dn/r$i"; done &&
+		python3 -c "import os; fd = os.open('$B/dn', os.O_RDONLY); os.fsync(fd)" &&
+		ls "$A/dn/"r* >/dev/null || return 1
+	for i in $(seq 0 19); do
+		kill -STOP "$PB"
+		echo "closed on A $i" >"$A/dn/r$i/f"
+		if [ "$i" -lt 10 ]; then
+			want="closed on A $i"
+			cat "$B/dn/r$i/f" >"$T/unseen.$i" 2>&1 &
+		else
+			want=f
+			ls "$B/dn/r$i" >"$T/unseen.$i" 2>&1 &
+		fi
+		sleep 0.02
+		kill -CONT "$PB"
+		wait $!
+		got=$(cat "$T/unseen.$i")
+		[ "$got" = "$want" ] || { bad=$((bad + 1)); echo "r$i: $got"; }
+	done
+	echo "# $((20 - bad)) of 20 found on B"
+	[ "$bad" = 0 ]
+}
+ok "A closes a file in a directory it just took, B stopped: B's open (10) or listing (10) as it resumes recalls first and finds it" \
+	take_unseen
+
 excl_races() {
 	python3 - "$A" "$B" <<'PY'
 import os, sys, time
@@ -352,6 +384,7 @@ while True:
         os.close(fd)
 PY
 }
+ok "the OSD resumed, the pool takes a write again" pool_takes_writes 120
 ok "the OSD back, A's fsync of the directory goes through" fsync_again
 echo "# the unsure batch found in the log: $(figure "$A" remote_batches_unsure_landed) time(s)"
 ok "... nothing of A's waits" test "$(figure "$A" remote_deferred_waiting)" = 0
