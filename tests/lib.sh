@@ -70,6 +70,7 @@ t_init() {
 # would make the TAP driver count the same failure again as an ERROR.  A
 # script that dies before its plan still exits non-zero: that is an ERROR.
 t_done() {
+	echo "# took ${SECONDS}s"
 	echo "1..$T_NUM"
 	return 0
 }
@@ -93,6 +94,30 @@ skip() {	# skip DESCRIPTION REASON: a check that cannot run here, counted
 	echo "ok $T_NUM - $1 # SKIP $2"
 }
 
+# t_ceph_report: where a check failed, the cluster's state (each daemon
+# running, stopped or gone, its status, its logs' ends), so that a
+# failure of the cluster reads as one and not as objfs's
+t_ceph_report() {
+	[ "$T_FAILED" != 0 ] || return 0
+	echo "# ---- the cluster at the end ($C)"
+	bash "$CL" report "$C" 2>&1 | sed 's/^/# /'
+}
+
+# pool_takes_writes [SECONDS]: after t_ceph, the pool takes a write (a
+# probe object put and removed by the rados tool) within SECONDS
+# (default 120): a stopped or restarted OSD serving again, told apart
+# from objfs's own recovery
+pool_takes_writes() {
+	local end=$((SECONDS + ${1:-120}))
+	echo probe >"$T/pool-probe"
+	while ! timeout 10 rados -c "$CONF" -p objfs put pool-probe.$$ "$T/pool-probe" 2>"$T/pool-probe.err"; do
+		[ "$SECONDS" -lt "$end" ] || { cat "$T/pool-probe.err"; return 1; }
+		sleep 1
+	done
+	timeout 10 rados -c "$CONF" -p objfs rm pool-probe.$$ 2>/dev/null
+	return 0
+}
+
 # t_ceph WHAT [NEEDED-FILE]: a single-node Ceph cluster under $T/ceph for
 # the rest of the test (CL, C and CONF set; stopped by pid at exit), or,
 # where objfs was built without librados (or NEEDED-FILE is missing) or
@@ -110,7 +135,7 @@ t_ceph() {
 		t_done
 		exit 0
 	fi
-	trap 'bash "$CL" stop "$C"; t_cleanup' EXIT
+	trap 't_ceph_report; bash "$CL" stop "$C"; t_cleanup' EXIT
 	ok "a single-node cluster" bash "$CL" start "$C" objfs
 }
 

@@ -17,6 +17,10 @@
 #                                 AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID and
 #                                 AWS_SECRET_ACCESS_KEY (sh syntax)
 #   cluster.sh rgw-stop DIR       stop the gateway alone (an outage)
+#   cluster.sh report DIR         what a failed test needs to know of the
+#                                 cluster: each daemon running, stopped
+#                                 (SIGSTOP) or gone, the cluster's status,
+#                                 and the end of each daemon's log
 #
 # DIR/ceph.conf is the client's configuration (rados -c, -o remote_conf=).
 # CLUSTER_OSD_GIB sets the OSD's sparse block file (default 10 GiB).
@@ -135,7 +139,30 @@ EOE
 	return 0
 }
 
+report() {	# the cluster's state, for a test that failed
+	local n p st
+	for n in mon.a osd.0 client.rgw.a; do
+		p=$(pid_of "$n") || { [ "$n" = client.rgw.a ] || echo "$n: no pid file"; continue; }
+		if [ -r "/proc/$p/stat" ]; then
+			st=$(sed 's/^.*) \(.\).*/\1/' "/proc/$p/stat")
+			echo "$n: pid $p, state $st$([ "$st" = T ] && echo ' (stopped)')"
+		else
+			echo "$n: pid $p is gone"
+		fi
+	done
+	timeout 15 ceph -c "$conf" --connect-timeout 5 -s 2>&1 | head -n 30
+	for l in "$D"/log/*.log "$D"/log/*.out; do
+		[ -s "$l" ] || continue
+		echo "---- $l (last 25 lines)"
+		tail -n 25 "$l"
+	done
+}
+
 case $cmd in
+report)
+	report
+	exit 0
+	;;
 stop)
 	stop_one client.rgw.a
 	stop_one osd.0
