@@ -26,6 +26,7 @@
 #include "src/base/clock.h"
 #include "src/base/csum.h"
 #include "src/base/log.h"
+#include "src/base/rand.h"
 #include "meta/meta_keys.h"
 #include "src/store_int.h"
 #include "src/cluster/tier_int.h"
@@ -33,16 +34,7 @@
 uint64_t
 tier_random64(void)
 {
-	uint64_t v = 0;
-	FILE *f = fopen("/dev/urandom", "re");
-
-	if (f) {
-		if (fread(&v, sizeof(v), 1, f) != 1)
-			v = 0;
-		fclose(f);
-	}
-	v ^= objfs_mono_ns() ^ (uint64_t)getpid() << 40;
-	return v ? v : 1;
+	return objfs_random64();
 }
 
 /* ---- the head ------------------------------------------------------------ */

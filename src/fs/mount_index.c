@@ -20,6 +20,7 @@
 
 #include "src/base/csum.h"
 #include "src/base/log.h"
+#include "src/base/rand.h"
 #include "src/fs/mount_int.h"
 #include "meta/meta_keys.h"
 
@@ -27,19 +28,7 @@
 static uint64_t
 new_dir_id(void)
 {
-	uint64_t id = 0;
-	int64_t sec;
-	uint32_t nsec;
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		if (read(fd, &id, sizeof(id)) != sizeof(id))
-			id = 0;
-		close(fd);
-	}
-	objfs_time_now(&sec, &nsec);
-	id ^= (uint64_t)sec * 1000000007u ^ nsec ^ (uint64_t)getpid() << 32;
-	return id ? id : 1;
+	return objfs_random64();
 }
 
 static int
