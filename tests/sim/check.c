@@ -654,6 +654,33 @@ rec_text(const struct rec *r, char *buf, size_t size)
 			r->k[i]);
 }
 
+static void
+val_text(const struct rec *r, char *buf, size_t size)
+{
+	if (r->db == OBJFS_MDB_INODE && r->vlen >= OBJFS_ATTR_RECORD) {
+		struct objfs_attr a;
+
+		memcpy(&a, r->v, OBJFS_ATTR_RECORD);
+		snprintf(buf, size, "mode %o nlink %u size %" PRIu64 " nrec %"
+			PRIu64 " mtime %" PRId64 ".%09u ctime %" PRId64 ".%09u",
+			a.mode, a.nlink, a.size, a.nrec, a.mtime_sec,
+			a.mtime_nsec, a.ctime_sec, a.ctime_nsec);
+		return;
+	}
+	if (r->db == OBJFS_MDB_DIRENT && r->vlen >= 16) {
+		snprintf(buf, size, "inode %" PRIu64 " cookie %" PRIu64,
+			*(const uint64_t *)(const void *)r->v,
+			*(const uint64_t *)(const void *)(r->v + 8));
+		return;
+	}
+	if (r->db == OBJFS_MDB_SUPER && r->vlen >= 8) {
+		snprintf(buf, size, "%" PRIu64, *(const uint64_t *)(const void *)
+			r->v);
+		return;
+	}
+	snprintf(buf, size, "%zu bytes", r->vlen);
+}
+
 /* Index @m against the checker's tree: 0 alike, else what differs. */
 static int
 compare(struct checker *c, struct objfs_meta *m, char *why, size_t size)
@@ -678,8 +705,13 @@ compare(struct checker *c, struct objfs_meta *m, char *why, size_t size)
 
 		if (k == 0 && (a.r[i].vlen != b.r[j].vlen ||
 		    memcmp(a.r[i].v, b.r[j].v, a.r[i].vlen))) {
+			char x[160] = "", y[160] = "";
+
 			rec_text(&a.r[i], t, sizeof(t));
-			snprintf(why, size, "record %s differs", t);
+			val_text(&a.r[i], x, sizeof(x));
+			val_text(&b.r[j], y, sizeof(y));
+			snprintf(why, size, "record %s differs: the node's %s, "
+				"the tree's %s", t, x, y);
 			rc = 1;
 			break;
 		}
@@ -826,7 +858,7 @@ static uint64_t
 fresh_value(struct world *w, struct objfs_store *s, int p)
 {
 	char path[SIM_PATH_LEN], *save = NULL, *part;
-	uint64_t ino = 1, v = V_CORRUPT;
+	uint64_t ino = 1, v = V_UNREADABLE;
 	struct objfs_attr a = { 0 };
 	enum objfs_cache cache;
 	unsigned char *buf;
@@ -859,6 +891,7 @@ fresh_value(struct world *w, struct objfs_store *s, int p)
 	}
 	if (rc == 0) {
 		(void)objfs_store_release(s, ino, O_RDONLY, 0);
+		v = V_CORRUPT;
 		if (got == 0) {
 			v = V_EMPTY;
 		} else {

@@ -175,6 +175,8 @@ vtext(uint64_t v, char *buf, size_t size)
 		return "bytes no write wrote";
 	case V_ANY:
 		return "a rename's";
+	case V_UNREADABLE:
+		return "bytes that cannot be read (EIO)";
 	default:
 		snprintf(buf, size, "content %" PRIu64, v - 16);
 		return buf;

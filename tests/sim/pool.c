@@ -181,6 +181,12 @@ struct sim_pool {
 };
 
 static const struct objfs_remote_ops sim_ops;
+FILE *simpool_trace;
+static const char *const opnames[] = { "?", "put", "create", "get", "stat",
+	"remove", "lock", "unlock", "lockers", "break", "list", "agever",
+	"remove_at", "omap_set", "omap_del_if", "omap_list", "chunk_create",
+	"chunk_same", "chunk_touch", "chunk_get", "head_put", "head_get",
+	"notify", "ack", "df", "watch" };
 
 static uint64_t
 prand(struct sim_pool *p)
@@ -734,6 +740,10 @@ osd_main(void *arg)
 		sim_atomic_begin();
 		exec(p, r);
 		sim_atomic_end();
+		if (simpool_trace && r->op != R_NOTIFY)
+			fprintf(simpool_trace, "%.6f   osd: node%d %s %s -> %d "
+				"(late)\n", (double)sim_now() / 1e9, r->node,
+				opnames[r->op], r->name, r->rc);
 		req_free(r);
 	}
 	return NULL;
@@ -807,6 +817,15 @@ rpc(struct sconn *c, struct req *r, int *kept)
 		sim_atomic_begin();
 		exec(p, r);
 		sim_atomic_end();
+		if (simpool_trace)
+			fprintf(simpool_trace, "%.6f   osd: node%d %s %s%s%s "
+				"-> %d%s\n", (double)sim_now() / 1e9, c->node,
+				opnames[r->op], r->name, r->key[0] ? " " : "",
+				r->key, r->rc, answered ? "" : " (answer lost)");
+	} else if (simpool_trace) {
+		fprintf(simpool_trace, "%.6f   osd: node%d %s %s: lost\n",
+			(double)sim_now() / 1e9, c->node, opnames[r->op],
+			r->name);
 	}
 	if (!answered) {
 		sim_sleep_until(deadline);

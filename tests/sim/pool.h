@@ -74,6 +74,9 @@ uint64_t simpool_clock(struct sim_pool *p);
 void simpool_on_change(struct sim_pool *p,
 		void (*fn)(void *arg, const char *name, int removed), void *arg);
 
+/* Every request the OSD applies, when set (--trace). */
+extern FILE *simpool_trace;
+
 /* Connection @r's client name (client.N), node. */
 const char *simpool_client(struct objfs_remote *r);
 

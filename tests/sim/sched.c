@@ -976,6 +976,19 @@ __wrap_clock_gettime(clockid_t clk, struct timespec *ts)
 	return 0;
 }
 
+time_t
+__wrap_time(time_t *t)
+{
+	time_t v;
+
+	if (!on || !self)
+		return __real_time(t);
+	v = (time_t)(clock_of(self->node, CLOCK_REALTIME) / SIM_NS);
+	if (t)
+		*t = v;
+	return v;
+}
+
 int
 __wrap_nanosleep(const struct timespec *req, struct timespec *rem)
 {

@@ -187,6 +187,8 @@ plan_from_seed(struct world *w, int nops)
 				a.dur = pick(&s, 3 * SIM_NS);
 			} else if (r < 118) {
 				a.kind = A_GC;
+			} else if (r < 124) {
+				a.kind = A_SYNC;
 			} else {
 				a.kind = A_CATCHUP;
 			}
@@ -344,6 +346,7 @@ report_counts(struct world *w)
 		" losses=%" PRIu64 " osd_pauses=%" PRIu64 " clock_jumps=%"
 		PRIu64 " skews=%" PRIu64 " fault_windows=%" PRIu64
 		" exclusive=%" PRIu64 " gc=%" PRIu64 " catchup=%" PRIu64
+		" syncs=%" PRIu64
 		" requests=%" PRIu64 " land_timeout=%" PRIu64 " lost=%" PRIu64
 		" late=%" PRIu64 " slow=%" PRIu64 " partitioned=%" PRIu64
 		" osd_held=%" PRIu64 " notifies=%" PRIu64 " notify_lost=%"
@@ -355,7 +358,7 @@ report_counts(struct world *w)
 		w->counts[A_PARTITION], w->counts[A_KILL], w->counts[A_LOSE],
 		w->counts[A_OSD_PAUSE], w->counts[A_CLOCK], w->counts[A_SKEW],
 		w->counts[A_FAULTS], w->counts[A_EXCL], w->counts[A_GC],
-		w->counts[A_CATCHUP], pc.requests, pc.land_timeout, pc.lost,
+		w->counts[A_CATCHUP], w->counts[A_SYNC], pc.requests, pc.land_timeout, pc.lost,
 		pc.late, pc.slow, pc.partitioned, pc.osd_paused, pc.notifies,
 		pc.notify_lost, pc.notify_dup, pc.notify_late,
 		pc.watches_dropped, sim_steps(), sim_switches(),
@@ -392,6 +395,8 @@ child(struct world *w, const char *tmp, const char *trace)
 		w->trace = fopen(trace, "w");
 		if (w->trace)
 			setvbuf(w->trace, NULL, _IOLBF, 0);
+		if (getenv("OBJFS_SIM_REQUESTS"))
+			simpool_trace = w->trace;
 	}
 	W = w;
 	objfs_log_max = getenv("OBJFS_SIM_LOG") ? OBJFS_LOG_DEBUG :

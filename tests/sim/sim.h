@@ -36,6 +36,7 @@ enum {
 	A_EXCL,		/* an exclusive mount tries to take the namespace */
 	A_GC,		/* node collects the pool's garbage */
 	A_CATCHUP,	/* node: objfsctl catch-up */
+	A_SYNC,		/* node: objfsctl sync */
 	A_NKINDS
 };
 
@@ -94,7 +95,9 @@ struct op_result {
 #define V_DIR		2ull
 #define V_CORRUPT	3ull
 #define V_ANY		4ull	/* a rename's target: whatever it was */
+#define V_UNREADABLE	5ull	/* its read failed (EIO) */
 #define V_ID(id)	((id) + 16)
+
 
 struct client {
 	struct node *n;

@@ -134,7 +134,7 @@ action_text(const struct action *a, char *buf, size_t size)
 {
 	static const char *const kinds[A_NKINDS] = { "?", "op", "pause",
 		"partition", "kill", "lose", "osd-pause", "osd-clock",
-		"skew", "faults", "exclusive", "gc", "catch-up" };
+		"skew", "faults", "exclusive", "gc", "catch-up", "sync" };
 	static const char *const ops[OP_NKINDS] = { "?", "mkdir", "rmdir",
 		"create", "write", "unlink", "rename", "chmod", "read",
 		"list", "hopen", "hwrite", "hfsync", "hclose" };
@@ -258,7 +258,7 @@ read_value(struct objfs_store *s, uint64_t ino, int *rcp)
 		(void)r2;
 	}
 	*rcp = rc;
-	n = rc == 0 ? content_value(buf, got) : V_CORRUPT;
+	n = rc == 0 ? content_value(buf, got) : V_UNREADABLE;
 	free(buf);
 	return n;
 }
@@ -340,6 +340,23 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 
 	memset(res, 0, sizeof(*res));
 	res->t0 = t0;
+	/* One writer of a file per node at a time: two writers of one
+	 * file on one node mix their bytes, as on any file system, and
+	 * what each publishes is then no one's content (the model could
+	 * not say what the file holds).  Writers on different nodes are
+	 * what the leases are for: those are tried. */
+	if ((a->op == OP_CREATE || a->op == OP_WRITE || a->op == OP_HOPEN) &&
+	    p >= 0 && local_writers[n->inc + 1][p] > 0) {
+		res->rc = -EALREADY;
+		res->t1 = sim_now();
+		return;
+	}
+	if (a->op == OP_HWRITE && c->h_open &&
+	    local_writers[n->inc + 1][c->h_path] > 1) {
+		res->rc = -EALREADY;
+		res->t1 = sim_now();
+		return;
+	}
 	switch (a->op) {
 	case OP_MKDIR:
 		rc = parent_of(w, s, p, &wk, &pino);
@@ -608,6 +625,11 @@ run_action(struct client *c, const struct action *a, struct op_result *res)
 	case A_CATCHUP:
 		res->rc = objfs_store_setxattr(s, OBJFS_STATUS_INO,
 				OBJFS_XATTR_CATCH_UP, "1", 1, 0);
+		break;
+	case A_SYNC:
+		res->rc = objfs_store_fsync(s, OBJFS_STATUS_INO, 0);
+		if (res->rc == 0)
+			model_synced(W, c->n->inc, res->t0);
 		break;
 	case A_GC:
 		snprintf(num, sizeof(num), "0");
@@ -1061,6 +1083,7 @@ act(struct world *w, const struct action *a)
 		break;
 	case A_GC:
 	case A_CATCHUP:
+	case A_SYNC:
 		if (post(w, n, a->client, a) < 0)
 			w->skipped++;
 		break;
@@ -1124,11 +1147,12 @@ quiesce(struct world *w)
 	for (int pass = 0; pass < 3; pass++) {
 		int again = 0;
 
-		for (int round = 0; round < 2; round++) {
+		for (int round = 0; round < 3; round++) {
 			for (int i = 0; i < w->cfg.nodes; i++) {
 				struct node *n = &w->nodes[i];
-				struct action a = { .kind = A_CATCHUP,
-					.node = i, .path = -1, .path2 = -1 };
+				struct action a = { .kind = round ? A_CATCHUP :
+					A_SYNC, .node = i, .path = -1,
+					.path2 = -1 };
 				struct op_result res;
 
 				if (n->up)

@@ -40,6 +40,7 @@ SIM_WRAP(int, pthread_create, (pthread_t *pt, const pthread_attr_t *a,
 		void *(*fn)(void *), void *arg))
 SIM_WRAP(int, pthread_join, (pthread_t pt, void **ret))
 SIM_WRAP(int, clock_gettime, (clockid_t clk, struct timespec *ts))
+SIM_WRAP(time_t, time, (time_t *t))
 SIM_WRAP(int, nanosleep, (const struct timespec *req, struct timespec *rem))
 SIM_WRAP(int, sched_yield, (void))
 SIM_WRAP(int, flock, (int fd, int op))
