@@ -550,6 +550,11 @@ int objfs_inode_get_dir(struct objfs_store *s, uint64_t parent,
  * the counters after a change that hands out numbers below @next_ino
  * (0: none) and cookies below @next_ck, in @t. */
 int objfs_ids_room(struct objfs_store *s, unsigned nino, unsigned nck);
+/* A record of the pool's log applied in @t: numbers of this node's range
+ * it names are used (a change of this node's that timed out and landed):
+ * the next ones move past them. */
+int objfs_ids_seen(struct objfs_store *s, struct objfs_meta_txn *t,
+		const void *p, size_t n);
 int objfs_ids_put(struct objfs_store *s, struct objfs_meta_txn *t,
 		uint64_t next_ino, uint64_t next_ck);
 /* Shared mode (0 otherwise): a namespace change in @dir is about to be

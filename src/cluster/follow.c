@@ -32,13 +32,24 @@
 #include "src/cluster/tier_int.h"
 
 /* The log record this thread's commit applies (0: none): the hook puts
-   it in the log no more (lease.c). */
+   it in the log no more (lease.c); whether it is this node's own, found
+   in the log after its put was in doubt, and how many waiting commits it
+   carried. */
 static _Thread_local uint64_t tl_applying;
+static _Thread_local int tl_own;
+static _Thread_local size_t tl_own_count;
 
 uint64_t
 tier_applying(void)
 {
 	return tl_applying;
+}
+
+int
+tier_applying_own(size_t *count)
+{
+	*count = tl_own ? tl_own_count : 0;
+	return tl_own;
 }
 
 /* ---- following the log ------------------------------------------------ */
@@ -56,54 +67,36 @@ tier_index_pos(struct objfs_tier *t, uint64_t *pos)
 	return rc;
 }
 
-/* A commit of this data directory's own count of shipments: its hook
- * (lease.c, unsure_settle) finds whether this node's unsure record is in
- * the log, and if so takes its commits out of the outbox. */
-static int
-settle(struct objfs_tier *t)
-{
-	struct objfs_meta_txn *tx;
-	uint64_t n = 0;
-	int rc;
-
-	objfs_share_begin(t->s);
-	rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
-	if (rc == 0) {
-		(void)objfs_meta_super_get(tx, OBJFS_SUPER_SHIPPED, &n);
-		rc = objfs_commit_or_abort(tx, objfs_meta_super_put(tx,
-				OBJFS_SUPER_SHIPPED, n + 1), NULL);
-	}
-	objfs_share_end(t->s);
-	return rc;
-}
+struct applying {
+	struct objfs_tier *t;
+	int own;		/* this node's record, in doubt until now */
+	size_t obn, count;	/* ... the waiting commits it carried */
+};
 
 static int
 apply_commit(void *arg, uint64_t seq, const void *pl, size_t n)
 {
-	struct objfs_tier *t = arg;
-	int rc, own;
+	struct applying *ap = arg;
+	struct objfs_tier *t = ap->t;
+	int rc;
 
-	/* This node's own record of waiting commits, whose put did not
-	 * answer: they are in this index already; settled, not applied. */
-	pthread_mutex_lock(&t->lock);
-	own = t->unsure_pos == seq;
-	pthread_mutex_unlock(&t->lock);
-	if (own) {
-		uint64_t at = 0;
-
-		(void)settle(t);
-		rc = tier_index_pos(t, &at);
-		if (rc < 0)
-			return rc;
-		if (at >= seq) {
-			atomic_store(&t->pos, seq);
-			return 0;
-		}
-		/* Not this node's after all (settle found it so): applied. */
+	if (ap->own) {
+		/* This node's own: the waiting commits it carried are in
+		 * this index already (the hook takes them out of the
+		 * outbox); the rest, rolled back here when its put did not
+		 * answer, is applied now. */
+		if (ap->obn > n)
+			return -EPROTO;
+		pl = (const unsigned char *)pl + ap->obn;
+		n -= ap->obn;
 	}
 	tl_applying = seq;
+	tl_own = ap->own;
+	tl_own_count = ap->count;
 	rc = objfs_store_apply_remote(t->s, pl, n);
 	tl_applying = 0;
+	tl_own = 0;
+	tl_own_count = 0;
 	if (rc == -EALREADY) {
 		/* This node's own, committed here while this waited for the
 		 * apply lock (the hook found the index past it). */
@@ -159,6 +152,7 @@ catch_up(struct objfs_tier *t, uint64_t since, uint64_t *applied)
 	}
 	for (;;) {
 		uint64_t pos, last;
+		struct applying ap;
 		void *big = NULL;
 		unsigned char *p = buf;
 		size_t len = 0;
@@ -176,7 +170,9 @@ catch_up(struct objfs_tier *t, uint64_t since, uint64_t *applied)
 			p = big;
 		}
 		if (rc == -ENOENT) {
-			/* The end: every record put before @start is applied. */
+			/* The end: every record put before @start is applied,
+			 * and this node's own up to here are settled. */
+			tier_doubt_forget(t, pos);
 			atomic_store(&t->view_ns, start);
 			rc = 0;
 			break;
@@ -193,7 +189,13 @@ catch_up(struct objfs_tier *t, uint64_t since, uint64_t *applied)
 			rc = -ESTALE;
 			break;
 		}
-		rc = tier_log_walk(p, len, pos + 1, &last, apply_commit, t);
+		ap.t = t;
+		ap.obn = ap.count = 0;
+		ap.own = tier_doubt_settle(t, pos + 1, p, len, &ap.obn,
+				&ap.count);
+		rc = tier_log_walk(p, len, pos + 1, &last, apply_commit, &ap);
+		if (rc == 0)
+			tier_doubt_forget(t, last);
 		free(big);
 		if (rc == -EPROTO)
 			objfs_log(OBJFS_LOG_ERR, "remote: %s: log record %" PRIu64

@@ -489,6 +489,8 @@ lease_entry(int db, const unsigned char *k, size_t klen, int *grant)
 struct lease_moves {
 	struct objfs_tier *t;
 	int own;		/* this node's commit, appended */
+	int late;		/* ... found in the log by the follower, its
+				 * put in doubt (tier_doubt_settle) */
 };
 
 /*
@@ -523,6 +525,11 @@ lease_moved(void *arg, int op, int db, const unsigned char *k, size_t klen,
 			held_fence(t, e);
 	} else if (op == OBJFS_JOURNAL_PUT && grant) {
 		(void)held_put(t, ino, val);
+		/* Granted by a commit whose caller got an error (an open
+		 * that timed out): no writer here needs it; given back
+		 * once the follower gets to it, unless one opened since. */
+		if (lm->late)
+			objfs_share_defer(t->s, ino, 0);
 	} else if (op != OBJFS_JOURNAL_PUT && !grant && e && !e->fenced) {
 		held_del(t, ino);
 	}
@@ -530,40 +537,136 @@ lease_moved(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	return 0;
 }
 
+/* ---- records in doubt ------------------------------------------------- */
+
 /*
- * A record of this node's that carried waiting commits, whose put did not
- * answer (t->unsure_pos): is it in the log?  1 yes (then what waited is
- * shipped: the caller takes it out of the outbox), 0 no (it waits still),
- * or -errno.
+ * A record this node put whose outcome it does not know: the put did not
+ * answer (it may have landed, now or later), or it landed and the local
+ * commit that follows failed.  Either way the local commit was rolled
+ * back, and the record, if it is in the log, is this node's: what it
+ * consumed here (inode numbers and cookies, a lease or a directory it
+ * granted, the waiting commits it carried) must be taken from it when
+ * the follower finds it, never assumed undone.  A record can only be at
+ * its own position: once the log holds another there, it never will be.
+ * So every record is noted here before its put (t->doubt, under t->lock)
+ * and forgotten when the log's record at its position is settled
+ * (tier_doubt_settle), or when its put was refused outright.
  */
+#define DOUBT_MAX	256
+
 static int
-unsure_settle(struct objfs_tier *t)
+doubt_add(struct objfs_tier *t, uint64_t pos, const unsigned char *rec,
+		size_t len, size_t obn, size_t count)
 {
-	uint64_t pos;
-	unsigned char *rec;
-	size_t len;
-	int rc;
+	struct tier_doubt *d;
+	int rc = 0;
 
 	pthread_mutex_lock(&t->lock);
-	pos = t->unsure_pos;
-	rec = t->unsure_rec;
-	len = t->unsure_len;
-	pthread_mutex_unlock(&t->lock);
-	if (!pos)
-		return 0;
-	rc = same_record(t, pos, rec, len);
-	if (rc == -ENOENT)
-		rc = 0;
-	if (rc == 1)
-		atomic_fetch_add(&t->dl_unsure_landed, 1);
-	if (rc >= 0) {
-		pthread_mutex_lock(&t->lock);
-		free(t->unsure_rec);
-		t->unsure_rec = NULL;
-		t->unsure_pos = 0;
-		pthread_mutex_unlock(&t->lock);
+	if (t->ndoubt == DOUBT_MAX) {
+		rc = -EAGAIN;
+	} else if (!(d = calloc(1, sizeof(*d))) || !(d->rec = malloc(len))) {
+		free(d);
+		rc = -ENOMEM;
+	} else {
+		memcpy(d->rec, rec, len);
+		d->pos = pos;
+		d->len = len;
+		d->obn = obn;
+		d->count = count;
+		d->next = t->doubt;
+		t->doubt = d;
+		t->ndoubt++;
 	}
+	pthread_mutex_unlock(&t->lock);
 	return rc;
+}
+
+/* The put of @rec at @pos was refused: it is not in the log, and never
+ * will be. */
+static void
+doubt_drop(struct objfs_tier *t, uint64_t pos, const unsigned char *rec,
+		size_t len)
+{
+	pthread_mutex_lock(&t->lock);
+	for (struct tier_doubt **pp = &t->doubt; *pp; pp = &(*pp)->next) {
+		struct tier_doubt *d = *pp;
+
+		if (d->pos == pos && d->len == len && !memcmp(d->rec, rec, len)) {
+			*pp = d->next;
+			free(d->rec);
+			free(d);
+			t->ndoubt--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+int
+tier_doubt_settle(struct objfs_tier *t, uint64_t pos, const void *rec,
+		size_t len, size_t *obn, size_t *count)
+{
+	int own = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct tier_doubt *d = t->doubt; d && !own; d = d->next) {
+		if (d->pos == pos && d->len == len && !memcmp(d->rec, rec,
+				len)) {
+			own = 1;
+			*obn = d->obn;
+			*count = d->count;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return own;
+}
+
+void
+tier_doubt_forget(struct objfs_tier *t, uint64_t upto)
+{
+	pthread_mutex_lock(&t->lock);
+	for (struct tier_doubt **pp = &t->doubt; *pp;) {
+		struct tier_doubt *d = *pp;
+
+		if (d->pos > upto) {
+			pp = &d->next;
+			continue;
+		}
+		*pp = d->next;
+		free(d->rec);
+		free(d);
+		t->ndoubt--;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Does a record in doubt carry waiting commits?  Then nothing more waits
+ * until it is settled: the next commit carries them (again), and only
+ * one of the two can be in the log. */
+static int
+doubt_carrying(struct objfs_tier *t)
+{
+	int carrying = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct tier_doubt *d = t->doubt; d; d = d->next)
+		if (d->count)
+			carrying = 1;
+	pthread_mutex_unlock(&t->lock);
+	return carrying;
+}
+
+void
+tier_doubt_free(struct objfs_tier *t)
+{
+	while (t->doubt) {
+		struct tier_doubt *d = t->doubt;
+
+		t->doubt = d->next;
+		free(d->rec);
+		free(d);
+	}
+	t->ndoubt = 0;
 }
 
 int
@@ -572,12 +675,12 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 {
 	struct objfs_tier *t = arg;
 	struct filt f = { 0 };
-	struct lease_moves lm = { t, 0 };
+	struct lease_moves lm = { t, 0, 0 };
 	unsigned char *rec, *all = NULL;
 	void *ob = NULL;
 	uint64_t cur = 0, t0;
 	size_t len, obn = 0, count = 0, alln;
-	int rc, defer = 0, settled = 0;
+	int rc, defer = 0;
 
 	f.t = t;
 	f.tx = tx;
@@ -600,8 +703,20 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		rc = objfs_meta_super_get(tx, OBJFS_SUPER_REMOTE_POS, &cur);
 		if (rc == 0 && cur >= tier_applying())
 			return -EALREADY;
-		/* Another node's record (or this node's, found in the log
-		 * by the follower): a lease it breaks is lost here. */
+		/* Another node's record: a lease it breaks is lost here.
+		 * Or this node's own, in doubt until the follower found it
+		 * (tier_applying_own): what it granted is this node's, and
+		 * the waiting commits it carried are shipped (in this index
+		 * already, they leave the outbox). */
+		lm.own = lm.late = tier_applying_own(&count);
+		if (lm.own && count) {
+			rc = objfs_meta_hook_take(tx, &ob, &obn, &count);
+			free(ob);
+			if (rc < 0)
+				return rc;
+			tier_deleg_shipped(t, count);
+			atomic_fetch_add(&t->dl_unsure_landed, 1);
+		}
 		(void)objfs_meta_payload_walk(pl, n, lease_moved, &lm);
 		*pos = tier_applying();
 		return 0;
@@ -626,13 +741,10 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	 * journal's buffer it points into. */
 	if (rc == 0 && f.len)
 		rc = tier_deleg_classify(t, f.p, f.len, &defer);
-	if (defer) {
-		/* Nothing is kept while a record of kept commits may or may
-		 * not be in the log: this commit settles it first. */
-		pthread_mutex_lock(&t->lock);
-		defer = !t->unsure_pos;
-		pthread_mutex_unlock(&t->lock);
-	}
+	/* Nothing is kept while a record of kept commits may or may not be
+	 * in the log: this commit carries them again (doubt_carrying). */
+	if (defer && doubt_carrying(t))
+		defer = 0;
 	if (rc == 0 && defer) {
 		/* Of directories this node holds and inodes only it knows:
 		 * kept, shipped with the next record this node puts. */
@@ -652,13 +764,6 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		rc = objfs_meta_super_get(tx, OBJFS_SUPER_REMOTE_POS, &cur);
 	if (rc == -ENOENT)
 		rc = -EIO;
-	/* A record of waiting commits whose put did not answer: if it is
-	 * in the log, they are shipped, and this commit comes after it. */
-	if (rc == 0 && (rc = unsure_settle(t)) == 1) {
-		settled = 1;
-		cur++;
-		rc = 0;
-	}
 	/* What waits goes first, in this commit's record: a commit that
 	 * has a record to put, a shipping, a settling.  A commit with
 	 * nothing for the log (a file's chunks written out here while
@@ -668,34 +773,20 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	 * again (close() answered ERESTART to 8 processes of 8 making
 	 * files in held directories while another node gave its own
 	 * back). */
-	if (rc == 0 && ((atomic_load(&t->dl_waiting) && f.len) || settled ||
+	if (rc == 0 && ((atomic_load(&t->dl_waiting) && f.len) ||
 	    tier_deleg_flushing()))
 		rc = objfs_meta_hook_take(tx, &ob, &obn, &count);
-	if (rc == 0 && count && !settled && tier_deleg_lost_any(t))
+	if (rc == 0 && count && tier_deleg_lost_any(t))
 		rc = -EIO;	/* refused whole: deleg.c said so (diverge) */
 	if (rc < 0) {
 		free(f.p);
 		free(ob);
 		return rc;	/* refused */
 	}
-	if (settled) {
-		/* The unsure record's commits are in the log: dropped from
-		 * the outbox; what came after them goes in a record of its
-		 * own. */
-		free(ob);
-		ob = NULL;
-		obn = 0;
-		tier_deleg_shipped(t, count);
-		count = 0;
-	}
 	alln = obn + f.len;
 	if (alln == 0) {
 		free(f.p);
 		free(ob);
-		if (settled) {
-			atomic_store(&t->pos, cur);
-			*pos = cur;
-		}
 		return 0;	/* this mount's alone */
 	}
 	all = ob;
@@ -716,6 +807,8 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	}
 	t0 = objfs_mono_ns();
 	rc = tier_past_deadline(t);
+	if (rc == 0)
+		rc = doubt_add(t, cur + 1, rec, len, obn, count);
 	if (rc < 0) {
 		free(rec);
 		free(f.p);
@@ -732,18 +825,13 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 			rc = 0;
 		}
 	}
-	if (rc < 0 && rc != -ERESTART && count) {
-		/* It may have landed: the next commit, or the follower
-		 * finding it, settles it (unsure_settle). */
-		pthread_mutex_lock(&t->lock);
-		free(t->unsure_rec);
-		t->unsure_rec = rec;
-		t->unsure_len = len;
-		t->unsure_pos = cur + 1;
-		pthread_mutex_unlock(&t->lock);
+	/* Refused outright (another's record there, a full pool): not in
+	 * the log, ever.  Anything else may have landed: it stays in doubt
+	 * until the follower finds what the log holds there. */
+	if (rc == -ERESTART || rc == -ENOSPC || rc == -EDQUOT)
+		doubt_drop(t, cur + 1, rec, len);
+	else if (rc < 0 && count)
 		atomic_fetch_add(&t->dl_unsure, 1);
-		rec = NULL;
-	}
 	free(rec);
 	objfs_tier_note(t, rc == -ERESTART ? 0 : rc, "writing the pool's log");
 	if (rc < 0) {

@@ -419,7 +419,7 @@ tier_share_close(struct objfs_tier *t)
 	free(t->held);
 	free(t->dl);
 	free(t->dl_slot);
-	free(t->unsure_rec);
+	tier_doubt_free(t);
 }
 
 struct lease_count {

@@ -228,12 +228,19 @@ struct objfs_tier {
 	/* Records of waiting commits whose put did not answer; of those,
 	 * found in the log (their commits shipped, not put again). */
 	_Atomic uint64_t dl_unsure, dl_unsure_landed;
-	/* A record of waiting commits whose put did not answer (t->lock):
-	 * its position and bytes, until one of this node's commits, or the
-	 * follower, finds whether it landed (lease.c, unsure_settle). */
-	uint64_t unsure_pos;
-	unsigned char *unsure_rec;
-	size_t unsure_len;
+	/* Records of this node's whose outcome it does not know (t->lock):
+	 * each put that did not answer, or whose local commit failed after
+	 * it, until the follower finds what the log holds at its position
+	 * (lease.c, tier_doubt_settle). */
+	struct tier_doubt {
+		uint64_t pos;
+		unsigned char *rec;
+		size_t len;
+		size_t obn, count;	/* the waiting commits it carries:
+					 * their bytes first, how many */
+		struct tier_doubt *next;
+	} *doubt;
+	size_t ndoubt;
 	/* Recalls of other nodes, answered by the follower (t->lock). */
 	struct { uint64_t id, cookie, dir; } recall_req[TIER_RECALL_REQS];
 	unsigned recall_n;
@@ -312,8 +319,11 @@ int tier_share_view(struct objfs_tier *t);
 /* The follower looks now (a notify came; an open applied records). */
 void tier_share_kick(void *arg);
 /* The log record this thread's commit applies (0: none; follow.c
- * sets it around each record it applies). */
+ * sets it around each record it applies), and whether it is this node's
+ * own, found in the log after its put was in doubt (*@count: the waiting
+ * commits it carried). */
 uint64_t tier_applying(void);
+int tier_applying_own(size_t *count);
 /* Where this index is in the pool's log (its last applied record). */
 int tier_index_pos(struct objfs_tier *t, uint64_t *pos);
 
@@ -340,6 +350,16 @@ void tier_share_publishing(struct objfs_tier *t, uint64_t ino);
 int tier_share_lease_state(struct objfs_tier *t, uint64_t ino);
 void tier_share_forget(struct objfs_tier *t, uint64_t ino);
 
+/* Record @pos of the log is @rec: 1 when it is one of this node's own
+ * whose put was in doubt (*@obn, *@count: the bytes and number of the
+ * waiting commits it carries, first in its payload), else 0.  Once the
+ * index applied the log up to @upto, the records in doubt at or below it
+ * are settled (committed here, or their place taken): forgotten.
+ * tier_doubt_free at close. */
+int tier_doubt_settle(struct objfs_tier *t, uint64_t pos, const void *rec,
+		size_t len, size_t *obn, size_t *count);
+void tier_doubt_forget(struct objfs_tier *t, uint64_t upto);
+void tier_doubt_free(struct objfs_tier *t);
 /* The commit hook (objfs_meta_set_hook) of a shared mount. */
 int tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl,
 		size_t n, uint64_t *pos);

@@ -503,6 +503,10 @@ objfs_store_apply_remote(struct objfs_store *s, const void *pl, size_t n)
 		(void)objfs_meta_payload_walk(pl, n, scan_names, t);
 		rc = objfs_meta_apply(tx, pl, n);
 	}
+	/* Numbers of this node's that a change whose caller got an error
+	 * used after all: never handed out again. */
+	if (rc == 0)
+		rc = objfs_ids_seen(s, tx, pl, n);
 	rc = objfs_commit_or_abort(tx, rc, NULL);
 	if (rc == 0) {
 		uint64_t g = atomic_fetch_add(&s->remote_gen, 1) + 1;

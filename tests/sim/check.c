@@ -911,6 +911,16 @@ fresh_value(struct world *w, struct objfs_store *s, int p)
 				free(want);
 			}
 		}
+		if (v == V_CORRUPT && w->trace) {
+			size_t z = 0;
+
+			while (z < got && !buf[z])
+				z++;
+			fprintf(w->trace, "%.6f fresh %s: %zu bytes, %zu zero "
+				"bytes first, begins \"%.20s\"\n",
+				(double)sim_now() / 1e9, w->paths[p].s, got, z,
+				z < got ? (const char *)buf + z : "");
+		}
 	}
 	free(buf);
 	return v;
