@@ -280,7 +280,7 @@ compact_once(struct objfs_tier *t, uint64_t *next)
 	if (rc < 0)
 		return rc;
 	if (h.epoch != t->epoch)
-		return 0;	/* an exclusive mount's now */
+		return tier_epoch_check(t);	/* an exclusive mount's now */
 	*next = h.base + threshold(t, &h);
 	if (atomic_load(&t->pos) < *next)
 		return 0;

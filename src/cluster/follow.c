@@ -254,6 +254,28 @@ tier_share_view(struct objfs_tier *t)
 	return rc;
 }
 
+int
+tier_epoch_check(struct objfs_tier *t)
+{
+	struct head h;
+	int rc = tier_head_read(t, &h, NULL);
+
+	if (rc < 0)
+		return rc;
+	if (h.epoch == t->epoch)
+		return 0;
+	pthread_mutex_lock(&t->lock);
+	if (!t->lost)
+		objfs_log(OBJFS_LOG_ERR, "remote: %s: an exclusive mount took "
+			"the namespace over (epoch %" PRIu64 ", this node's %"
+			PRIu64 "): nothing more is written here (EIO); "
+			"unmount, and mount again", t->spec, h.epoch, t->epoch);
+	t->lost = 1;
+	pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&t->lock);
+	return -EIO;
+}
+
 static int
 lapsed(struct objfs_tier *t, const char *name)
 {
@@ -303,12 +325,19 @@ tier_share_renew(struct objfs_tier *t)
 	pthread_mutex_lock(&t->renew_mu);
 	rc = objfs_remote_hold_renew(t->r, TIER_HOLD, t->holder, t->hold_s, 1);
 
-	/* The shared hold only keeps exclusive mounts out (and an
-	 * exclusive mount that took it fences the epoch's log: the next
-	 * append here finds it): taken again if it lapsed. */
-	if (rc == -ENOENT)
+	/* The shared hold keeps exclusive mounts out.  It lapsed: one may
+	 * have taken the namespace over meanwhile, begun an epoch of its
+	 * own and removed this one's log, fence and all (so the next
+	 * append here would land in a log nobody reads).  Taken again, and
+	 * the head read: an epoch other than this node's ends its
+	 * writing. */
+	if (rc == -ENOENT) {
+		atomic_fetch_add(&t->sh_lapses, 1);
 		rc = objfs_remote_hold_shared(t->r, TIER_HOLD, t->holder,
 				t->hold_s, NULL, 0);
+		if (rc == 0)
+			rc = tier_epoch_check(t);
+	}
 	tier_node_name(name, t->node);
 	if (rc == 0) {
 		rc = objfs_remote_hold_renew(t->r, name, t->holder, t->lease_s,
@@ -342,8 +371,9 @@ tier_share_fresh(struct objfs_tier *t)
 	objfs_tier_note(t, rc, "renewing the hold");
 	if (rc == 0) {
 		pthread_mutex_lock(&t->lock);
-		if (t->lease_ns < t0 + (uint64_t)t->lease_s * 1000000000u)
-			t->lease_ns = t0 + (uint64_t)t->lease_s * 1000000000u;
+		if (t->lease_ns < t0 + (uint64_t)t->deadline_s * 1000000000u)
+			t->lease_ns = t0 + (uint64_t)t->deadline_s *
+				1000000000u;
 		pthread_mutex_unlock(&t->lock);
 	}
 	return rc;

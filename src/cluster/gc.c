@@ -314,21 +314,96 @@ list_one(void *arg, const char *name)
 	return cand(w, name, 0);
 }
 
+#define OTHERS_MAX	16
+
 struct other_leases {
 	uint64_t node, n, first;
+	uint64_t others[OTHERS_MAX];	/* the nodes named, the first few */
+	size_t nothers;
 };
 
 static int
 other_lease(void *arg, const char *key, uint64_t node)
 {
 	struct other_leases *o = arg;
+	size_t i;
 
-	(void)key;
-	if (strlen(key) == 17 && node != o->node) {
-		if (!o->n++)
-			o->first = node;
-	}
+	if (strlen(key) != 17 || node == o->node)
+		return 0;
+	if (!o->n++)
+		o->first = node;
+	for (i = 0; i < o->nothers && o->others[i] != node; i++)
+		;
+	if (i == o->nothers && i < OTHERS_MAX)
+		o->others[o->nothers++] = node;
 	return 0;
+}
+
+/* The leases and directories other nodes hold in this index's tree. */
+static int
+others_scan(struct objfs_tier *t, struct other_leases *o)
+{
+	struct objfs_meta_txn *tx;
+	int rc = objfs_meta_begin(t->m, 0, &tx);
+
+	o->n = o->first = 0;
+	o->nothers = 0;
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_super_list(tx, "w", other_lease, o);
+	/* A directory another node holds: what waits there to be shipped
+	 * may name chunks no record does yet. */
+	if (rc == 0)
+		rc = objfs_meta_super_list(tx, "D", other_lease, o);
+	objfs_meta_abort(tx);
+	return rc;
+}
+
+struct dirs_of {
+	uint64_t node;
+	uint64_t dir[64];
+	size_t n;
+};
+
+static int
+dir_of(void *arg, const char *key, uint64_t node)
+{
+	struct dirs_of *d = arg;
+	int tok = 0;
+	uint64_t dir = tier_deleg_key((const unsigned char *)key, strlen(key),
+			&tok);
+
+	if (dir && !tok && node == d->node && d->n < 64)
+		d->dir[d->n++] = dir;
+	return 0;
+}
+
+/* Node @node holds leases or directories and its lock lapsed: they are
+ * taken from it as a node that needs one of them would (its files put as
+ * this index has them, its directories broken), so that a node that is
+ * gone does not keep every collection waiting for ever. */
+static int
+take_from_gone(struct objfs_tier *t, uint64_t node)
+{
+	struct dirs_of d = { node, { 0 }, 0 };
+	struct objfs_meta_txn *tx;
+	size_t n = 0;
+	int rc = tier_share_rewrite_leases(t, node, 0, 1, &n);
+
+	if (rc == 0 && n) {
+		atomic_fetch_add(&t->sh_broken, n);
+		objfs_log(OBJFS_LOG_WARNING, "remote: %s: %zu file(s) leased "
+			"to node %016" PRIx64 ", which is gone (its lock "
+			"lapsed): the leases are broken, the last published "
+			"versions stand", t->spec, n, node);
+	}
+	if (rc == 0 && (rc = objfs_meta_begin(t->m, 0, &tx)) == 0) {
+		rc = objfs_meta_super_list(tx, "D", dir_of, &d);
+		objfs_meta_abort(tx);
+	}
+	for (size_t i = 0; rc == 0 && i < d.n; i++)
+		rc = tier_deleg_recall(t, d.dir[i], node);
+	return rc;
 }
 
 int
@@ -352,29 +427,44 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 	if (t->shared) {
 		struct head h;
 
-		/* Compacted by any node since: the head names its snapshot. */
-		if (tier_head_read(t, &h, NULL) == 0 && h.epoch == t->epoch)
-			w.snap = h.snap;
+		/* Compacted by any node since: the head names its snapshot.
+		 * A head of another epoch is an exclusive mount's tree, which
+		 * this node's index is not: it collects nothing. */
+		rc = tier_head_read(t, &h, NULL);
+		if (rc == 0 && h.epoch != t->epoch)
+			rc = tier_epoch_check(t);
+		if (rc < 0) {
+			snprintf(report, size, "not run: %s", strerror(-rc));
+			return rc;
+		}
+		w.snap = h.snap;
 	}
 
 	if (t->shared) {
 		/* A file another node writes has chunks only its index names
 		 * until it publishes it: no sweep meanwhile. */
-		struct other_leases o = { t->node, 0, 0 };
+		struct other_leases o = { .node = t->node };
 
 		/* What every node has published and leased so far: the
 		 * leases are checked, and the chunks marked, from there. */
 		rc = tier_share_catch_up(t);
 		if (rc == 0)
-			rc = objfs_meta_begin(t->m, 0, &tx);
-		if (rc == 0) {
-			rc = objfs_meta_super_list(tx, "w", other_lease, &o);
-			/* A directory another node holds: what waits there to
-			 * be shipped may name chunks no record does yet. */
-			if (rc == 0)
-				rc = objfs_meta_super_list(tx, "D",
-						other_lease, &o);
-			objfs_meta_abort(tx);
+			rc = others_scan(t, &o);
+		/* Those of nodes that are gone are taken from them first. */
+		if (rc == 0 && o.n) {
+			int took = 0;
+
+			for (size_t i = 0; rc == 0 && i < o.nothers; i++) {
+				rc = tier_node_alive(t, o.others[i]);
+				if (rc == 0) {
+					rc = take_from_gone(t, o.others[i]);
+					took = 1;
+				} else if (rc > 0) {
+					rc = 0;
+				}
+			}
+			if (rc == 0 && took)
+				rc = others_scan(t, &o);
 		}
 		if (rc == 0 && o.n) {
 			snprintf(report, size, "deferred: %" PRIu64 " file(s) "

@@ -37,11 +37,12 @@ tier_node_alive(struct objfs_tier *t, uint64_t node)
 	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
 }
 
-/* The margin the local deadline keeps before the lock could lapse. */
+/* The margin the local deadline keeps before the lock, or the share of
+ * the hold, could lapse. */
 uint64_t
 tier_node_margin_ns(const struct objfs_tier *t)
 {
-	uint64_t m = (uint64_t)t->lease_s * 1000000000u / 4;
+	uint64_t m = (uint64_t)t->deadline_s * 1000000000u / 4;
 
 	return m < 2000000000u ? m : 2000000000u;
 }

@@ -91,6 +91,8 @@ tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize)
 	char name[64], who[256] = "";
 	int rc;
 
+	uint64_t t0 = objfs_mono_ns();
+
 	t->node = tier_random64();
 	pthread_mutex_init(&t->catch_mu, NULL);
 	pthread_mutex_init(&t->renew_mu, NULL);
@@ -120,7 +122,8 @@ tier_share_open(struct objfs_tier *t, char *msg, size_t msgsize)
 			t->spec, strerror(-rc));
 		return rc;
 	}
-	t->lease_ns = objfs_mono_ns() + (uint64_t)t->lease_s * 1000000000u;
+	/* From before the holds were asked for: they were granted after. */
+	t->lease_ns = t0 + (uint64_t)t->deadline_s * 1000000000u;
 	/* Until it knows where it is in the log, this node needs all of it
 	 * (compact.c). */
 	rc = tier_compact_register(t, 0);

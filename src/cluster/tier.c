@@ -64,6 +64,8 @@ take_hold(struct objfs_tier *t, char *msg, size_t msgsize)
 	char host[HOST_NAME_MAX + 1] = "?";
 	int rc;
 
+	uint64_t t0 = objfs_mono_ns();
+
 	(void)gethostname(host, sizeof(host));
 	for (int tries = 0; tries < 2; tries++) {
 		rc = objfs_remote_hold(t->r, TIER_HOLD, t->holder, t->hold_s, who,
@@ -109,7 +111,8 @@ take_hold(struct objfs_tier *t, char *msg, size_t msgsize)
 			t->spec, strerror(-rc));
 		return rc;
 	}
-	t->lease_ns = objfs_mono_ns() + (uint64_t)t->hold_s * 1000000000u;
+	/* From before the hold was asked for: it was granted after. */
+	t->lease_ns = t0 + (uint64_t)t->hold_s * 1000000000u;
 	return 0;
 }
 
@@ -144,6 +147,7 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 		return -ENOMEM;
 	}
 	t->reachable = 1;
+	t->deadline_s = cfg->remote_hold ? cfg->remote_hold : OBJFS_REMOTE_HOLD;
 	t->timeout_s = cfg->remote_timeout ? cfg->remote_timeout :
 		OBJFS_REMOTE_TIMEOUT;
 	t->hold_s = cfg->remote_hold ? cfg->remote_hold : OBJFS_REMOTE_HOLD;
@@ -168,6 +172,11 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 	if (cfg->remote_shared) {
 		t->shared = 1;
 		t->lease_s = cfg->remote_lease ? cfg->remote_lease : t->hold_s;
+		/* Either lapsing ends what it may acknowledge: its lock
+		 * (other nodes break its leases) or its share of the hold
+		 * (an exclusive mount takes the namespace over). */
+		t->deadline_s = t->lease_s < t->hold_s ? t->lease_s :
+			t->hold_s;
 		t->batch_ms = cfg->remote_batch_ms > 0 ?
 			(unsigned)cfg->remote_batch_ms : 0u;
 		t->compact_min = cfg->remote_compact < 0 ? 1000u :
@@ -528,8 +537,7 @@ static void *
 renew_main(void *arg)
 {
 	struct objfs_tier *t = arg;
-	unsigned every_ms = (t->shared && t->lease_s < t->hold_s ? t->lease_s :
-			t->hold_s) * 1000 / 3;
+	unsigned every_ms = t->deadline_s * 1000 / 3;
 
 	if (every_ms < 500)
 		every_ms = 500;
@@ -585,8 +593,8 @@ renewed:
 		}
 		pthread_mutex_lock(&t->lock);
 		if (rc == 0 && !t->lost)
-			t->lease_ns = t0 + (uint64_t)(t->shared ? t->lease_s :
-				t->hold_s) * 1000000000u;
+			t->lease_ns = t0 + (uint64_t)t->deadline_s *
+				1000000000u;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;

@@ -143,6 +143,11 @@ struct objfs_tier {
 	uint64_t node;			/* this mount's number (random) */
 	unsigned lease_s;		/* a write lease outlives its node's
 					 * last renewal by this */
+	unsigned deadline_s;		/* this node acknowledges for this long
+					 * after a renewal began (less a margin):
+					 * the shorter of its lock's and the
+					 * shared hold's (shared mode), the
+					 * hold's (exclusive) */
 	_Atomic uint64_t pos;		/* the log applied up to here */
 	/* renew_mu: one renewal of this node's lock at a time, so that a
 	 * renewal that finds the lock held again (another thread just took
@@ -312,6 +317,10 @@ size_t tier_share_status(struct objfs_tier *t, char *buf, size_t size);
 /* Renew this node's lock (a lapse found is repaired: the lock retaken,
  * the node registered, the log applied). */
 int tier_share_renew(struct objfs_tier *t);
+/* The head names an epoch other than this node's (an exclusive mount took
+ * the namespace over): the node is lost (nothing more is written, EIO),
+ * -EIO; 0 when it is this node's; -errno when it cannot be read. */
+int tier_epoch_check(struct objfs_tier *t);
 /* tier.h's catch_up, fresh and view for shared mode. */
 int tier_share_catch_up(struct objfs_tier *t);
 int tier_share_fresh(struct objfs_tier *t);

@@ -149,11 +149,19 @@ objfs_store_lookup_by(struct objfs_store *s, uint64_t parent,
 	 * node holds the directory (then nobody else made one).  What the
 	 * view applies may be another node's taking of the directory, put
 	 * before this lookup began, the name waiting in that node's outbox:
-	 * it is recalled, as before the first look. */
+	 * it is recalled, as before the first look.  A log that cannot be
+	 * read (the cluster does not answer, this node was fenced out)
+	 * answers its error, not "no such name": the name may exist, and a
+	 * create that followed would wait for the cluster a second time. */
 	if (rc == -ENOENT && s->shared && !held) {
+		int vrc;
+
 		if (walking)
 			objfs_walk_unpin(s, tid);
-		if (s->tier_ops->view(s->tier) == 0) {
+		vrc = s->tier_ops->view(s->tier);
+		if (vrc < 0)
+			rc = vrc;
+		if (vrc == 0) {
 			held = objfs_share_dir_read(s, parent);
 			if (held < 0) {
 				objfs_walk_lookup_end(s, tid, held);

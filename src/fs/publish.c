@@ -948,8 +948,11 @@ objfs_share_catch_up(struct objfs_store *s)
 	if (!s->shared)
 		return -ENOTSUP;
 	rc = s->tier_ops->recall_all ? s->tier_ops->recall_all(s->tier) : 0;
+	/* As an open does: a node past its deadline proves its lock first
+	 * (it may have been fenced out meanwhile: EIO, not a stale tree
+	 * said to be caught up). */
 	if (rc == 0)
-		rc = s->tier_ops->catch_up(s->tier);
+		rc = s->tier_ops->view(s->tier);
 	objfs_store_notify_send(s, 1);
 	return rc;
 }
