@@ -581,23 +581,27 @@ doubt_add(struct objfs_tier *t, uint64_t pos, const unsigned char *rec,
 	return rc;
 }
 
-/* The put of @rec at @pos was refused: it is not in the log, and never
- * will be. */
+/* The put of @rec at @pos was refused (@drop: it is not in the log, and
+ * never will be), or did not answer. */
 static void
-doubt_drop(struct objfs_tier *t, uint64_t pos, const unsigned char *rec,
-		size_t len)
+doubt_put(struct objfs_tier *t, uint64_t pos, const unsigned char *rec,
+		size_t len, int drop)
 {
 	pthread_mutex_lock(&t->lock);
 	for (struct tier_doubt **pp = &t->doubt; *pp; pp = &(*pp)->next) {
 		struct tier_doubt *d = *pp;
 
-		if (d->pos == pos && d->len == len && !memcmp(d->rec, rec, len)) {
-			*pp = d->next;
-			free(d->rec);
-			free(d);
-			t->ndoubt--;
+		if (d->pos != pos || d->len != len || memcmp(d->rec, rec, len))
+			continue;
+		if (!drop) {
+			d->unsure = 1;
 			break;
 		}
+		*pp = d->next;
+		free(d->rec);
+		free(d);
+		t->ndoubt--;
+		break;
 	}
 	pthread_mutex_unlock(&t->lock);
 }
@@ -650,7 +654,7 @@ doubt_carrying(struct objfs_tier *t)
 
 	pthread_mutex_lock(&t->lock);
 	for (struct tier_doubt *d = t->doubt; d; d = d->next)
-		if (d->count)
+		if (d->count && d->unsure)
 			carrying = 1;
 	pthread_mutex_unlock(&t->lock);
 	return carrying;
@@ -828,10 +832,13 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	/* Refused outright (another's record there, a full pool): not in
 	 * the log, ever.  Anything else may have landed: it stays in doubt
 	 * until the follower finds what the log holds there. */
-	if (rc == -ERESTART || rc == -ENOSPC || rc == -EDQUOT)
-		doubt_drop(t, cur + 1, rec, len);
-	else if (rc < 0 && count)
-		atomic_fetch_add(&t->dl_unsure, 1);
+	if (rc == -ERESTART || rc == -ENOSPC || rc == -EDQUOT) {
+		doubt_put(t, cur + 1, rec, len, 1);
+	} else if (rc < 0) {
+		doubt_put(t, cur + 1, rec, len, 0);
+		if (count)
+			atomic_fetch_add(&t->dl_unsure, 1);
+	}
 	free(rec);
 	objfs_tier_note(t, rc == -ERESTART ? 0 : rc, "writing the pool's log");
 	if (rc < 0) {

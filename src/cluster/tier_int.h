@@ -243,6 +243,9 @@ struct objfs_tier {
 		size_t len;
 		size_t obn, count;	/* the waiting commits it carries:
 					 * their bytes first, how many */
+		int unsure;		/* its put did not answer (else it
+					 * landed, and the local commit that
+					 * followed may yet fail) */
 		struct tier_doubt *next;
 	} *doubt;
 	size_t ndoubt;

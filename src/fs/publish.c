@@ -933,6 +933,8 @@ objfs_share_todo(struct objfs_store *s)
 				"given back (its close had failed)");
 			continue;
 		}
+		OBJFS_DEBUG("inode %" PRIu64 ": publishing later: %d", v[i].ino,
+			rc);
 		if (rc == -EIO && !v[i].destroy)
 			continue;	/* fenced: nothing to publish */
 		objfs_share_defer(s, v[i].ino, v[i].destroy);

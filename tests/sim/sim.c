@@ -401,6 +401,7 @@ child(struct world *w, const char *tmp, const char *trace)
 	W = w;
 	objfs_log_max = getenv("OBJFS_SIM_LOG") ? OBJFS_LOG_DEBUG :
 		OBJFS_LOG_ERR;
+	w->log_actions = getenv("OBJFS_SIM_LOG") != NULL;
 	sim_sched_init(w->cfg.seed, w->cfg.switch_pm);
 	sim_set_deadlock_handler(on_deadlock);
 	w->pool = simpool_new(w->cfg.seed);

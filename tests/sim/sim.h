@@ -181,6 +181,7 @@ struct world {
 	int violated;
 	char why[4096];
 	int verbose;
+	int log_actions;	/* OBJFS_SIM_LOG: actions in the log too */
 	FILE *trace;
 };
 

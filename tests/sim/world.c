@@ -681,6 +681,10 @@ client_main(void *arg)
 			fprintf(W->trace, "%.6f done %s: %d (%d)\n",
 				(double)sim_now() / 1e9, action_text(&a, buf,
 				sizeof(buf)), res.rc, res.rc2);
+			if (W->log_actions)
+				fprintf(stderr, "sim %.6f: done %s: %d (%d)\n",
+					(double)sim_now() / 1e9, buf, res.rc,
+					res.rc2);
 		}
 		pthread_mutex_lock(&c->mu);
 		c->res = res;
@@ -1143,9 +1147,31 @@ quiesce(struct world *w)
 	}
 	/* Every node catches up, twice (a recall in the first may ship what
 	 * the second applies elsewhere); a node found fenced out then is
-	 * mounted again (what its user does), and all catch up again. */
+	 * mounted again (what its user does), and all catch up again.  What
+	 * a node's follower does later (a close whose publish failed, a
+	 * record in doubt) is waited for first, within a bound. */
 	for (int pass = 0; pass < 3; pass++) {
 		int again = 0;
+
+		for (uint64_t end = sim_now() + bound; sim_now() < end;) {
+			int busy = 0;
+
+			for (int i = 0; i < w->cfg.nodes; i++) {
+				struct node *n = &w->nodes[i];
+				size_t todo;
+
+				if (!n->up || !n->s)
+					continue;
+				pthread_mutex_lock(&n->s->todo_mu);
+				todo = n->s->ntodo;
+				pthread_mutex_unlock(&n->s->todo_mu);
+				if (todo || (n->s->tier && n->s->tier->ndoubt))
+					busy = 1;
+			}
+			if (!busy)
+				break;
+			sim_sleep(SIM_NS / 5);
+		}
 
 		for (int round = 0; round < 3; round++) {
 			for (int i = 0; i < w->cfg.nodes; i++) {
@@ -1218,6 +1244,9 @@ world_run(struct world *w)
 
 			fprintf(w->trace, "%.6f %s\n", (double)sim_now() / 1e9,
 				action_text(a, buf, sizeof(buf)));
+			if (w->log_actions)
+				fprintf(stderr, "sim %.6f: %s\n",
+					(double)sim_now() / 1e9, buf);
 		}
 		act(w, a);
 		check_step(w);
@@ -1225,6 +1254,8 @@ world_run(struct world *w)
 	if (w->violated)
 		return 0;
 	quiesce(w);
+	if (getenv("OBJFS_SIM_DUMP"))
+		sim_dump_threads();
 	if (w->violated)
 		return 0;
 	check_step(w);
