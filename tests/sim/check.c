@@ -881,7 +881,7 @@ fresh_value(struct world *w, struct objfs_store *s, int p)
 	buf = malloc((160u << 10) + 1);
 	if (!buf)
 		abort();
-	rc = objfs_store_open_file(s, ino, O_RDONLY, 0, &cache);
+	rc = objfs_store_open_file(s, ino, O_RDONLY | SIM_O_LARGEFILE, 0, &cache);
 	while (rc == 0 && got <= (160u << 10)) {
 		rc = objfs_store_read(s, ino, got, buf + got,
 				(160u << 10) + 1 - got, &n);
@@ -890,7 +890,7 @@ fresh_value(struct world *w, struct objfs_store *s, int p)
 		got += n;
 	}
 	if (rc == 0) {
-		(void)objfs_store_release(s, ino, O_RDONLY, 0);
+		(void)objfs_store_release(s, ino, O_RDONLY | SIM_O_LARGEFILE, 0);
 		v = V_CORRUPT;
 		if (got == 0) {
 			v = V_EMPTY;

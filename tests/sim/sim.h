@@ -16,6 +16,10 @@
 #include "tests/sim/sched.h"
 
 #define SIM_MAX_NODES	4		/* logical nodes */
+/* The kernel's O_LARGEFILE, which every open(2) of a 64-bit process
+ * carries to the daemon (the C library's is 0 there): the store tells
+ * the kernel's own opens by its absence. */
+#define SIM_O_LARGEFILE	0100000
 #define SIM_CLIENTS	2		/* request threads of a node */
 #define SIM_PATHS	40
 #define SIM_PATH_LEN	32

@@ -157,6 +157,9 @@ action_text(const struct action *a, char *buf, size_t size)
 
 /* ---- a client's operations ----------------------------------------------- */
 
+/* Every open(2) of a 64-bit process carries SIM_O_LARGEFILE (the store tells
+ * the kernel's own opens by its absence). */
+
 static const struct objfs_cred root_cred = { 0, 0 };
 
 struct walk {
@@ -244,7 +247,7 @@ read_value(struct objfs_store *s, uint64_t ino, int *rcp)
 
 	if (!buf)
 		abort();
-	rc = objfs_store_open_file(s, ino, O_RDONLY, 0, &cache);
+	rc = objfs_store_open_file(s, ino, O_RDONLY | SIM_O_LARGEFILE, 0, &cache);
 	while (rc == 0 && got <= MAX_CONTENT) {
 		rc = objfs_store_read(s, ino, got, buf + got,
 				MAX_CONTENT + 1 - got, &n);
@@ -253,7 +256,7 @@ read_value(struct objfs_store *s, uint64_t ino, int *rcp)
 		got += n;
 	}
 	if (rc != -ENOENT && rc != -ESTALE) {
-		int r2 = objfs_store_release(s, ino, O_RDONLY, 0);
+		int r2 = objfs_store_release(s, ino, O_RDONLY | SIM_O_LARGEFILE, 0);
 
 		(void)r2;
 	}
@@ -381,7 +384,7 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 			break;
 		writing(n, p, 1);
 		rc = objfs_store_create(s, pino, leaf(&w->paths[p]), 0644,
-				O_CREAT | O_EXCL | O_WRONLY, 0, &root_cred, &at);
+				O_CREAT | O_EXCL | O_WRONLY | SIM_O_LARGEFILE, 0, &root_cred, &at);
 		event(c, p, V_EMPTY, t0, rc, a, 1);
 		if (rc == 0) {
 			uint64_t t1 = sim_now();
@@ -418,7 +421,7 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 			break;
 		}
 		writing(n, p, 1);
-		rc = objfs_store_open_file(s, ino, O_WRONLY | O_TRUNC, 0, &cache);
+		rc = objfs_store_open_file(s, ino, O_WRONLY | O_TRUNC | SIM_O_LARGEFILE, 0, &cache);
 		if (rc == 0) {
 			uint64_t t1 = sim_now();
 
@@ -535,7 +538,7 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 			if (rc < 0)
 				break;
 			rc = objfs_store_create(s, pino, leaf(&w->paths[p]),
-					0644, O_CREAT | O_WRONLY | O_TRUNC, 0,
+					0644, O_CREAT | O_WRONLY | O_TRUNC | SIM_O_LARGEFILE, 0,
 					&root_cred, &at);
 			event(c, p, V_EMPTY, t0, rc, a, 1);
 			if (rc < 0)
@@ -545,8 +548,8 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 			rc = -EISDIR;
 			break;
 		} else if (rc == 0) {
-			rc = objfs_store_open_file(s, ino, O_WRONLY | O_TRUNC,
-					0, &cache);
+			rc = objfs_store_open_file(s, ino, O_WRONLY | O_TRUNC |
+					SIM_O_LARGEFILE, 0, &cache);
 			if (rc < 0)
 				break;
 			model_pending(w, p, V_EMPTY, t0, n->inc, a->id);
