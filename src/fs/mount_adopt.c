@@ -205,6 +205,12 @@ mount_adopt_blocks(struct objfs_store *s, struct mount_adoption *ad)
 		size = ip->attr.size;
 		mt = data_mtime_ns(ip);
 		for (size_t k = i; k < j; k++) {
+			/* Shared mode: the index may be newer than the dead
+			 * daemon's blocks (other nodes' records applied since,
+			 * a truncation among them); only bytes it never wrote
+			 * out say more than the index. */
+			if (s->shared && !(v[k].flags & OBJFS_ARENA_TAG_DIRTY))
+				continue;
 			if (v[k].size > size && v[k].size <= s->max_size)
 				size = v[k].size;
 			if ((v[k].flags & OBJFS_ARENA_TAG_DIRTY) &&
