@@ -234,6 +234,32 @@ find(struct sim_pool *p, const char *name)
 	return NULL;
 }
 
+uint64_t
+simpool_log_end(struct sim_pool *p)
+{
+	uint64_t end = 0, epoch = 0;
+
+	/* The head's epoch's: the records of a dead epoch are not read. */
+	{
+		struct sobj *h = find(p, "objfs.head");
+		const char *e = h ? strstr((const char *)h->data, "\nepoch ") :
+			NULL;
+
+		if (e && h->len < 512)
+			epoch = strtoull(e + 7, NULL, 10);
+	}
+	for (unsigned k = 0; k < OHASH; k++) {
+		for (struct sobj *o = p->obj[k]; o; o = o->next) {
+			uint64_t e, s;
+
+			if (sscanf(o->name, "objfs.log.%" SCNx64 ".%" SCNx64, &e,
+					&s) == 2 && e == epoch && s > end)
+				end = s;
+		}
+	}
+	return end;
+}
+
 static struct sobj *
 make(struct sim_pool *p, const char *name)
 {

@@ -68,6 +68,8 @@ int simpool_lockers(struct sim_pool *p, const char *name,
 		void (*cb)(void *arg, const char *client, const char *cookie,
 			int exclusive, uint64_t expires),
 		void *arg);
+/* The highest log record's number of any epoch (0: none). */
+uint64_t simpool_log_end(struct sim_pool *p);
 /* The OSD's clock (ns since 1970). */
 uint64_t simpool_clock(struct sim_pool *p);
 /* Called after every change the pool applies (the request's object). */
