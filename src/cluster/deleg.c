@@ -259,8 +259,8 @@ tier_deleg_shipped(struct objfs_tier *t, size_t count)
 
 /* The data directory says so, for its next mount (tree.c builds its
  * index anew). */
-static void
-mark_refused(struct objfs_tier *t)
+void
+tier_mark_rebuild(struct objfs_tier *t)
 {
 	char mark[PATH_MAX + 32];
 	int fd;
@@ -276,7 +276,7 @@ mark_refused(struct objfs_tier *t)
 static void
 diverge(struct objfs_tier *t, uint64_t dir)
 {
-	mark_refused(t);
+	tier_mark_rebuild(t);
 	pthread_mutex_lock(&t->lock);
 	if (!t->diverged)
 		objfs_log(OBJFS_LOG_ERR, "remote: %s: another node took "
@@ -846,9 +846,11 @@ tier_deleg_attach(struct objfs_tier *t, uint64_t prev)
 }
 
 /* The last daemon's delegations, taken over before the log is applied
- * (tier_deleg_attach), become this mount's in the tree. */
-static int
-rewrite(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t prev)
+ * (tier_deleg_attach), become this mount's in the tree: in @tx, the
+ * commit that takes its leases over too (lease.c). */
+int
+tier_deleg_rewrite(struct objfs_tier *t, struct objfs_meta_txn *tx,
+		uint64_t prev)
 {
 	struct tier_deleg *v;
 	size_t n = 0;
@@ -877,7 +879,8 @@ rewrite(struct objfs_tier *t, struct objfs_meta_txn *tx, uint64_t prev)
 		}
 	}
 	free(v);
-	return rc < 0 ? rc : !any;
+	(void)any;
+	return rc;
 }
 
 int
@@ -885,14 +888,13 @@ tier_deleg_take_over(struct objfs_tier *t, uint64_t prev)
 {
 	int rc;
 
+	(void)prev;
 	pthread_mutex_lock(&t->lock);
 	rc = t->diverged ? -ESTALE : 0;
 	pthread_mutex_unlock(&t->lock);
 	if (rc < 0)
-		mark_refused(t);
-	if (rc < 0 || !prev || prev == t->node)
-		return rc;
-	return run(t, rewrite, prev);
+		tier_mark_rebuild(t);
+	return rc;
 }
 
 size_t

@@ -983,6 +983,14 @@ tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner, uint64_t only,
 		if (rc < 0)
 			return rc;
 		rc = objfs_meta_super_list(tx, "w", lease_found, &ls);
+		/* Taken over from this data directory's last daemon: its
+		 * directories too, and the data directory says this mount is
+		 * its owner now, in the same commit, so that a mount killed
+		 * in the middle leaves all of it to the next, or none. */
+		if (rc == 0 && !publish)
+			rc = tier_deleg_rewrite(t, tx, owner);
+		if (rc == 0 && !publish)
+			rc = objfs_meta_super_put(tx, SUPER_OWNER, t->node);
 		for (size_t i = 0; rc == 0 && i < ls.n; i++) {
 			char k[24];
 			void *ents = NULL;
@@ -1011,7 +1019,7 @@ tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner, uint64_t only,
 		}
 		free(ls.v);
 		*count = ls.n;
-		if (rc == 0 && ls.n == 0) {
+		if (rc == 0 && ls.n == 0 && publish) {
 			objfs_meta_abort(tx);
 			return 0;
 		}

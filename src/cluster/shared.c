@@ -226,10 +226,28 @@ tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 	}
 	objfs_meta_set_hook(t->m, tier_share_hook, t);
 	rc = tier_share_catch_up(t);
+	if (rc == -ESTALE && !t->built) {
+		/* The head's epoch was fenced by an exclusive mount that
+		 * stopped before its own head: this mount begins a new
+		 * epoch, whose snapshot must be the tree, not this index
+		 * (what this data directory's last daemon wrote under its
+		 * leases and never published is in it).  Opened again, it
+		 * is built from the pool first (mount.c), then begins it.
+		 * Until the simulator's seed 8 the new epoch's snapshot was
+		 * this index: a file the last daemon had written and never
+		 * published reached every node with its size and no bytes. */
+		objfs_meta_set_hook(t->m, NULL, NULL);
+		tier_mark_rebuild(t);
+		snprintf(msg, msgsize, "%s: the head's epoch is fenced, and a "
+			"new one begins from the pool's tree: this data "
+			"directory's index is built anew first", t->spec);
+		return -ESTALE;
+	}
 	if (rc == -ESTALE) {
 		/* The head's epoch was fenced by an exclusive mount that
 		 * stopped before its own head: this mount begins a new
-		 * epoch from the tree as the log has it up to the fence. */
+		 * epoch from the tree as the log has it up to the fence
+		 * (the index was built from it in this mount). */
 		objfs_meta_set_hook(t->m, NULL, NULL);
 		pthread_mutex_lock(&t->lock);
 		t->lost = 0;

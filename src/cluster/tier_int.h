@@ -395,6 +395,9 @@ int tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner,
 /* In the data directory: its index holds commits the tree refused. */
 #define TIER_DELEG_REFUSED	"deleg.refused"
 
+/* This data directory's index is ahead of the tree (changes the tree
+ * refused, or never saw): its next open builds it anew from the pool. */
+void tier_mark_rebuild(struct objfs_tier *t);
 /* The directory a delegation key names (*@tok: the token's key), or 0. */
 uint64_t tier_deleg_key(const unsigned char *k, size_t klen, int *tok);
 /* The hook: may the commit whose entries for the tree are @p wait in the
@@ -443,6 +446,10 @@ int tier_deleg_recall(struct objfs_tier *t, uint64_t dir, uint64_t node);
  * in the tree (-ESTALE when one was taken away with commits waiting). */
 int tier_deleg_attach(struct objfs_tier *t, uint64_t prev);
 int tier_deleg_take_over(struct objfs_tier *t, uint64_t prev);
+/* In @tx: the delegations of node @prev this mount took over at attach
+ * become its own in the tree (tier_share_rewrite_leases). */
+int tier_deleg_rewrite(struct objfs_tier *t, struct objfs_meta_txn *tx,
+		uint64_t prev);
 size_t tier_deleg_status(struct objfs_tier *t, char *buf, size_t size);
 
 /* ---- pins.c: the collector's pins ---- */

@@ -735,10 +735,10 @@ tier_prepare(struct objfs_tier *t, const char *dir, struct objfs_meta *m,
 			TIER_DELEG_REFUSED);
 		if (access(mark, F_OK) == 0) {
 			objfs_log(OBJFS_LOG_WARNING, "remote: %s: this data "
-				"directory's last mount held changes that "
-				"another node's taking of their directory "
-				"refused: building its index anew from the "
-				"pool", t->spec);
+				"directory's last mount held changes the tree "
+				"refused (another node took their directory, "
+				"or the epoch was fenced): building its index "
+				"anew from the pool", t->spec);
 			(void)unlink(mark);
 			*stale = 1;
 			return 0;

@@ -174,6 +174,37 @@ dup_entry(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	return 0;
 }
 
+/* OBJFS_SIM_INO=N: every change a log record makes to inode N, to the
+ * trace (what a failing seed's file went through). */
+static int
+trace_ino(void *arg, int op, int db, const unsigned char *k, size_t klen,
+		const unsigned char *v, size_t vlen)
+{
+	struct applying *a = arg;
+	uint64_t want = strtoull(getenv("OBJFS_SIM_INO"), NULL, 0);
+	FILE *f = a->c->w->trace;
+
+	if (!f || klen < 8 || get_be64(k) != want ||
+	    (db != OBJFS_MDB_INODE && db != OBJFS_MDB_CHUNK))
+		return 0;
+	if (db == OBJFS_MDB_INODE && op == OBJFS_JOURNAL_PUT &&
+	    vlen >= OBJFS_ATTR_RECORD) {
+		struct objfs_attr at;
+
+		memcpy(&at, v, OBJFS_ATTR_RECORD);
+		fprintf(f, "%.6f   tree: record %" PRIu64 ": inode %" PRIu64
+			" size %" PRIu64 " nrec %" PRIu64 "\n",
+			(double)sim_now() / 1e9, a->seq, want, at.size, at.nrec);
+	} else {
+		fprintf(f, "%.6f   tree: record %" PRIu64 ": %s %s of inode %"
+			PRIu64 "\n", (double)sim_now() / 1e9, a->seq,
+			op == OBJFS_JOURNAL_PUT ? "put" : op ==
+			OBJFS_JOURNAL_DEL ? "del" : "delrange",
+			db == OBJFS_MDB_INODE ? "inode" : "chunk", want);
+	}
+	return 0;
+}
+
 static int
 apply_commit(void *arg, uint64_t seq, const void *pl, size_t n)
 {
@@ -184,6 +215,8 @@ apply_commit(void *arg, uint64_t seq, const void *pl, size_t n)
 		return rc;
 	a->seq = seq;
 	(void)objfs_meta_payload_walk(pl, n, dup_entry, a);
+	if (getenv("OBJFS_SIM_INO"))
+		(void)objfs_meta_payload_walk(pl, n, trace_ino, a);
 	rc = objfs_meta_apply(a->tx, pl, n);
 	return objfs_commit_or_abort(a->tx, rc, NULL);
 }
@@ -916,9 +949,9 @@ fresh_value(struct world *w, struct objfs_store *s, int p)
 
 			while (z < got && !buf[z])
 				z++;
-			fprintf(w->trace, "%.6f fresh %s: %zu bytes, %zu zero "
+			fprintf(w->trace, "%.6f fresh %s (inode %" PRIu64 "): %zu bytes, %zu zero "
 				"bytes first, begins \"%.20s\"\n",
-				(double)sim_now() / 1e9, w->paths[p].s, got, z,
+				(double)sim_now() / 1e9, w->paths[p].s, ino, got, z,
 				z < got ? (const char *)buf + z : "");
 		}
 	}

@@ -1,0 +1,92 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The simulator of the cluster protocol (tests/sim/, doc/design.md, "The
+# simulator"), as make check runs it:
+#   1. every plan in tests/sim/plans/ (each the shrunk seed of a defect the
+#      simulator found, replayed: it must break no invariant now);
+#   2. SIM_SEEDS seeds (250) of SIM_OPS actions (120) each, from SIM_SEED
+#      (1), two processes at a time: every invariant after every action.
+# OBJFS_SIM_MINUTES=M runs seeds for M minutes instead (from a seed drawn
+# from the clock, printed): the knob for hours of it.  A failing seed is
+# shrunk and its plan written to the build directory, to replay with
+#   tests/sim/objfs-sim --replay sim-SEED.plan
+here=$(cd "$(dirname "$0")" && pwd)
+sim=${OBJFS_SIM:-$PWD/tests/sim/objfs-sim}
+seeds=${SIM_SEEDS:-250}
+ops=${SIM_OPS:-120}
+first=${SIM_SEED:-1}
+jobs=2
+t0=$SECONDS
+
+if [ ! -x "$sim" ]; then
+	echo "1..0 # SKIP the simulator is not built (no librados or libcurl)"
+	exit 77
+fi
+n=0
+fail=0
+ok() {	# ok DESCRIPTION COMMAND...
+	n=$((n + 1))
+	local d=$1
+	shift
+	if "$@"; then
+		echo "ok $n - $d"
+	else
+		echo "not ok $n - $d"
+		fail=1
+	fi
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+for plan in "$here"/plans/*.plan; do
+	name=$(basename "$plan" .plan)
+	what=$(sed -n 's/^# found: //p' "$plan")
+	ok "plan $name replays clean${what:+ ($what)}" \
+		sh -c "'$sim' --replay '$plan' --quiet --tmp '$tmp' >'$tmp/$name.out' 2>&1"
+	grep -q '^FAIL' "$tmp/$name.out" && sed 's/^/# /' "$tmp/$name.out"
+done
+
+if [ -n "${OBJFS_SIM_MINUTES:-}" ]; then
+	first=$(( $(date +%s) % 1000000000 ))
+	echo "# seeds from $first, for $OBJFS_SIM_MINUTES minute(s), $jobs at a time"
+fi
+pids=()
+for j in $(seq 0 $((jobs - 1))); do
+	if [ -n "${OBJFS_SIM_MINUTES:-}" ]; then
+		args=(--seed $((first + j * 100000000)) --minutes "$OBJFS_SIM_MINUTES")
+	else
+		per=$(( (seeds + jobs - 1) / jobs ))
+		args=(--seed $((first + j * per)) --seeds "$per")
+	fi
+	"$sim" "${args[@]}" --ops "$ops" --keep-going --quiet --out "$PWD" \
+		--tmp "$tmp" >"$tmp/run.$j" 2>&1 &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do
+	wait "$p"
+done
+cat "$tmp"/run.* | grep -v '^# totals' | sed 's/^/# /'
+total=0
+failed=0
+for f in "$tmp"/run.*; do
+	s=$(sed -n 's/^\([0-9]*\) seeds, \([0-9]*\) failed.*/\1 \2/p' "$f")
+	total=$((total + ${s% *}))
+	failed=$((failed + ${s#* }))
+done
+# The totals of both halves: what ran, which faults.
+python3 - "$tmp"/run.* <<'PY'
+import re, sys
+tot = {}
+for f in sys.argv[1:]:
+    for line in open(f):
+        if line.startswith('# totals:'):
+            for k, v in re.findall(r'(\w+)=([\d.]+)', line):
+                tot[k] = tot.get(k, 0) + float(v)
+print('# totals: ' + ' '.join('%s=%d' % (k, v) for k, v in tot.items()))
+PY
+ok "$total seeds of $ops actions, every invariant after every action: $failed broke one" \
+	test "$failed" = 0 -a "$total" -gt 0
+echo "# took $((SECONDS - t0))s"
+echo "1..$n"
+exit $fail
