@@ -38,6 +38,9 @@ local_key(int db, const unsigned char *k, size_t klen)
 		return 1;
 	if (db != DB_SUPER)
 		return 0;
+	/* A data directory's earlier daemons (src/cluster/shared.c). */
+	if (klen > 4 && memcmp(k, "own.", 4) == 0)
+		return 1;
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (klen == strlen(own[i]) && memcmp(k, own[i], klen) == 0)
 			return 1;

@@ -814,7 +814,7 @@ dload_one(void *arg, const char *key, uint64_t node)
 		return -ENOMEM;
 	/* The last daemon's of this data directory: this mount's now
 	 * (what it left waiting ships under it). */
-	e->node = node == dl->prev && dl->prev ? t->node : node;
+	e->node = tier_owned(t, node) ? t->node : node;
 	e->used_ns = objfs_mono_ns();
 	dtok_key(tk, dir);
 	(void)tier_super_or_0(dl->tx, tk, &e->tok);

@@ -225,7 +225,8 @@ local_super(const unsigned char *k, size_t klen)
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (klen == strlen(own[i]) && memcmp(k, own[i], klen) == 0)
 			return 1;
-	return 0;
+	/* The data directory's earlier daemons (shared.c, TIER_OWNED_FMT). */
+	return klen > 4 && memcmp(k, "own.", 4) == 0;
 }
 
 /* The inode a lease key names, or 0. */
@@ -396,6 +397,16 @@ filter_one(void *arg, int op, int db, const unsigned char *k, size_t klen,
 			f->last_checked = 0;
 		}
 		node = f->last_node;
+		if (db == OBJFS_MDB_INODE && getenv("DBG_INO") &&
+		    ino == strtoull(getenv("DBG_INO"), NULL, 0)) {
+			struct objfs_attr da;
+
+			memcpy(&da, v, sizeof(da) < vlen ? sizeof(da) : vlen);
+			OBJFS_DEBUG("hook node %016" PRIx64 ": commit puts inode %"
+				PRIu64 " size %" PRIu64 " op %d lease %016" PRIx64
+				" publishing %d", f->t->node, ino, da.size, op,
+				node, publishing(ino));
+		}
 		/* A file whose lease this node holds: the lease must be the
 		 * one it was granted, in the tree as the log has it just
 		 * before this record (fencing).  A commit that changes the

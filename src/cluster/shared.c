@@ -191,6 +191,85 @@ drop_unleased(struct objfs_tier *t)
 }
 
 int
+tier_owned(const struct objfs_tier *t, uint64_t node)
+{
+	for (size_t i = 0; node && i < t->nowned; i++)
+		if (t->owned[i] == node)
+			return 1;
+	return 0;
+}
+
+static int
+owned_one(void *arg, const char *key, uint64_t v)
+{
+	struct objfs_tier *t = arg;
+	uint64_t node;
+
+	(void)v;
+	if (strlen(key) != 20 || sscanf(key, "own.%16" SCNx64, &node) != 1)
+		return 0;
+	if (!tier_owned(t, node) && t->nowned < TIER_OWNED_MAX)
+		t->owned[t->nowned++] = node;
+	return 0;
+}
+
+/*
+ * The node names of this data directory's earlier daemons, and this
+ * mount's noted among them, in a local record (never shipped) committed
+ * before this mount changes anything of the tree: whatever a daemon of
+ * it held in the tree (leases, directories) is then found by the next
+ * mount of it, even when the commit that took them over answered an
+ * error and landed, or the mount died in the middle.  Until the
+ * simulator's seed 19 only the last owner was known (SUPER_OWNER, set at
+ * the end of a mount's start): a mount that failed after taking the
+ * leases over left them to a name the next mount did not know, which
+ * dropped in memory what the killed daemon had written and kept it in
+ * its index, different from the tree.
+ */
+static int
+owned_note(struct objfs_tier *t, uint64_t prev)
+{
+	struct objfs_meta_txn *tx;
+	char k[32];
+	int rc = objfs_meta_begin(t->m, 0, &tx);
+
+	if (rc < 0)
+		return rc;
+	t->nowned = 0;
+	if (prev)
+		t->owned[t->nowned++] = prev;
+	rc = objfs_meta_super_list(tx, "own.", owned_one, t);
+	objfs_meta_abort(tx);
+	if (rc < 0)
+		return rc;
+	rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
+	if (rc < 0)
+		return rc;
+	snprintf(k, sizeof(k), TIER_OWNED_FMT, t->node);
+	return objfs_commit_or_abort(tx, objfs_meta_super_put(tx, k, 1), NULL);
+}
+
+/* Everything of the earlier daemons is this mount's now: their names
+ * forgotten. */
+static int
+owned_forget(struct objfs_tier *t)
+{
+	struct objfs_meta_txn *tx;
+	int rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
+
+	for (size_t i = 0; rc == 0 && i < t->nowned; i++) {
+		char k[32];
+
+		snprintf(k, sizeof(k), TIER_OWNED_FMT, t->owned[i]);
+		rc = objfs_meta_super_del(tx, k);
+		if (rc == -ENOENT)
+			rc = 0;
+	}
+	return rc < 0 ? (objfs_meta_abort(tx), rc) :
+		objfs_commit_or_abort(tx, 0, NULL);
+}
+
+int
 tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 		size_t msgsize)
 {
@@ -214,6 +293,12 @@ tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 	if (objfs_meta_begin(t->m, 0, &tx) == 0) {
 		(void)objfs_meta_super_get(tx, SUPER_OWNER, &prev);
 		objfs_meta_abort(tx);
+	}
+	rc = owned_note(t, prev == t->node ? 0 : prev);
+	if (rc < 0) {
+		snprintf(msg, msgsize, "%s: cannot write to the index: %s",
+			t->spec, strerror(-rc));
+		return rc;
 	}
 	/* The tree's delegations, before the log is applied: a record
 	 * that takes away one the last daemon held while commits of it
@@ -279,15 +364,24 @@ tier_share_attach(struct objfs_tier *t, struct objfs_store *s, char *msg,
 			strerror(-rc));
 		return rc;
 	}
-	if (prev && prev != t->node) {
-		rc = tier_share_rewrite_leases(t, prev, 0, 0, &n);
+	for (size_t i = 0; i < t->nowned; i++) {
+		size_t k = 0;
+
+		rc = tier_share_rewrite_leases(t, t->owned[i], 0, 0, &k);
 		if (rc < 0) {
 			snprintf(msg, msgsize, "%s: cannot take over the leases "
 				"of the last daemon of this data directory: %s",
 				t->spec, strerror(-rc));
 			return rc;
 		}
+		n += k;
 		t->took_over = 1;
+	}
+	rc = owned_forget(t);
+	if (rc < 0) {
+		snprintf(msg, msgsize, "%s: cannot write to the index: %s",
+			t->spec, strerror(-rc));
+		return rc;
 	}
 	t->attached = 1;
 	return 0;

@@ -46,6 +46,11 @@ struct tier_counter {
 #define TIER_PINS_FMT	"objfs.pins.%016" PRIx64
 #define TIER_PINS_MAGIC	0x4e49504fu	/* "OPIN" */
 
+/* A data directory's earlier daemons' node names, remembered (a local
+ * super record each, made before that daemon changed the tree). */
+#define TIER_OWNED_MAX	16
+#define TIER_OWNED_FMT	"own.%016" PRIx64
+
 /* Recalls of this node's directories waiting for its follower, at most;
  * directories given back recently, remembered. */
 #define TIER_RECALL_REQS	16
@@ -174,6 +179,11 @@ struct objfs_tier {
 	int quiesced;			/* tier_share_quiesce done */
 	int took_over;			/* ... and took this data directory's
 					 * killed daemon's leases over */
+	/* The node names of this data directory's earlier daemons, whose
+	 * leases and directories are this mount's (attach; the local
+	 * records TIER_OWNED_FMT, and SUPER_OWNER). */
+	uint64_t owned[TIER_OWNED_MAX];
+	size_t nowned;
 	/* The write leases this node holds, each with its grant: lease_mu
 	 * guards held[] (open addressing by inode, ino 0 free).  A leaf:
 	 * taken under the index's lock (the commit hook), and no other
@@ -384,6 +394,10 @@ uint64_t tier_lease_ino(const unsigned char *k, size_t klen);
  * else they become this node's; *@count how many. */
 int tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner,
 		uint64_t only, int publish, size_t *count);
+
+/* 1 when node @node was one of this data directory's daemons (shared.c:
+ * its leases and directories are this mount's). */
+int tier_owned(const struct objfs_tier *t, uint64_t node);
 
 /* ---- deleg.c: directory delegations, deferred commits ---- */
 

@@ -184,6 +184,15 @@ trace_ino(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	uint64_t want = strtoull(getenv("OBJFS_SIM_INO"), NULL, 0);
 	FILE *f = a->c->w->trace;
 
+	if (f && db == OBJFS_MDB_SUPER && klen == 17 && (k[0] == 'w' ||
+	    k[0] == 'g') && strtoull((const char *)k + 1, NULL, 16) == want) {
+		fprintf(f, "%.6f   tree: record %" PRIu64 ": %s %c of inode %"
+			PRIu64 " = %016" PRIx64 "\n", (double)sim_now() / 1e9,
+			a->seq, op == OBJFS_JOURNAL_PUT ? "put" : "del", k[0],
+			want, op == OBJFS_JOURNAL_PUT && vlen >= 8 ?
+			*(const uint64_t *)(const void *)v : 0);
+		return 0;
+	}
 	if (!f || klen < 8 || get_be64(k) != want ||
 	    (db != OBJFS_MDB_INODE && db != OBJFS_MDB_CHUNK))
 		return 0;
@@ -604,7 +613,7 @@ tree_db(int db, const unsigned char *k, size_t klen)
 			if (klen == strlen(local[i]) && !memcmp(k, local[i],
 					klen))
 				return 0;
-		return 1;
+		return !(klen > 4 && !memcmp(k, "own.", 4));
 	case OBJFS_MDB_INODE:
 	case OBJFS_MDB_DIRENT:
 	case OBJFS_MDB_DIRCOOKIE:

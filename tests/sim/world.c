@@ -828,6 +828,9 @@ node_start(struct world *w, struct node *n)
 	rc = node_wait(n, 1, 20ull * ((uint64_t)w->cfg.timeout_s + 10) *
 			SIM_NS);
 	if (rc == 0 && n->state == 1) {
+		if (getenv("DBG_META"))
+			fprintf(stderr, "sim: node%d inc %d meta %p\n", n->idx,
+				n->inc, (void *)n->s->meta);
 		n->up = 1;
 		n->dead = 0;
 		return 0;
