@@ -347,9 +347,12 @@ void objfs_meta_set_hook(struct objfs_meta *m, objfs_meta_hook_fn fn,
  * (malloc'd; *@count of them) and takes them out.  Neither may be
  * called before the hook is done with its payload (the journal's buffer
  * it points into may move).  _count: how many wait, in any transaction.
+ * _peek gives what _take would, and takes nothing out.
  */
 int objfs_meta_hook_defer(struct objfs_meta_txn *t, const void *p,
 		size_t len);
+int objfs_meta_hook_peek(struct objfs_meta_txn *t, void **buf, size_t *len,
+		size_t *count);
 int objfs_meta_hook_take(struct objfs_meta_txn *t, void **buf, size_t *len,
 		size_t *count);
 int objfs_meta_outbox_count(struct objfs_meta_txn *t, size_t *count);

@@ -163,9 +163,9 @@ objfs_meta_hook_defer(struct objfs_meta_txn *t, const void *p, size_t len)
 			stored.mv_data, stored.mv_size);
 }
 
-int
-objfs_meta_hook_take(struct objfs_meta_txn *t, void **buf, size_t *len,
-		size_t *count)
+static int
+hook_outbox(struct objfs_meta_txn *t, void **buf, size_t *len,
+		size_t *count, int remove)
 {
 	struct objfs_meta *m = t->m;
 	unsigned char *out = NULL;
@@ -204,11 +204,13 @@ objfs_meta_hook_take(struct objfs_meta_txn *t, void **buf, size_t *len,
 		n += vl;
 		c++;
 		memcpy(kb, k.mv_data, 8);
-		m->w_touched = 1;
-		rc = mdb_cursor_del(cur, 0);
-		if (rc == 0 && meta_jlog(m, OBJFS_JOURNAL_DEL, DB_OUTBOX, kb, 8,
-				NULL, 0) < 0)
-			rc = ENOMEM;
+		if (remove) {
+			m->w_touched = 1;
+			rc = mdb_cursor_del(cur, 0);
+			if (rc == 0 && meta_jlog(m, OBJFS_JOURNAL_DEL, DB_OUTBOX,
+					kb, 8, NULL, 0) < 0)
+				rc = ENOMEM;
+		}
 		if (rc == 0)
 			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
 	}
@@ -226,6 +228,20 @@ objfs_meta_hook_take(struct objfs_meta_txn *t, void **buf, size_t *len,
 	*len = n;
 	*count = c;
 	return 0;
+}
+
+int
+objfs_meta_hook_take(struct objfs_meta_txn *t, void **buf, size_t *len,
+		size_t *count)
+{
+	return hook_outbox(t, buf, len, count, 1);
+}
+
+int
+objfs_meta_hook_peek(struct objfs_meta_txn *t, void **buf, size_t *len,
+		size_t *count)
+{
+	return hook_outbox(t, buf, len, count, 0);
 }
 
 int

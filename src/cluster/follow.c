@@ -11,7 +11,9 @@
  * Below the commit hook and the leases (lease.c) and the collector's
  * pins (pins.c), which call it; it calls only compaction's register
  * (compact.c) and the node's names (node.c).  The record a
- * thread applies is kept here (tier_applying), and the hook reads it.
+ * thread applies is kept here (tier_applying), and the hook reads it;
+ * so are the records of this node's own whose put is in doubt, settled
+ * as the log is read (tier_doubt_*, the hook notes them).
  */
 #include <config.h>
 
@@ -50,6 +52,142 @@ tier_applying_own(size_t *count)
 {
 	*count = tl_own ? tl_own_count : 0;
 	return tl_own;
+}
+
+/* ---- records in doubt ------------------------------------------------- */
+
+/*
+ * A record this node put whose outcome it does not know: the put did not
+ * answer (it may have landed, now or later), or it landed and the local
+ * commit that follows failed.  Either way the local commit was rolled
+ * back, and the record, if it is in the log, is this node's: what it
+ * consumed here (inode numbers and cookies, a lease or a directory it
+ * granted, the waiting commits it carried) must be taken from it when
+ * the follower finds it, never assumed undone.  A record can only be at
+ * its own position: once the log holds another there, it never will be.
+ * So every record is noted here before its put (t->doubt, under t->lock)
+ * and forgotten when the log's record at its position is settled
+ * (tier_doubt_settle), or when its put was refused outright.
+ */
+#define DOUBT_MAX	256
+
+int
+tier_doubt_add(struct objfs_tier *t, uint64_t pos, const unsigned char *rec,
+		size_t len, size_t obn, size_t count)
+{
+	struct tier_doubt *d;
+	int rc = 0;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->ndoubt == DOUBT_MAX) {
+		rc = -EAGAIN;
+	} else if (!(d = calloc(1, sizeof(*d))) || !(d->rec = malloc(len))) {
+		free(d);
+		rc = -ENOMEM;
+	} else {
+		memcpy(d->rec, rec, len);
+		d->pos = pos;
+		d->len = len;
+		d->obn = obn;
+		d->count = count;
+		d->next = t->doubt;
+		t->doubt = d;
+		t->ndoubt++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+/* The put of @rec at @pos was refused (@drop: it is not in the log, and
+ * never will be), or did not answer. */
+void
+tier_doubt_put(struct objfs_tier *t, uint64_t pos, const unsigned char *rec,
+		size_t len, int drop)
+{
+	pthread_mutex_lock(&t->lock);
+	for (struct tier_doubt **pp = &t->doubt; *pp; pp = &(*pp)->next) {
+		struct tier_doubt *d = *pp;
+
+		if (d->pos != pos || d->len != len || memcmp(d->rec, rec, len))
+			continue;
+		if (!drop) {
+			d->unsure = 1;
+			break;
+		}
+		*pp = d->next;
+		free(d->rec);
+		free(d);
+		t->ndoubt--;
+		break;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+int
+tier_doubt_settle(struct objfs_tier *t, uint64_t pos, const void *rec,
+		size_t len, size_t *obn, size_t *count)
+{
+	int own = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct tier_doubt *d = t->doubt; d && !own; d = d->next) {
+		if (d->pos == pos && d->len == len && !memcmp(d->rec, rec,
+				len)) {
+			own = 1;
+			*obn = d->obn;
+			*count = d->count;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return own;
+}
+
+void
+tier_doubt_forget(struct objfs_tier *t, uint64_t upto)
+{
+	pthread_mutex_lock(&t->lock);
+	for (struct tier_doubt **pp = &t->doubt; *pp;) {
+		struct tier_doubt *d = *pp;
+
+		if (d->pos > upto) {
+			pp = &d->next;
+			continue;
+		}
+		*pp = d->next;
+		free(d->rec);
+		free(d);
+		t->ndoubt--;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Does a record in doubt carry waiting commits?  Then nothing more waits
+ * until it is settled: the next commit carries them (again), and only
+ * one of the two can be in the log. */
+int
+tier_doubt_carrying(struct objfs_tier *t)
+{
+	int carrying = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct tier_doubt *d = t->doubt; d; d = d->next)
+		if (d->count && d->unsure)
+			carrying = 1;
+	pthread_mutex_unlock(&t->lock);
+	return carrying;
+}
+
+void
+tier_doubt_free(struct objfs_tier *t)
+{
+	while (t->doubt) {
+		struct tier_doubt *d = t->doubt;
+
+		t->doubt = d->next;
+		free(d->rec);
+		free(d);
+	}
+	t->ndoubt = 0;
 }
 
 /* ---- following the log ------------------------------------------------ */
@@ -252,28 +390,6 @@ tier_share_view(struct objfs_tier *t)
 	if (applied)
 		tier_share_kick(t);
 	return rc;
-}
-
-int
-tier_epoch_check(struct objfs_tier *t)
-{
-	struct head h;
-	int rc = tier_head_read(t, &h, NULL);
-
-	if (rc < 0)
-		return rc;
-	if (h.epoch == t->epoch)
-		return 0;
-	pthread_mutex_lock(&t->lock);
-	if (!t->lost)
-		objfs_log(OBJFS_LOG_ERR, "remote: %s: an exclusive mount took "
-			"the namespace over (epoch %" PRIu64 ", this node's %"
-			PRIu64 "): nothing more is written here (EIO); "
-			"unmount, and mount again", t->spec, h.epoch, t->epoch);
-	t->lost = 1;
-	pthread_cond_broadcast(&t->cv);
-	pthread_mutex_unlock(&t->lock);
-	return -EIO;
 }
 
 static int

@@ -190,15 +190,6 @@ drop_unleased(struct objfs_tier *t)
 	objfs_inode_put_all(t->s, all, k);
 }
 
-int
-tier_owned(const struct objfs_tier *t, uint64_t node)
-{
-	for (size_t i = 0; node && i < t->nowned; i++)
-		if (t->owned[i] == node)
-			return 1;
-	return 0;
-}
-
 static int
 owned_one(void *arg, const char *key, uint64_t v)
 {

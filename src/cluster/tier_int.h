@@ -330,10 +330,6 @@ size_t tier_share_status(struct objfs_tier *t, char *buf, size_t size);
 /* Renew this node's lock (a lapse found is repaired: the lock retaken,
  * the node registered, the log applied). */
 int tier_share_renew(struct objfs_tier *t);
-/* The head names an epoch other than this node's (an exclusive mount took
- * the namespace over): the node is lost (nothing more is written, EIO),
- * -EIO; 0 when it is this node's; -errno when it cannot be read. */
-int tier_epoch_check(struct objfs_tier *t);
 /* tier.h's catch_up, fresh and view for shared mode. */
 int tier_share_catch_up(struct objfs_tier *t);
 int tier_share_fresh(struct objfs_tier *t);
@@ -355,6 +351,13 @@ int tier_index_pos(struct objfs_tier *t, uint64_t *pos);
 void tier_node_name(char name[64], uint64_t node);
 /* 1 when node @node holds its lock (it lives), 0 when not, or -errno. */
 int tier_node_alive(struct objfs_tier *t, uint64_t node);
+/* The head names an epoch other than this node's (an exclusive mount took
+ * the namespace over): the node is lost (nothing more is written, EIO),
+ * -EIO; 0 when it is this node's; -errno when it cannot be read. */
+int tier_epoch_check(struct objfs_tier *t);
+/* 1 when node @node was one of this data directory's daemons (shared.c
+ * notes them: their leases and directories are this mount's). */
+int tier_owned(const struct objfs_tier *t, uint64_t node);
 /* The local deadline's margin: min(remote_lease / 4, 2 s). */
 uint64_t tier_node_margin_ns(const struct objfs_tier *t);
 /* -ETIME past this node's local deadline (it may have stopped, and
@@ -382,6 +385,15 @@ int tier_doubt_settle(struct objfs_tier *t, uint64_t pos, const void *rec,
 		size_t len, size_t *obn, size_t *count);
 void tier_doubt_forget(struct objfs_tier *t, uint64_t upto);
 void tier_doubt_free(struct objfs_tier *t);
+/* The hook's side (follow.c keeps the list): a record noted before its
+ * put (@obn bytes of @count waiting commits first in it); its put refused
+ * (@drop: never in the log) or not answered; whether one in doubt carries
+ * waiting commits. */
+int tier_doubt_add(struct objfs_tier *t, uint64_t pos, const unsigned char *rec,
+		size_t len, size_t obn, size_t count);
+void tier_doubt_put(struct objfs_tier *t, uint64_t pos,
+		const unsigned char *rec, size_t len, int drop);
+int tier_doubt_carrying(struct objfs_tier *t);
 /* The commit hook (objfs_meta_set_hook) of a shared mount. */
 int tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl,
 		size_t n, uint64_t *pos);
@@ -394,10 +406,6 @@ uint64_t tier_lease_ino(const unsigned char *k, size_t klen);
  * else they become this node's; *@count how many. */
 int tier_share_rewrite_leases(struct objfs_tier *t, uint64_t owner,
 		uint64_t only, int publish, size_t *count);
-
-/* 1 when node @node was one of this data directory's daemons (shared.c:
- * its leases and directories are this mount's). */
-int tier_owned(const struct objfs_tier *t, uint64_t node);
 
 /* ---- deleg.c: directory delegations, deferred commits ---- */
 
