@@ -4,7 +4,7 @@
 # simulator"), as make check runs it:
 #   1. every plan in tests/sim/plans/ (each the shrunk seed of a defect the
 #      simulator found, replayed: it must break no invariant now);
-#   2. SIM_SEEDS seeds (250) of SIM_OPS actions (120) each, from SIM_SEED
+#   2. SIM_SEEDS seeds (250) of SIM_OPS actions (250) each, from SIM_SEED
 #      (1), two processes at a time: every invariant after every action.
 # OBJFS_SIM_MINUTES=M runs seeds for M minutes instead (from a seed drawn
 # from the clock, printed): the knob for hours of it.  A failing seed is
@@ -13,7 +13,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 sim=${OBJFS_SIM:-$PWD/tests/sim/objfs-sim}
 seeds=${SIM_SEEDS:-250}
-ops=${SIM_OPS:-120}
+ops=${SIM_OPS:-250}
 first=${SIM_SEED:-1}
 jobs=2
 t0=$SECONDS
