@@ -70,7 +70,12 @@ cat "$tmp"/run.* | grep -v '^# totals' | sed 's/^/# /'
 total=0
 failed=0
 for f in "$tmp"/run.*; do
-	s=$(sed -n 's/^\([0-9]*\) seeds, \([0-9]*\) failed.*/\1 \2/p' "$f")
+	s=$(sed -n 's/^\([0-9][0-9]*\) seeds, \([0-9][0-9]*\) failed.*/\1 \2/p' "$f" |
+		tail -n 1)
+	if [ -z "$s" ]; then	# the run itself broke: no summary
+		failed=$((failed + 1))
+		continue
+	fi
 	total=$((total + ${s% *}))
 	failed=$((failed + ${s#* }))
 done
