@@ -172,7 +172,7 @@ check_cookie(void *arg, uint64_t parent, uint64_t cookie, const char *name,
 			parent);
 		return 0;
 	}
-	if (!bsearch(&key, c->pcv, c->npc, sizeof(key), pc_cmp) ||
+	if (!c->npc || !bsearch(&key, c->pcv, c->npc, sizeof(key), pc_cmp) ||
 	    objfs_meta_dirent_get(c->t, parent, name, len, &d) < 0 ||
 	    d.cookie != cookie)
 		problem(c, "directory %" PRIu64 " lists '%.*s' (cookie %" PRIu64
