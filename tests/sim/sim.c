@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -438,12 +439,30 @@ static char self_exe[4096];
 static int opt_quiet, opt_trace;
 static const char *opt_tmp = "/tmp";
 
+static int
+remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		(void)rmdir(path);
+	else
+		(void)unlink(path);
+	return 0;
+}
+
+static void
+remove_tree(const char *dir)
+{
+	(void)nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
 /* Run the plan in @file (or seed @seed with @ops) in a child. */
 static int
 run_child(const char *file, uint64_t seed, int ops, const char *sets,
 		struct outcome *o)
 {
-	char seed_s[32], ops_s[32], logf[256], tracef[256];
+	char seed_s[32], ops_s[32], logf[300], tracef[256], run_dir[256];
 	int pfd[2];
 	pid_t pid;
 	FILE *f;
@@ -453,15 +472,30 @@ run_child(const char *file, uint64_t seed, int ops, const char *sets,
 	memset(o, 0, sizeof(*o));
 	snprintf(seed_s, sizeof(seed_s), "%" PRIu64, seed);
 	snprintf(ops_s, sizeof(ops_s), "%d", ops);
-	snprintf(logf, sizeof(logf), "%s/objfs-sim-%d.log", opt_tmp,
-		(int)getpid());
+	/* The child's directory (its tmpfs, if it could mount one, is in
+	 * its own mount namespace; else its files are here), and its log:
+	 * removed whole once it is gone, however it ended. */
+	snprintf(run_dir, sizeof(run_dir), "%s/objfs-sim.XXXXXX", opt_tmp);
+	if (!mkdtemp(run_dir))
+		return -errno;
+	snprintf(logf, sizeof(logf), "%s/log", run_dir);
 	snprintf(tracef, sizeof(tracef), "%s/objfs-sim-%" PRIu64 ".trace",
 		opt_tmp, seed);
-	if (pipe(pfd) < 0)
-		return -errno;
+	if (pipe(pfd) < 0) {
+		int e = -errno;
+
+		remove_tree(run_dir);
+		return e;
+	}
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		int e = -errno;
+
+		close(pfd[0]);
+		close(pfd[1]);
+		remove_tree(run_dir);
+		return e;
+	}
 	if (pid == 0) {
 		int fd = open(logf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
@@ -471,11 +505,11 @@ run_child(const char *file, uint64_t seed, int ops, const char *sets,
 		close(pfd[0]);
 		if (file)
 			execl(self_exe, self_exe, "--child", "--replay", file,
-				"--tmp", opt_tmp, opt_trace ? "--trace-to" :
+				"--tmp", run_dir, opt_trace ? "--trace-to" :
 				NULL, tracef, (char *)NULL);
 		else
 			execl(self_exe, self_exe, "--child", "--seed", seed_s,
-				"--ops", ops_s, "--tmp", opt_tmp, "--sets",
+				"--ops", ops_s, "--tmp", run_dir, "--sets",
 				sets ? sets : "", opt_trace ? "--trace-to" :
 				NULL, tracef, (char *)NULL);
 		_exit(127);
@@ -522,7 +556,7 @@ run_child(const char *file, uint64_t seed, int ops, const char *sets,
 			snprintf(o->why, sizeof(o->why), "the run crashed "
 				"(status %d)", o->status);
 	}
-	unlink(logf);
+	remove_tree(run_dir);
 	return 0;
 }
 
