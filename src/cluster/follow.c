@@ -288,6 +288,11 @@ catch_up(struct objfs_tier *t, uint64_t since, uint64_t *applied)
 		free(buf);
 		return 0;
 	}
+	if (t->store_gone) {	/* unmounting: its inodes are going */
+		pthread_mutex_unlock(&t->catch_mu);
+		free(buf);
+		return -ESHUTDOWN;
+	}
 	for (;;) {
 		uint64_t pos, last;
 		struct applying ap;
@@ -399,11 +404,15 @@ lapsed(struct objfs_tier *t, const char *name)
 
 	struct head h;
 
-	atomic_fetch_add(&t->sh_lapses, 1);
-	objfs_log(OBJFS_LOG_WARNING, "remote: %s: this node's lock (%s) had "
-		"lapsed: taking it again, and checking its write leases "
-		"against the log (a lease another node broke meanwhile is "
-		"lost: its writers here get EIO)", t->spec, name);
+	if (!t->lock_lapsed) {
+		atomic_fetch_add(&t->sh_lapses, 1);
+		objfs_log(OBJFS_LOG_WARNING, "remote: %s: this node's lock "
+			"(%s) had lapsed: taking it again, and checking its "
+			"write leases against the log (a lease another node "
+			"broke meanwhile is lost: its writers here get EIO)",
+			t->spec, name);
+	}
+	t->lock_lapsed = 1;
 	rc = objfs_remote_hold(t->r, name, t->holder, t->lease_s, NULL, 0);
 	/* Registered again before the head is read: a compaction that did
 	 * not see this node removed no record past the head's floor. */
@@ -426,6 +435,8 @@ lapsed(struct objfs_tier *t, const char *name)
 	}
 	if (rc == 0)
 		rc = tier_share_catch_up(t);
+	if (rc == 0)
+		t->lock_lapsed = 0;
 	return rc;
 }
 
@@ -448,17 +459,24 @@ tier_share_renew(struct objfs_tier *t)
 	 * the head read: an epoch other than this node's ends its
 	 * writing. */
 	if (rc == -ENOENT) {
-		atomic_fetch_add(&t->sh_lapses, 1);
+		if (!t->hold_lapsed)
+			atomic_fetch_add(&t->sh_lapses, 1);
+		t->hold_lapsed = 1;
 		rc = objfs_remote_hold_shared(t->r, TIER_HOLD, t->holder,
 				t->hold_s, NULL, 0);
+	}
+	/* Checked until a check succeeds: the retake that answered nothing
+	 * may have landed. */
+	if (rc == 0 && t->hold_lapsed) {
+		rc = tier_epoch_check(t);
 		if (rc == 0)
-			rc = tier_epoch_check(t);
+			t->hold_lapsed = 0;
 	}
 	tier_node_name(name, t->node);
 	if (rc == 0) {
 		rc = objfs_remote_hold_renew(t->r, name, t->holder, t->lease_s,
 				0);
-		if (rc == -ENOENT)
+		if (rc == -ENOENT || (rc == 0 && t->lock_lapsed))
 			rc = lapsed(t, name);
 	}
 	/* Where this node is in the log: what compaction may remove. */

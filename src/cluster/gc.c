@@ -18,8 +18,11 @@
  *	   comes after (and finds it gone: it writes it again).
  * Snapshot parts and log records of earlier epochs, left by a mount that
  * stopped between writing the new head and removing the old ones, go too.
- * The grace period covers clocks: an object's age is the OSD's clock
- * against this machine's.
+ * Ages are on the pool's clock, never this machine's: the collection
+ * begins by writing its own object, objfs.gc.<node>, and reads back when
+ * the pool says it was written; a chunk written at or after that moment
+ * is young whatever the clocks of the nodes (a node's clock ahead of the
+ * OSD's once had a chunk put during the collection look older than it).
  */
 #include <config.h>
 
@@ -279,7 +282,8 @@ list_one(void *arg, const char *name)
 	w->listed++;
 	if (sscanf(name, "c.%16" SCNx64 "%16" SCNx64 "-%" SCNx32, &k.hi, &k.lo,
 			&k.len) == 3) {
-		if (bsearch(&k, w->m->v, w->m->n, sizeof(k), tier_name_cmp)) {
+		if (w->m->n && bsearch(&k, w->m->v, w->m->n, sizeof(k),
+				tier_name_cmp)) {
 			w->marked++;
 			return 0;
 		}
@@ -406,6 +410,31 @@ take_from_gone(struct objfs_tier *t, uint64_t node)
 	return rc;
 }
 
+/* Now on the pool's clock (seconds): the time it gives an object written
+ * now.  The object is removed again (a collection killed first leaves
+ * it, to be written over by the next). */
+static void
+clock_name(const struct objfs_tier *t, char name[48])
+{
+	snprintf(name, 48, TIER_GC "%016" PRIx64, t->node);
+}
+
+static int
+pool_now(struct objfs_tier *t, int64_t *now)
+{
+	char name[48];
+	uint64_t size, ver;
+	int rc;
+
+	clock_name(t, name);
+	rc = objfs_remote_put(t->r, name, "gc", 2);
+	if (rc == 0)
+		rc = objfs_remote_age_ver(t->r, name, &size, now, &ver);
+	if (rc == -ENOENT)	/* removed under us: nothing is ours to do */
+		rc = -EAGAIN;
+	return rc;
+}
+
 int
 tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 {
@@ -414,16 +443,22 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 	struct objfs_meta_txn *tx;
 	uint64_t seq, t0 = objfs_mono_ns(), removed = 0, bytes = 0, young = 0,
 		 noted = 0, other = 0, pins = 0;
-	int64_t now = (int64_t)time(NULL);
+	int64_t now = 0;
 	uint64_t *answered = NULL;
 	size_t nanswered = 0;
-	char why[200] = "";
+	char why[200] = "", clk[48];
 	unsigned old;
 	int rc;
 
 	w.t = t;
 	w.m = &m;
 	w.snap = t->head_snap;
+	rc = pool_now(t, &now);
+	if (rc < 0) {
+		snprintf(report, size, "not run: the pool's time: %s",
+			strerror(-rc));
+		return rc;
+	}
 	if (t->shared) {
 		struct head h;
 
@@ -583,6 +618,8 @@ tier_gc(struct objfs_tier *t, unsigned grace_s, char *report, size_t size)
 		}
 	}
 	objfs_tier_note(t, rc, "collecting garbage");
+	clock_name(t, clk);
+	(void)objfs_remote_remove(t->r, clk);
 	pthread_mutex_lock(&t->gc_mu);
 	atomic_store(&t->gc_active, 0);
 	recent_clear(t);

@@ -452,6 +452,14 @@ tier_share_start(struct objfs_tier *t, char *msg, size_t msgsize)
 	return 0;
 }
 
+static void
+store_gone(struct objfs_tier *t)
+{
+	pthread_mutex_lock(&t->catch_mu);
+	t->store_gone = 1;
+	pthread_mutex_unlock(&t->catch_mu);
+}
+
 /* The store is about to let its inodes go (unmount): the follower stops
  * (it brings inodes in line), and the files this mount was writing are
  * published and their leases given back while the inodes are there for
@@ -477,8 +485,10 @@ tier_share_quiesce(struct objfs_tier *t)
 		t->watching = 0;
 	}
 	tier_compact_stop(t);
-	if (!t->attached || t->quiesced)
+	if (!t->attached || t->quiesced) {
+		store_gone(t);
 		return;
+	}
 	t->quiesced = 1;
 	/* A collector's ask for pins that came while the follower stopped:
 	 * answered now (the inodes are still here), not left to time out. */
@@ -496,6 +506,7 @@ tier_share_quiesce(struct objfs_tier *t)
 			"this mount was writing: %s; other nodes may take them "
 			"once this node's lock lapses (remote_lease)", t->spec,
 			strerror(-rc));
+	store_gone(t);
 }
 
 void

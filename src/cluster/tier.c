@@ -17,6 +17,8 @@
  *					snapshot), each as its journal payload;
  *					the next record is <last + 1>
  *	c.<hash>-<length>		the chunks (pool.c)
+ *	objfs.gc.<node>			written by a garbage collection to
+ *					read the pool's clock (gc.c)
  * The tree is the snapshot with the logs of its epoch replayed in order,
  * up to the first that is missing.
  *

@@ -161,6 +161,11 @@ struct objfs_tier {
 	 * of the tier's locks: taken with no store lock held; catch_mu and
 	 * everything a catch-up takes are taken under it. */
 	pthread_mutex_t renew_mu;
+	/* A lapse of the shared hold, or of this node's lock, not yet
+	 * handled whole (renew_mu): a retake whose answer was lost leaves
+	 * the lock held, and the renewal that then finds it held must still
+	 * read the head (simulator, seed 42 of 250 actions). */
+	int hold_lapsed, lock_lapsed;
 	/* catch_mu: one catch-up at a time; taken with no store lock held,
 	 * it takes the store's apply lock (store_int.h) under it. */
 	pthread_mutex_t catch_mu;
@@ -177,6 +182,12 @@ struct objfs_tier {
 	uint64_t watch;			/* the watch of TIER_WATCH */
 	int watching;
 	int quiesced;			/* tier_share_quiesce done */
+	int store_gone;			/* catch_mu: from the end of the
+					 * quiesce on, nothing is applied to
+					 * the store (its inodes and locks go
+					 * before the tier stops; a renewal
+					 * that finds the lock lapsed would
+					 * apply into them: seed 142) */
 	int took_over;			/* ... and took this data directory's
 					 * killed daemon's leases over */
 	/* The node names of this data directory's earlier daemons, whose
@@ -516,6 +527,7 @@ void tier_compact_stop(struct objfs_tier *t);
 #define SUPER_OWNER	"remote_owner"
 
 #define TIER_HOLD	"objfs.hold"
+#define TIER_GC		"objfs.gc."	/* + node: the pool's time */
 #define TIER_HEAD_MAX	512
 #define TIER_LOG_MAGIC	0x474f4c4fu	/* "OLOG" */
 #define TIER_FENCE_MAGIC 0x434e464fu	/* "OFNC": the epoch's log ends here */

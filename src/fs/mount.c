@@ -627,6 +627,15 @@ flush_all(struct objfs_store *s)
 			r = objfs_data_flush(s, ip);
 		else
 			r = ip->attr_dirty ? objfs_inode_persist_attr(s, ip) : 0;
+		if (r == -ENOLCK) {
+			/* Shared: a file whose lease this node lost.  Its
+			 * bytes go (the fence says so in the log; its writers
+			 * got, or get, EIO): nothing is left to write. */
+			objfs_share_fence(s, ip);
+			if (!ip->nwriters)
+				objfs_share_unfence(s, ip);
+			r = 0;
+		}
 		objfs_inode_unlock(ip);
 		if (r < 0 && rc == 0)
 			rc = r;
