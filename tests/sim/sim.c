@@ -137,6 +137,11 @@ plan_from_seed(struct world *w, int nops)
 		c->hold_s) * SIM_NS;
 	size_t cap = 0;
 
+	/* A new plan (a driver makes one for each failing seed it shrinks:
+	 * the second ran past the first's array until 23ae407). */
+	free(w->plan);
+	w->plan = NULL;
+	w->nplan = 0;
 	world_paths(w);
 	for (int i = 0; i < 3; i++) {
 		struct action a = { .kind = A_OP, .op = OP_MKDIR, .node = 0,
@@ -263,6 +268,8 @@ plan_read(struct world *w, const char *file, int *invariant)
 	*invariant = 0;
 	memset(&w->cfg, 0, sizeof(w->cfg));
 	w->cfg.chunk = 64u << 10;
+	free(w->plan);
+	w->plan = NULL;
 	w->nplan = 0;
 	while (fgets(line, sizeof(line), f)) {
 		struct action a = { 0 };
