@@ -122,6 +122,8 @@ struct client {
 	int h_dirty;		/* written since its last publish */
 };
 
+#define SIM_HELD	32
+
 struct node {
 	int idx;		/* logical */
 	int inc;		/* the scheduler's node: this incarnation */
@@ -143,6 +145,11 @@ struct node {
 	struct client c[SIM_CLIENTS];
 	uint64_t paused_until, part_until;
 	uint64_t last_sync_ok;	/* an fsync of this incarnation ended ok */
+	/* What each inode holds on this node (its clients share it): a
+	 * handle's fsync or close publishes that, whichever client wrote
+	 * it last (seed 5071: a path write after a handle's open). */
+	uint64_t held_ino[SIM_HELD], held_val[SIM_HELD];
+	unsigned nheld_next;
 };
 
 /* ---- the model: what each path may hold --------------------------------- */

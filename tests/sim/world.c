@@ -213,6 +213,31 @@ parent_of(struct world *w, struct objfs_store *s, int p, struct walk *wk,
 	return resolve(w, s, w->paths[p].parent, wk, pino, NULL);
 }
 
+/* @ino holds @v on node @n now. */
+static void
+held_set(struct node *n, uint64_t ino, uint64_t v)
+{
+	unsigned i;
+
+	for (i = 0; i < SIM_HELD && n->held_ino[i] != ino; i++)
+		;
+	if (i == SIM_HELD) {
+		i = n->nheld_next++ % SIM_HELD;
+		n->held_ino[i] = ino;
+	}
+	n->held_val[i] = v;
+}
+
+/* What @ino holds on node @n: @dflt when it is not known there. */
+static uint64_t
+held_get(const struct node *n, uint64_t ino, uint64_t dflt)
+{
+	for (unsigned i = 0; i < SIM_HELD; i++)
+		if (n->held_ino[i] == ino)
+			return n->held_val[i];
+	return dflt;
+}
+
 /* Write content @id (@len bytes) over the whole of @ino. */
 static int
 write_content(struct objfs_store *s, uint64_t ino, uint64_t id, uint32_t len)
@@ -394,10 +419,13 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 			uint64_t t1 = sim_now();
 
 			ino = at.ino;
+			held_set(n, ino, V_EMPTY);
 			r2 = write_content(s, ino, a->id, a->len);
-			if (r2 == 0)
+			if (r2 == 0) {
 				model_pending(w, p, V_ID(a->id), t1, n->inc,
 					a->id);
+				held_set(n, ino, V_ID(a->id));
+			}
 			if (r2 == 0 && is_shared(n)) {
 				r2 = objfs_store_fsync(s, ino,
 						OBJFS_FSYNC_CLOSE);
@@ -430,10 +458,13 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 			uint64_t t1 = sim_now();
 
 			model_pending(w, p, V_EMPTY, t1, n->inc, a->id);
+			held_set(n, ino, V_EMPTY);
 			r2 = write_content(s, ino, a->id, a->len);
-			if (r2 == 0)
+			if (r2 == 0) {
 				model_pending(w, p, V_ID(a->id), t1, n->inc,
 					a->id);
+				held_set(n, ino, V_ID(a->id));
+			}
 			if (r2 == 0) {
 				r2 = objfs_store_fsync(s, ino, 0);
 				event(c, p, V_ID(a->id), t1, r2, a, 0);
@@ -567,6 +598,7 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 		c->h_ino = ino;
 		c->h_value = V_EMPTY;
 		c->h_dirty = 1;
+		held_set(n, ino, V_EMPTY);
 		writing(n, p, 1);
 		break;
 	case OP_HWRITE:
@@ -580,6 +612,7 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 				a->id);
 			c->h_value = V_ID(a->id);
 			c->h_dirty = 1;
+			held_set(n, c->h_ino, c->h_value);
 		}
 		break;
 	case OP_HFSYNC:
@@ -587,6 +620,9 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 			rc = -EBADF;
 			break;
 		}
+		/* What the file holds here: another client may have
+		 * written it since this one did. */
+		c->h_value = held_get(n, c->h_ino, c->h_value);
 		rc = objfs_store_fsync(s, c->h_ino, 0);
 		event_g(c, c->h_path, c->h_value, t0, rc, a, 0, c->h_gen);
 		if (rc == 0) {
@@ -599,6 +635,7 @@ run_op(struct client *c, const struct action *a, struct op_result *res)
 			rc = -EBADF;
 			break;
 		}
+		c->h_value = held_get(n, c->h_ino, c->h_value);
 		rc = is_shared(n) ? objfs_store_fsync(s, c->h_ino,
 				OBJFS_FSYNC_CLOSE) : 0;
 		if (c->h_dirty && is_shared(n))
@@ -815,6 +852,8 @@ node_start(struct world *w, struct node *n)
 	n->state = 0;
 	n->paused_until = n->part_until = 0;
 	n->last_sync_ok = 0;
+	memset(n->held_ino, 0, sizeof(n->held_ino));
+	n->nheld_next = 0;
 	snprintf(host, sizeof(host), "host%d", n->idx);
 	sim_set_identity(n->inc, host, 1000 + n->inc);
 	sim_set_clock(n->inc, mono, real);
