@@ -724,6 +724,20 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 			rc = 0;
 		}
 	}
+	objfs_tier_note(t, rc == -ERESTART ? 0 : rc, "writing the pool's log");
+	/* In the pool, but answered past this node's deadline: it may have
+	 * stopped between the check above and the put, and the record have
+	 * landed in a slot freed meanwhile (a compaction past this node, an
+	 * exclusive mount's removal of the epoch), which nobody reads.  Not
+	 * acknowledged: in doubt, as a put that timed out, until the
+	 * follower finds what the log holds there (a lock that lapsed, with
+	 * the log compacted past this node, ends its writing: lapsed()).
+	 * Issue 47's defect 5: mkdir returned 0, and the directory was
+	 * gone. */
+	if (rc == 0 && tier_past_deadline(t) < 0) {
+		atomic_fetch_add(&t->sh_late, 1);
+		rc = -ETIMEDOUT;
+	}
 	/* Refused outright (another's record there, a full pool): not in
 	 * the log, ever.  Anything else may have landed: it stays in doubt
 	 * until the follower finds what the log holds there. */
@@ -735,7 +749,6 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 			atomic_fetch_add(&t->dl_unsure, 1);
 	}
 	free(rec);
-	objfs_tier_note(t, rc == -ERESTART ? 0 : rc, "writing the pool's log");
 	if (rc < 0) {
 		free(f.p);
 		return rc;

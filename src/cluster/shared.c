@@ -578,6 +578,7 @@ tier_share_status(struct objfs_tier *t, char *buf, size_t size)
 		"remote_leases_elsewhere: %" PRIu64 "\n"
 		"remote_leases_fenced: %" PRIu64 "\n"
 		"remote_lock_lapses: %" PRIu64 "\n"
+		"remote_log_late: %" PRIu64 "\n"
 		"remote_compactions: %" PRIu64 "\n"
 		"remote_log_records_removed: %" PRIu64 "\n",
 		t->node, (uint64_t)atomic_load(&t->pos),
@@ -589,6 +590,7 @@ tier_share_status(struct objfs_tier *t, char *buf, size_t size)
 		(uint64_t)atomic_load(&t->sh_broken), lc.mine, lc.others,
 		(uint64_t)atomic_load(&t->sh_fenced),
 		(uint64_t)atomic_load(&t->sh_lapses),
+		(uint64_t)atomic_load(&t->sh_late),
 		(uint64_t)atomic_load(&t->compactions),
 		(uint64_t)atomic_load(&t->compact_removed));
 	if (n < 0)

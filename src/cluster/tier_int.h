@@ -207,6 +207,8 @@ struct objfs_tier {
 	} *held;
 	size_t held_n, held_cap;
 	_Atomic uint64_t sh_fenced, sh_lapses;
+	_Atomic uint64_t sh_late;	/* records that landed past the
+					 * deadline: in doubt, not acknowledged */
 	_Atomic uint64_t view_ns;	/* the last catch-up that reached the
 					 * log's end began then (monotonic) */
 	/* Compaction (compact.c). */
