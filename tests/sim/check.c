@@ -147,6 +147,16 @@ struct applying {
 	uint64_t seq;
 };
 
+/* A native 64-bit value in a journal's bytes (unaligned). */
+static uint64_t
+u64_at(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
 /* S8: an entry put as the tree holds it already. */
 static int
 dup_entry(void *arg, int op, int db, const unsigned char *k, size_t klen,
@@ -154,7 +164,7 @@ dup_entry(void *arg, int op, int db, const unsigned char *k, size_t klen,
 {
 	struct applying *a = arg;
 	struct objfs_dirent d;
-	uint64_t parent;
+	uint64_t parent, ino, cookie;
 	char name[OBJFS_NAME_MAX + 1];
 
 	if (op != OBJFS_JOURNAL_PUT || db != OBJFS_MDB_DIRENT || klen < 9 ||
@@ -163,10 +173,10 @@ dup_entry(void *arg, int op, int db, const unsigned char *k, size_t klen,
 	parent = get_be64(k);
 	memcpy(name, k + 8, klen - 8);
 	name[klen - 8] = '\0';
+	ino = u64_at(v);
+	cookie = u64_at(v + 8);
 	if (objfs_meta_dirent_get(a->tx, parent, name, klen - 8, &d) == 0 &&
-	    d.ino == *(const uint64_t *)(const void *)v &&
-	    d.cookie == *(const uint64_t *)(const void *)(v + 8) &&
-	    !a->c->dup[0])
+	    d.ino == ino && d.cookie == cookie && !a->c->dup[0])
 		snprintf(a->c->dup, sizeof(a->c->dup), "log record %" PRIu64
 			" puts the entry %s of directory %" PRIu64 " (inode %"
 			PRIu64 ", cookie %" PRIu64 ") that the tree holds "
@@ -190,7 +200,7 @@ trace_ino(void *arg, int op, int db, const unsigned char *k, size_t klen,
 			PRIu64 " = %016" PRIx64 "\n", (double)sim_now() / 1e9,
 			a->seq, op == OBJFS_JOURNAL_PUT ? "put" : "del", k[0],
 			want, op == OBJFS_JOURNAL_PUT && vlen >= 8 ?
-			*(const uint64_t *)(const void *)v : 0);
+			u64_at(v) : 0);
 		return 0;
 	}
 	if (!f || klen < 8 || get_be64(k) != want ||
@@ -711,13 +721,11 @@ val_text(const struct rec *r, char *buf, size_t size)
 	}
 	if (r->db == OBJFS_MDB_DIRENT && r->vlen >= 16) {
 		snprintf(buf, size, "inode %" PRIu64 " cookie %" PRIu64,
-			*(const uint64_t *)(const void *)r->v,
-			*(const uint64_t *)(const void *)(r->v + 8));
+			u64_at(r->v), u64_at(r->v + 8));
 		return;
 	}
 	if (r->db == OBJFS_MDB_SUPER && r->vlen >= 8) {
-		snprintf(buf, size, "%" PRIu64, *(const uint64_t *)(const void *)
-			r->v);
+		snprintf(buf, size, "%" PRIu64, u64_at(r->v));
 		return;
 	}
 	snprintf(buf, size, "%zu bytes", r->vlen);
