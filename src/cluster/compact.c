@@ -312,10 +312,13 @@ compact_once(struct objfs_tier *t, uint64_t *next)
 		if (rc == 0)
 			rc = objfs_remote_head_put(t->r, text, tier_head_text(&nh,
 					text, sizeof(text)), &ver);
-		if (rc < 0) {
-			tier_remove_snapshot(t, &nh);	/* its parts */
-			if (rc == -ECANCELED)
-				rc = 0;		/* another swapped first */
+		if (rc == -ECANCELED) {
+			/* Another swapped first: its parts are nobody's. */
+			tier_remove_snapshot(t, &nh);
+			rc = 0;
+		} else if (rc < 0) {
+			/* No answer: the swap may land yet, naming these
+			 * parts; left for the collector if it does not. */
 		} else {
 			rc = 1;
 		}

@@ -252,7 +252,13 @@ tier_start(struct objfs_tier *t, struct objfs_store *s, char *msg,
 		snprintf(msg, msgsize, "%s: cannot write objfs.head: %s", t->spec,
 			rc == -ECANCELED ? "another mount changed it meanwhile" :
 			strerror(-rc));
-		tier_remove_epoch(t, &h);
+		/* Its parts go only if the head surely does not name them:
+		 * a put that got no answer may land yet (S3 or RADOS apply
+		 * a request after its client gave up), and then names them
+		 * (simulator, S3, seed 8: the tree could not be read).  Left,
+		 * they are garbage the collector removes. */
+		if (rc == -ECANCELED)
+			tier_remove_epoch(t, &h);
 		return rc;
 	}
 	t->have_head = 1;

@@ -7,11 +7,17 @@
  *	objfs-hold 1
  *	holder HOST:DIR#pid N
  *	seconds S
+ *	write W
  *
- * (or "free" in place of the last two, once given back).  It is made
- * with If-None-Match: *, and replaced (renewed, taken over, given back)
- * only with If-Match on the ETag just read, so of two mounts that race,
- * one wins and the other is told who holds it.  A hold has lapsed when
+ * (or "free" in place of the holder and seconds, once given back).  It is
+ * made with If-None-Match: *, and replaced (renewed, taken over, given
+ * back) only with If-Match on the ETag just read, so of two mounts that
+ * race, one wins and the other is told who holds it.  W is drawn anew
+ * for every write: S3's ETag is the MD5 of the body, and a holder that
+ * wrote the same bytes again (its renewal, or its retake of a lapsed
+ * hold) would keep the ETag, so that a successor's If-Match on the ETag
+ * it read before that write would still succeed, and both would hold
+ * the namespace (issue 47's defect 4; the simulator's S3, seed 176).  A hold has lapsed when
  * the service's clock says so: the Date of the answer that read it, less
  * its Last-Modified, is more than its seconds (and one more: both are in
  * whole seconds).  This machine's clock is never read, so a skewed clock
@@ -24,10 +30,13 @@
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/base/log.h"
+#include "src/base/rand.h"
 #include "src/s3/s3.h"
 
 #ifdef HAVE_S3
@@ -72,8 +81,17 @@ hold_read(struct s3 *s, const char *name, struct hold *h)
 	if (sscanf(p, "holder %255[^\n]\nseconds %u\n", h->holder,
 			&h->seconds) != 2)
 		return -EPROTO;
-	age = q.date && q.last_modified ? (long)(q.date - q.last_modified) :
-		0;
+	/* Without both times (a header missing, or one that cannot be
+	 * read) its age is unknown: never lapsed, so that a live hold is
+	 * never taken; the mount that wants it is refused, and says so. */
+	if (q.date <= 0 || q.last_modified <= 0) {
+		objfs_log(OBJFS_LOG_WARNING, "s3: %s: the answer has no %s "
+			"that can be read: the hold's age is unknown, and it is "
+			"taken as live", name, q.date <= 0 ? "Date" :
+			"Last-Modified");
+		return 0;
+	}
+	age = (long)(q.date - q.last_modified);
 	h->lapsed = age > (long)h->seconds + 1;
 	return 0;
 }
@@ -87,13 +105,16 @@ hold_write(struct s3 *s, const char *name, const struct hold *h,
 {
 	char body[512], bare[S3_ETAG_MAX];
 	struct s3_req q = { .method = "PUT", .name = name, .body = body };
+	uint64_t w = objfs_random64();
 	int n;
 
 	if (holder)
 		n = snprintf(body, sizeof(body), HOLD_MAGIC "holder %s\n"
-			"seconds %u\n", holder, seconds);
+			"seconds %u\nwrite %016" PRIx64 "\n", holder, seconds,
+			w);
 	else
-		n = snprintf(body, sizeof(body), HOLD_MAGIC "free\n");
+		n = snprintf(body, sizeof(body), HOLD_MAGIC "free\nwrite %016"
+			PRIx64 "\n", w);
 	if (n < 0 || (size_t)n >= sizeof(body))
 		return -ENAMETOOLONG;
 	q.body_len = (size_t)n;

@@ -170,9 +170,15 @@ on_header(char *p, size_t sz, size_t n, void *arg)
 			q->have_total = 1;
 		}
 	} else if (strcasecmp(line, "Last-Modified") == 0) {
-		q->last_modified = curl_getdate(v, NULL);
+		/* curl_getdate says -1 for what it cannot read: 0, unknown
+		 * (an age of -1 would make every hold look lapsed). */
+		time_t t = curl_getdate(v, NULL);
+
+		q->last_modified = t > 0 ? t : 0;
 	} else if (strcasecmp(line, "Date") == 0) {
-		q->date = curl_getdate(v, NULL);
+		time_t t = curl_getdate(v, NULL);
+
+		q->date = t > 0 ? t : 0;
 	} else if (strcasecmp(line, "x-amz-meta-objfs-sums") == 0) {
 		snprintf(q->meta_got, sizeof(q->meta_got), "%s", v);
 	}

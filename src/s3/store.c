@@ -218,7 +218,8 @@ s3_age_ver(struct objfs_remote *base, const char *name, uint64_t *size,
 	if (rc < 0)
 		return rc;
 	*size = q.clen;
-	*mtime = (int64_t)time(NULL) - (q.date && q.last_modified ?
+	/* Unknown (a time missing or unreadable): young, kept. */
+	*mtime = (int64_t)time(NULL) - (q.date > 0 && q.last_modified > 0 ?
 		(int64_t)(q.date - q.last_modified) : 0);
 	*ver = tag_ver(q.etag);
 	return 0;

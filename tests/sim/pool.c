@@ -66,6 +66,8 @@ struct sobj {
 	uint64_t mtime;			/* the OSD's clock */
 	unsigned char *sums;		/* xattr objfs.sums */
 	size_t sumslen;
+	char etag[40];			/* S3 (s3gw.c): its ETag, and its */
+	char meta[24];			/* x-amz-meta-objfs-sums */
 	struct kv *omap;
 	size_t nomap, capomap;
 	struct locker *lk;
@@ -125,7 +127,7 @@ enum {
 	R_LOCKERS, R_BREAK, R_LIST, R_AGEVER, R_REMOVE_AT, R_OMAP_SET,
 	R_OMAP_DEL_IF, R_OMAP_LIST, R_CHUNK_CREATE, R_CHUNK_SAME,
 	R_CHUNK_TOUCH, R_CHUNK_GET, R_HEAD_PUT, R_HEAD_GET, R_NOTIFY,
-	R_ACK, R_DF, R_WATCH,
+	R_ACK, R_DF, R_WATCH, R_EXT,
 };
 
 #define LOCK_RENEW	1
@@ -153,6 +155,10 @@ struct req {
 	size_t nkv;
 	char **names;
 	size_t nnames;
+	/* R_EXT: another protocol's request (simpool_ext_call) */
+	int (*ext_apply)(struct sim_pool *p, void *arg);
+	void (*ext_drop)(void *arg);
+	void *ext_arg;
 	/* the OSD's queue of late requests */
 	uint64_t at;
 	struct req *next;
@@ -186,7 +192,7 @@ static const char *const opnames[] = { "?", "put", "create", "get", "stat",
 	"remove", "lock", "unlock", "lockers", "break", "list", "agever",
 	"remove_at", "omap_set", "omap_del_if", "omap_list", "chunk_create",
 	"chunk_same", "chunk_touch", "chunk_get", "head_put", "head_get",
-	"notify", "ack", "df", "watch" };
+	"notify", "ack", "df", "watch", "s3" };
 
 static uint64_t
 prand(struct sim_pool *p)
@@ -693,6 +699,9 @@ exec(struct sim_pool *p, struct req *r)
 	case R_DF:
 	case R_WATCH:
 		break;
+	case R_EXT:
+		r->rc = r->ext_apply(p, r->ext_arg);	/* its status */
+		break;
 	default:
 		abort();
 	}
@@ -714,6 +723,8 @@ req_free(struct req *r)
 	for (size_t i = 0; i < r->nnames; i++)
 		free(r->names[i]);
 	free(r->names);
+	if (r->ext_drop)
+		r->ext_drop(r->ext_arg);
 	free(r);
 }
 
@@ -781,10 +792,10 @@ osd_main(void *arg)
  * free, unless it was left to the OSD (*@kept).
  */
 static int
-rpc(struct sconn *c, struct req *r, int *kept)
+rpc_until(struct sconn *c, struct req *r, uint64_t deadline, int *kept)
 {
 	struct sim_pool *p = c->p;
-	uint64_t t0 = sim_now(), deadline = t0 + (uint64_t)c->timeout_s * SIM_NS;
+	uint64_t t0 = sim_now();
 	uint64_t apply = t0 + delay(p, 20000, 400000);
 	uint64_t answer;
 	int applied_ok = 1, answered = 1;
@@ -831,8 +842,9 @@ rpc(struct sconn *c, struct req *r, int *kept)
 			abort();
 		*copy = *r;
 		r->in = r->in2 = NULL;
+		r->ext_drop = NULL;	/* the late copy's now */
+		*kept = r->op == R_EXT;
 		queue_late(p, copy, apply);
-		*kept = 0;
 		sim_sleep_until(deadline);
 		return -ETIMEDOUT;
 	}
@@ -859,6 +871,13 @@ rpc(struct sconn *c, struct req *r, int *kept)
 	}
 	sim_sleep_until(answer);
 	return r->rc;
+}
+
+static int
+rpc(struct sconn *c, struct req *r, int *kept)
+{
+	return rpc_until(c, r, sim_now() + (uint64_t)c->timeout_s * SIM_NS,
+			kept);
 }
 
 /* rpc, for a request whose results the caller reads: 0 or -errno. */
@@ -1802,6 +1821,71 @@ static const struct objfs_remote_ops sim_ops = {
 	.fetch_take = sim_fetch_take,
 	.fetch_free = sim_fetch_free,
 };
+
+/* ---- another protocol over this network (s3gw.c) ---------------------------- */
+
+int
+simpool_ext_call(struct objfs_remote *conn, const char *what,
+		int (*apply)(struct sim_pool *p, void *arg),
+		void (*dropper)(void *arg), void *arg, uint64_t deadline,
+		int *kept)
+{
+	struct sconn *c = C(conn);
+	struct req *r = req_new(c, R_EXT, what);
+	int rc;
+
+	r->ext_apply = apply;
+	r->ext_drop = dropper;
+	r->ext_arg = arg;
+	rc = rpc_until(c, r, deadline, kept);
+	r->ext_drop = NULL;	/* the caller's (or the late copy's) */
+	req_free(r);
+	return rc < 0 ? rc : 0;
+}
+
+int
+simpool_chance(struct sim_pool *p, int kind)
+{
+	if (!chance(p, kind == SIM_FAULT_BUSY ? p->f.busy : 0))
+		return 0;
+	p->n.s3_busy++;
+	return 1;
+}
+
+int
+simpool_s3_obj(struct sim_pool *p, const char *name, const void **data,
+		size_t *len, uint64_t *mtime, const char **etag,
+		const char **meta)
+{
+	struct sobj *o = find(p, name);
+
+	if (!o)
+		return -ENOENT;
+	*data = o->data;
+	*len = o->len;
+	*mtime = o->mtime;
+	*etag = o->etag;
+	*meta = o->meta;
+	return 0;
+}
+
+void
+simpool_s3_put(struct sim_pool *p, const char *name, const void *data,
+		size_t len, const char *etag, const char *meta)
+{
+	struct sobj *o = make(p, name);
+
+	set_data(o, data, len);
+	snprintf(o->etag, sizeof(o->etag), "%s", etag);
+	snprintf(o->meta, sizeof(o->meta), "%s", meta ? meta : "");
+	touched(p, o);
+}
+
+void
+simpool_s3_del(struct sim_pool *p, const char *name)
+{
+	drop(p, name);
+}
 
 /* ---- the driver's and the checker's side ----------------------------------- */
 

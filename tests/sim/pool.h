@@ -19,6 +19,7 @@ struct sim_faults {
 	unsigned lost;		/* never applied, no answer */
 	unsigned late;		/* applied after the caller gave up */
 	unsigned slow;		/* answered, late in the timeout */
+	unsigned busy;		/* S3: 503 SlowDown, nothing applied */
 	unsigned notify_lost, notify_dup, notify_late;
 };
 
@@ -27,7 +28,7 @@ struct sim_faults {
 struct sim_pool_counts {
 	uint64_t requests, land_timeout, lost, late, slow, partitioned,
 		osd_paused, notifies, notify_lost, notify_dup, notify_late,
-		watches_dropped;
+		watches_dropped, s3_busy;
 };
 
 struct sim_pool;
@@ -78,6 +79,28 @@ void simpool_on_change(struct sim_pool *p,
 
 /* Every request the OSD applies, when set (--trace). */
 extern FILE *simpool_trace;
+
+/* Another protocol's request (the S3 gateway, s3gw.c) over connection
+ * @conn's network, with its faults: @apply(@arg) runs at the instant the
+ * service applies it, if it does, and returns its status (for the
+ * trace); @drop(@arg) frees it.  0 when it was answered by @deadline,
+ * -ETIMEDOUT when not (applied, or not, or later).  *@kept: left to
+ * apply later, @arg is the pool's from then on (it drops it). */
+int simpool_ext_call(struct objfs_remote *conn, const char *what,
+		int (*apply)(struct sim_pool *p, void *arg),
+		void (*drop)(void *arg), void *arg, uint64_t deadline,
+		int *kept);
+#define SIM_FAULT_BUSY	1
+/* A fault of kind @kind strikes now (the pool's generator). */
+int simpool_chance(struct sim_pool *p, int kind);
+/* S3's view of an object (s3gw.c): its bytes, time (the service's
+ * clock, ns), ETag and metadata; -ENOENT. */
+int simpool_s3_obj(struct sim_pool *p, const char *name, const void **data,
+		size_t *len, uint64_t *mtime, const char **etag,
+		const char **meta);
+void simpool_s3_put(struct sim_pool *p, const char *name, const void *data,
+		size_t len, const char *etag, const char *meta);
+void simpool_s3_del(struct sim_pool *p, const char *name);
 
 /* Connection @r's client name (client.N), node. */
 const char *simpool_client(struct objfs_remote *r);

@@ -244,6 +244,8 @@ plan_write(const struct world *w, FILE *f, int invariant)
 		c->seed, c->nodes, c->timeout_s, c->hold_s, c->lease_s,
 		c->batch_ms, c->compact, c->chunk, c->switch_pm,
 		c->check_time);
+	if (c->s3)
+		fprintf(f, "s3 %d\n", c->s3);
 	if (invariant)
 		fprintf(f, "breaks S%d\n", invariant);
 	for (size_t i = 0; i < w->nplan; i++) {
@@ -285,6 +287,7 @@ plan_read(struct world *w, const char *file, int *invariant)
 		    sscanf(line, "chunk %u", &c->chunk) == 1 ||
 		    sscanf(line, "switch %u", &c->switch_pm) == 1 ||
 		    sscanf(line, "check_time %d", &c->check_time) == 1 ||
+		    sscanf(line, "s3 %d", &c->s3) == 1 ||
 		    sscanf(line, "breaks S%d", invariant) == 1)
 			continue;
 		if (sscanf(line, "a %" SCNu64 " %d %d %d %d %d %d %u %" SCNd64
@@ -320,7 +323,8 @@ __wrap_objfs_tier_remote_connect(const struct objfs_remote_config *cfg,
 {
 	(void)err;
 	(void)errsize;
-	if (!W || !W->pool)
+	/* S3: the real client, over the simulator's bucket (s3gw.c). */
+	if (!W || !W->pool || strncmp(cfg->spec, "s3://", 5) == 0)
 		return __real_objfs_tier_remote_connect(cfg, out, err,
 				errsize);
 	*out = simpool_connect(W->pool, sim_self_node(), cfg->timeout_s);
@@ -359,7 +363,8 @@ report_counts(struct world *w)
 		" late=%" PRIu64 " slow=%" PRIu64 " partitioned=%" PRIu64
 		" osd_held=%" PRIu64 " notifies=%" PRIu64 " notify_lost=%"
 		PRIu64 " notify_dup=%" PRIu64 " notify_late=%" PRIu64
-		" watches_dropped=%" PRIu64 " steps=%" PRIu64 " switches=%"
+		" watches_dropped=%" PRIu64 " s3_busy=%" PRIu64 " steps=%"
+		PRIu64 " switches=%"
 		PRIu64 " vtime=%.1f\n",
 		w->nplan, w->counts[A_OP] - w->skipped, w->skipped, w->oprc_ok,
 		w->oprc_fail, w->oprc_unknown, w->counts[A_PAUSE],
@@ -369,7 +374,7 @@ report_counts(struct world *w)
 		w->counts[A_CATCHUP], w->counts[A_SYNC], pc.requests, pc.land_timeout, pc.lost,
 		pc.late, pc.slow, pc.partitioned, pc.osd_paused, pc.notifies,
 		pc.notify_lost, pc.notify_dup, pc.notify_late,
-		pc.watches_dropped, sim_steps(), sim_switches(),
+		pc.watches_dropped, pc.s3_busy, sim_steps(), sim_switches(),
 		(double)sim_now() / 1e9);
 }
 
@@ -416,9 +421,21 @@ child(struct world *w, const char *tmp, const char *trace)
 	w->chk = checker_new(w);
 	world_paths(w);
 	printf("config nodes=%d timeout=%u hold=%u lease=%u batch=%ld "
-		"compact=%ld switch=%u\n", w->cfg.nodes, w->cfg.timeout_s,
+		"compact=%ld switch=%u%s\n", w->cfg.nodes, w->cfg.timeout_s,
 		w->cfg.hold_s, w->cfg.lease_s, w->cfg.batch_ms, w->cfg.compact,
-		w->cfg.switch_pm);
+		w->cfg.switch_pm, w->cfg.s3 ? " s3" : "");
+	if (w->cfg.s3) {
+		/* The client's configuration, its own: no file of the
+		 * machine's, a service never reached. */
+		setenv("AWS_ACCESS_KEY_ID", "sim", 1);
+		setenv("AWS_SECRET_ACCESS_KEY", "sim", 1);
+		setenv("AWS_REGION", "us-east-1", 1);
+		setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null", 1);
+		setenv("AWS_CONFIG_FILE", "/dev/null", 1);
+		unsetenv("AWS_PROFILE");
+		unsetenv("AWS_ENDPOINT_URL");
+		unsetenv("AWS_ENDPOINT_URL_S3");
+	}
 	fflush(stdout);
 	rc = world_run(w);
 	report_counts(w);
@@ -667,7 +684,12 @@ apply_sets(struct config *c, const char *sets)
 			c->exclusive = (int)v;
 		else if (!strcmp(kv, "check_time"))
 			c->check_time = (int)v;
+		else if (!strcmp(kv, "s3"))
+			c->s3 = (int)v;
 	}
+	/* In S3 every mount is exclusive already. */
+	if (c->s3)
+		c->exclusive = 0;
 }
 
 static void
@@ -676,7 +698,7 @@ usage(void)
 	fprintf(stderr, "usage: objfs-sim [--seed N] [--seeds K] [--ops N] "
 		"[--minutes M] [--replay FILE] [--set KEY=VALUE,...] "
 		"[--no-shrink] [--trace] [--quiet] [--keep-going] "
-		"[--out DIR]\n");
+		"[--out DIR] | --has-s3\n");
 	exit(2);
 }
 
@@ -719,6 +741,12 @@ main(int argc, char **argv)
 			out = argv[++i];
 		else if (!strcmp(a, "--no-shrink"))
 			do_shrink = 0;
+		else if (!strcmp(a, "--has-s3"))
+#ifdef HAVE_S3
+			return 0;	/* built with the S3 client (s3gw.c) */
+#else
+			return 1;
+#endif
 		else if (!strcmp(a, "--trace"))
 			opt_trace = 1;
 		else if (!strcmp(a, "--quiet"))

@@ -72,6 +72,8 @@ struct config {
 	int exclusive;		/* A_EXCL allowed */
 	int faults;		/* fault actions allowed */
 	int check_time;		/* one call, one timeout */
+	int s3;			/* the namespace in S3 (s3gw.c): every
+				 * mount exclusive, one at a time */
 };
 
 /* ---- the namespace a run works in ---------------------------------------- */

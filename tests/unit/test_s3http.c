@@ -2,7 +2,8 @@
 /*
  * test_s3http.c - the S3 engine's retries (src/s3/http.c) against a
  * server in this process that answers from a script: what is sent again
- * and what is final.  AWS answers a conditional write 409
+ * and what is final; and how old a hold is (src/s3/hold.c), from the
+ * service's Date and Last-Modified, read or not.  AWS answers a conditional write 409
  * (ConditionalRequestConflict) while another conditional write of the
  * same key is under way (two equal chunks put at once), and says to send
  * it again; Ceph's gateway never does, so only a scripted server shows
@@ -32,6 +33,9 @@
 struct server {
 	int lfd, port;
 	const int *script;
+	/* Per answer, when set: headers to add (each ending in \r\n), and
+	 * the body of a 2xx. */
+	const char *const *headers, *const *bodies;
 	int n, seen;
 	char methods[8][8];
 	pthread_t th;
@@ -81,21 +85,24 @@ serve(void *arg)
 		if (fd < 0)
 			return NULL;
 		while (sv->seen < sv->n) {
-			char method[8] = "", out[512];
-			int st;
+			char method[8] = "", out[1024];
+			int st, k;
 			const char *body;
 
 			if (read_request(fd, method, sizeof(method)) < 0)
 				break;
 			memcpy(sv->methods[sv->seen & 7], method, 8);
+			k = sv->seen;
 			st = sv->script[sv->seen++];
 			body = st == 409 ? "<?xml version=\"1.0\"?><Error><Code>"
 				"ConditionalRequestConflict</Code></Error>" :
 			       st == 412 ? "<?xml version=\"1.0\"?><Error><Code>"
-				"PreconditionFailed</Code></Error>" : "";
+				"PreconditionFailed</Code></Error>" :
+			       sv->bodies ? sv->bodies[k] : "";
 			snprintf(out, sizeof(out), "HTTP/1.1 %d X\r\n"
-				"ETag: \"0123\"\r\nContent-Length: %zu\r\n\r\n%s",
-				st, strlen(body), body);
+				"ETag: \"0123\"\r\n%sContent-Length: %zu\r\n\r\n%s",
+				st, sv->headers ? sv->headers[k] : "",
+				strlen(body), body);
 			if (write(fd, out, strlen(out)) < 0)
 				break;
 		}
@@ -248,6 +255,66 @@ conflict_bounded(void **state)
 	assert_true(sv.seen >= 2 && sv.seen < 64);
 }
 
+#define HOLD_BODY	"objfs-hold 1\nholder h:/d#pid 7\nseconds 30\nwrite 1\n"
+
+/* The holder as a hold read with @headers (its Date, Last-Modified)
+ * says: 0 and @who when live, -ENOENT when lapsed. */
+static int
+holder_with(const char *headers, char *who, size_t size)
+{
+	static const int script[] = { 200 };
+	const char *hdrs[] = { headers }, *bodies[] = { HOLD_BODY };
+	struct server sv;
+	struct s3 *s;
+	char client_id[16];
+	int rc;
+
+	server_start(&sv, script, 1);
+	sv.headers = hdrs;
+	sv.bodies = bodies;
+	s = client(sv.port, 10);
+	rc = objfs_s3_holder(&s->base, "objfs.hold", client_id,
+		sizeof(client_id), who, size);
+	client_free(s);
+	server_stop(&sv);
+	return rc;
+}
+
+/* A hold's age is the service's Date less its Last-Modified: 10 s of a
+ * 30 s hold is live, 60 s has lapsed. */
+static void
+hold_age_from_service(void **state)
+{
+	char who[256];
+
+	(void)state;
+	assert_int_equal(holder_with("Date: Mon, 07 Dec 2026 10:00:10 GMT\r\n"
+		"Last-Modified: Mon, 07 Dec 2026 10:00:00 GMT\r\n", who,
+		sizeof(who)), 0);
+	assert_string_equal(who, "h:/d#pid 7");
+	assert_int_equal(holder_with("Date: Mon, 07 Dec 2026 10:01:00 GMT\r\n"
+		"Last-Modified: Mon, 07 Dec 2026 10:00:00 GMT\r\n", who,
+		sizeof(who)), -ENOENT);
+}
+
+/* A Last-Modified (or Date) that cannot be read leaves the age unknown:
+ * the hold is live, never taken (issue 47: curl_getdate's -1 made every
+ * such hold look lapsed). */
+static void
+hold_age_unreadable(void **state)
+{
+	char who[256];
+
+	(void)state;
+	assert_int_equal(holder_with("Date: Mon, 07 Dec 2026 10:00:10 GMT\r\n"
+		"Last-Modified: yesterday-ish\r\n", who, sizeof(who)), 0);
+	assert_string_equal(who, "h:/d#pid 7");
+	assert_int_equal(holder_with("Date: soon\r\n"
+		"Last-Modified: Mon, 07 Dec 2026 10:00:00 GMT\r\n", who,
+		sizeof(who)), 0);
+	assert_int_equal(holder_with("", who, sizeof(who)), 0);
+}
+
 int
 main(void)
 {
@@ -256,6 +323,8 @@ main(void)
 		cmocka_unit_test(conflict_retried_if_match),
 		cmocka_unit_test(conflict_final_unconditional),
 		cmocka_unit_test(conflict_bounded),
+		cmocka_unit_test(hold_age_from_service),
+		cmocka_unit_test(hold_age_unreadable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
