@@ -78,6 +78,7 @@
 #include <unistd.h>
 
 #include "src/base/csum.h"
+#include "src/base/deadline.h"
 #include "src/base/log.h"
 #include "meta/meta.h"
 #include "meta/meta_int.h"
@@ -153,6 +154,29 @@ meta_lock(struct objfs_meta *m)
 	pthread_mutex_lock(&m->lock);
 	meta_held = m;
 	meta_held_depth = 1;
+}
+
+/* meta_lock, waiting no later than the deadline of the system call the
+ * thread serves (src/base/deadline.h): a commit of another thread may
+ * hold the index while its record crosses the network (shared mode).
+ * 0, or -ETIMEDOUT. */
+static int
+meta_lock_until(struct objfs_meta *m)
+{
+	uint64_t d = objfs_deadline();
+	struct timespec abs;
+
+	if (meta_held == m || d == 0) {
+		meta_lock(m);
+		return 0;
+	}
+	abs.tv_sec = (time_t)(d / 1000000000u);
+	abs.tv_nsec = (long)(d % 1000000000u);
+	if (pthread_mutex_clocklock(&m->lock, CLOCK_MONOTONIC, &abs) != 0)
+		return -ETIMEDOUT;
+	meta_held = m;
+	meta_held_depth = 1;
+	return 0;
 }
 
 void
@@ -724,7 +748,11 @@ objfs_meta_begin(struct objfs_meta *m, int write, struct objfs_meta_txn **out)
 
 	if (!t)
 		return -ENOMEM;
-	meta_lock(m);
+	rc = meta_lock_until(m);
+	if (rc < 0) {
+		free(t);
+		return rc;
+	}
 	rc = m->broken ? -EIO : write && m->rdonly ? -EROFS : 0;
 	if (rc == 0 && write && m->w) {
 		objfs_log(OBJFS_LOG_ERR, "index: a write inside a write");

@@ -6,7 +6,8 @@
  * (src/s3/, -o remote=s3://BUCKET[/PREFIX]), each behind this table.
  * Every call is bounded by the connection's timeout and fails with
  * -ETIMEDOUT when the service does not answer within it, never hanging
- * beyond.  Thread-safe: calls may come from any thread at once.  A call
+ * beyond; one made on a thread whose system call's deadline has passed
+ * (src/base/deadline.h) is not sent, and fails with -ETIMEDOUT at once.  Thread-safe: calls may come from any thread at once.  A call
  * a store cannot make (an S3 bucket has no omap, watch or notify: shared
  * mode is the pool's) answers -ENOTSUP.
  */
@@ -15,11 +16,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "src/base/clock.h"
 #include "src/base/csum.h"
+#include "src/base/deadline.h"
 #include "src/base/log.h"
 
 struct objfs_remote_config {
@@ -137,6 +141,14 @@ struct objfs_remote_ops {
 /* Each store's connection, puts and fetches begin with their table. */
 struct objfs_remote {
 	const struct objfs_remote_ops *ops;
+	/* One call, one timeout (src/base/deadline.h).  @whole_ns: set by
+	 * a store whose requests cannot be shortened to what a system call
+	 * has left (RADOS: librados's operation timeout is the client's),
+	 * 0 by one that shortens them itself (the S3 engine).
+	 * @silent_since: the monotonic time of the first of the latest
+	 * requests that got no answer, 0 once one answers. */
+	uint64_t whole_ns;
+	_Atomic uint64_t silent_since;
 };
 struct objfs_remote_puts {
 	const struct objfs_remote_ops *ops;
@@ -144,6 +156,39 @@ struct objfs_remote_puts {
 struct objfs_remote_fetch {
 	const struct objfs_remote_ops *ops;
 };
+
+/* A request of a system call's thread is not sent (-ETIMEDOUT at once)
+ * once the call's deadline has passed, nor, while the store does not
+ * answer, when it could outlast the call (a request that cannot be
+ * shortened, sent with less than its whole timeout left).  The store's
+ * own threads (no deadline) always send: their requests find out when
+ * it answers again. */
+static inline int
+objfs_remote_late(struct objfs_remote *r)
+{
+	if (!objfs_deadline())
+		return 0;
+	if (objfs_deadline_passed())
+		return 1;
+	return r->whole_ns && atomic_load(&r->silent_since) &&
+		objfs_deadline_cap_ns(r->whole_ns, 0) < r->whole_ns;
+}
+
+/* What a request's answer says of the store: @rc, passed on. */
+static inline int
+objfs_remote_heard(struct objfs_remote *r, int rc)
+{
+	if (rc != -ETIMEDOUT) {
+		if (atomic_load(&r->silent_since))
+			atomic_store(&r->silent_since, 0);
+	} else if (!atomic_load(&r->silent_since)) {
+		uint64_t z = 0;
+
+		(void)atomic_compare_exchange_strong(&r->silent_since, &z,
+			objfs_mono_ns());
+	}
+	return rc;
+}
 
 static inline void
 objfs_remote_close(struct objfs_remote *r)
@@ -195,8 +240,10 @@ static inline int
 objfs_remote_put(struct objfs_remote *r, const char *name, const void *buf,
 		size_t len)
 {
-	return r->ops->put ?
-	    r->ops->put(r, name, buf, len) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->put ?
+	    r->ops->put(r, name, buf, len) : -ENOTSUP);
 }
 
 /* The same, only if no object @name exists: -EEXIST otherwise. */
@@ -204,8 +251,10 @@ static inline int
 objfs_remote_create(struct objfs_remote *r, const char *name, const void *buf,
 		size_t len)
 {
-	return r->ops->create ?
-	    r->ops->create(r, name, buf, len) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->create ?
+	    r->ops->create(r, name, buf, len) : -ENOTSUP);
 }
 
 /* Up to @len bytes of @name from @off into @buf; *@got the bytes read.
@@ -214,24 +263,28 @@ static inline int
 objfs_remote_get(struct objfs_remote *r, const char *name, uint64_t off,
 		void *buf, size_t len, size_t *got)
 {
-	return r->ops->get ?
-	    r->ops->get(r, name, off, buf, len, got) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->get ?
+	    r->ops->get(r, name, off, buf, len, got) : -ENOTSUP);
 }
 
 /* Its size; -ENOENT when absent. */
 static inline int
 objfs_remote_stat(struct objfs_remote *r, const char *name, uint64_t *size)
 {
-	return r->ops->stat ?
-	    r->ops->stat(r, name, size) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->stat ?
+	    r->ops->stat(r, name, size) : -ENOTSUP);
 }
 
 /* Remove @name; absent is not an error. */
 static inline int
 objfs_remote_remove(struct objfs_remote *r, const char *name)
 {
-	return r->ops->remove ?
-	    r->ops->remove(r, name) : -ENOTSUP;
+	return objfs_remote_heard(r, r->ops->remove ?
+	    r->ops->remove(r, name) : -ENOTSUP);
 }
 
 /* An exclusive hold on @name (the lock "objfs"), for @seconds, naming
@@ -242,8 +295,10 @@ static inline int
 objfs_remote_hold(struct objfs_remote *r, const char *name, const char *holder,
 		unsigned seconds, char *who, size_t whosize)
 {
-	return r->ops->hold ?
-	    r->ops->hold(r, name, holder, seconds, who, whosize) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->hold ?
+	    r->ops->hold(r, name, holder, seconds, who, whosize) : -ENOTSUP);
 }
 
 /* The same hold taken shared (tag "objfs-shared"): any number of shared
@@ -253,8 +308,10 @@ objfs_remote_hold_shared(struct objfs_remote *r, const char *name,
 		const char *holder, unsigned seconds, char *who,
 		size_t whosize)
 {
-	return r->ops->hold_shared ?
-	    r->ops->hold_shared(r, name, holder, seconds, who, whosize) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->hold_shared ?
+	    r->ops->hold_shared(r, name, holder, seconds, who, whosize) : -ENOTSUP);
 }
 
 /* Renew a hold @holder has now (exclusive, or shared with @shared), for
@@ -265,16 +322,18 @@ static inline int
 objfs_remote_hold_renew(struct objfs_remote *r, const char *name,
 		const char *holder, unsigned seconds, int shared)
 {
-	return r->ops->hold_renew ?
-	    r->ops->hold_renew(r, name, holder, seconds, shared) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->hold_renew ?
+	    r->ops->hold_renew(r, name, holder, seconds, shared) : -ENOTSUP);
 }
 
 static inline int
 objfs_remote_release(struct objfs_remote *r, const char *name,
 		const char *holder)
 {
-	return r->ops->release ?
-	    r->ops->release(r, name, holder) : -ENOTSUP;
+	return objfs_remote_heard(r, r->ops->release ?
+	    r->ops->release(r, name, holder) : -ENOTSUP);
 }
 
 /* Who holds @name: the client (client.N) and the holder's description;
@@ -283,8 +342,10 @@ static inline int
 objfs_remote_holder(struct objfs_remote *r, const char *name, char *client,
 		size_t clen, char *cookie, size_t klen)
 {
-	return r->ops->holder ?
-	    r->ops->holder(r, name, client, clen, cookie, klen) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->holder ?
+	    r->ops->holder(r, name, client, clen, cookie, klen) : -ENOTSUP);
 }
 
 /* Take the hold away from @client's @cookie (a holder known dead). */
@@ -292,8 +353,10 @@ static inline int
 objfs_remote_break(struct objfs_remote *r, const char *name,
 		const char *client, const char *cookie)
 {
-	return r->ops->break_ ?
-	    r->ops->break_(r, name, client, cookie) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->break_ ?
+	    r->ops->break_(r, name, client, cookie) : -ENOTSUP);
 }
 
 /* Call @cb for every object of the namespace (until it returns non-zero:
@@ -302,8 +365,10 @@ static inline int
 objfs_remote_list(struct objfs_remote *r,
 		int (*cb)(void *arg, const char *name), void *arg)
 {
-	return r->ops->list ?
-	    r->ops->list(r, cb, arg) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->list ?
+	    r->ops->list(r, cb, arg) : -ENOTSUP);
 }
 
 /* The names that begin with @start, in name order, each to @cb (which
@@ -314,8 +379,10 @@ static inline int
 objfs_remote_list_prefix(struct objfs_remote *r, const char *start,
 		int (*cb)(void *arg, const char *name), void *arg)
 {
-	return r->ops->list_prefix ?
-	    r->ops->list_prefix(r, start, cb, arg) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->list_prefix ?
+	    r->ops->list_prefix(r, start, cb, arg) : -ENOTSUP);
 }
 
 /* Shared mode: a put that finds its chunk in the pool writes to it (the
@@ -336,8 +403,10 @@ static inline int
 objfs_remote_age_ver(struct objfs_remote *r, const char *name, uint64_t *size,
 		int64_t *mtime, uint64_t *ver)
 {
-	return r->ops->age_ver ?
-	    r->ops->age_ver(r, name, size, mtime, ver) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->age_ver ?
+	    r->ops->age_ver(r, name, size, mtime, ver) : -ENOTSUP);
 }
 
 /* Remove @name only if it is still at version @ver: 0, or -ECANCELED when
@@ -346,8 +415,10 @@ objfs_remote_age_ver(struct objfs_remote *r, const char *name, uint64_t *size,
 static inline int
 objfs_remote_remove_at(struct objfs_remote *r, const char *name, uint64_t ver)
 {
-	return r->ops->remove_at ?
-	    r->ops->remove_at(r, name, ver) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->remove_at ?
+	    r->ops->remove_at(r, name, ver) : -ENOTSUP);
 }
 
 /* Watch @name: @cb runs (in a librados thread, briefly) for each notify
@@ -362,8 +433,10 @@ objfs_remote_watch(struct objfs_remote *r, const char *name,
 		void (*cb)(void *arg, uint64_t notify_id, uint64_t cookie, const void *data, size_t len),
 		void *arg, uint64_t *cookie)
 {
-	return r->ops->watch ?
-	    r->ops->watch(r, name, timeout_s, cb, arg, cookie) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->watch ?
+	    r->ops->watch(r, name, timeout_s, cb, arg, cookie) : -ENOTSUP);
 }
 
 static inline void
@@ -387,8 +460,8 @@ static inline int
 objfs_remote_notify_ack(struct objfs_remote *r, uint64_t notify_id,
 		uint64_t cookie, const void *buf, size_t len)
 {
-	return r->ops->notify_ack ?
-	    r->ops->notify_ack(r, notify_id, cookie, buf, len) : -ENOTSUP;
+	return objfs_remote_heard(r, r->ops->notify_ack ?
+	    r->ops->notify_ack(r, notify_id, cookie, buf, len) : -ENOTSUP);
 }
 
 /* A key of @name's omap (the object made if absent) set to @val (@len
@@ -397,8 +470,10 @@ static inline int
 objfs_remote_omap_set(struct objfs_remote *r, const char *name,
 		const char *key, const void *val, size_t len)
 {
-	return r->ops->omap_set ?
-	    r->ops->omap_set(r, name, key, val, len) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->omap_set ?
+	    r->ops->omap_set(r, name, key, val, len) : -ENOTSUP);
 }
 
 /* A key of @name's omap removed if its value is still @val (@len bytes):
@@ -408,8 +483,10 @@ static inline int
 objfs_remote_omap_del_if(struct objfs_remote *r, const char *name,
 		const char *key, const void *val, size_t len)
 {
-	return r->ops->omap_del_if ?
-	    r->ops->omap_del_if(r, name, key, val, len) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->omap_del_if ?
+	    r->ops->omap_del_if(r, name, key, val, len) : -ENOTSUP);
 }
 
 /* Every key of @name's omap: @cb(@arg, key, value, its length) until it
@@ -419,8 +496,10 @@ objfs_remote_omap_list(struct objfs_remote *r, const char *name,
 		int (*cb)(void *arg, const char *key, const void *val, size_t len),
 		void *arg)
 {
-	return r->ops->omap_list ?
-	    r->ops->omap_list(r, name, cb, arg) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->omap_list ?
+	    r->ops->omap_list(r, name, cb, arg) : -ENOTSUP);
 }
 
 /* Notify @name's watchers, without waiting for them (the answers are
@@ -428,8 +507,10 @@ objfs_remote_omap_list(struct objfs_remote *r, const char *name,
 static inline int
 objfs_remote_notify(struct objfs_remote *r, const char *name)
 {
-	return r->ops->notify ?
-	    r->ops->notify(r, name) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->notify ?
+	    r->ops->notify(r, name) : -ENOTSUP);
 }
 
 /* Notify @name's watchers with @len bytes of @buf and wait up to
@@ -442,16 +523,20 @@ objfs_remote_ask(struct objfs_remote *r, const char *name, const void *buf,
 		size_t len, unsigned timeout_ms,
 		void (*cb)(void *arg, const void *data, size_t len), void *arg)
 {
-	return r->ops->ask ?
-	    r->ops->ask(r, name, buf, len, timeout_ms, cb, arg) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->ask ?
+	    r->ops->ask(r, name, buf, len, timeout_ms, cb, arg) : -ENOTSUP);
 }
 
 /* The cluster's raw space and what is free of it. */
 static inline int
 objfs_remote_df(struct objfs_remote *r, uint64_t *total, uint64_t *avail)
 {
-	return r->ops->df ?
-	    r->ops->df(r, total, avail) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->df ?
+	    r->ops->df(r, total, avail) : -ENOTSUP);
 }
 
 /* An object's size and bytes, however long: *@buf malloc'd (the caller
@@ -460,8 +545,10 @@ static inline int
 objfs_remote_get_all(struct objfs_remote *r, const char *name, void **buf,
 		size_t *len)
 {
-	return r->ops->get_all ?
-	    r->ops->get_all(r, name, buf, len) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->get_all ?
+	    r->ops->get_all(r, name, buf, len) : -ENOTSUP);
 }
 
 /* Store @len bytes at @buf (sums @tab of sub-blocks of 1 << @shift,
@@ -474,8 +561,10 @@ objfs_remote_chunk_put(struct objfs_remote *r, const char *name,
 		const void *buf, uint32_t len, unsigned shift,
 		const unsigned char *tab)
 {
-	return r->ops->chunk_put ?
-	    r->ops->chunk_put(r, name, buf, len, shift, tab) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->chunk_put ?
+	    r->ops->chunk_put(r, name, buf, len, shift, tab) : -ENOTSUP);
 }
 
 /* Read chunk @name, @len bytes, into @buf, and check it against the
@@ -486,8 +575,10 @@ static inline int
 objfs_remote_chunk_get(struct objfs_remote *r, const char *name, void *buf,
 		uint32_t len, unsigned shift, uint64_t csum)
 {
-	return r->ops->chunk_get ?
-	    r->ops->chunk_get(r, name, buf, len, shift, csum) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->chunk_get ?
+	    r->ops->chunk_get(r, name, buf, len, shift, csum) : -ENOTSUP);
 }
 
 /* Bytes [@lo, @hi) of chunk @name (@len bytes long), read from any store
@@ -534,8 +625,8 @@ static inline int
 objfs_remote_puts_new(struct objfs_remote *r, unsigned window,
 		struct objfs_remote_puts **out)
 {
-	return r->ops->puts_new ?
-	    r->ops->puts_new(r, window, out) : -ENOTSUP;
+	return objfs_remote_heard(r, r->ops->puts_new ?
+	    r->ops->puts_new(r, window, out) : -ENOTSUP);
 }
 
 static inline int
@@ -543,6 +634,8 @@ objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
 		const void *buf, uint32_t len, unsigned shift,
 		const unsigned char *tab, int look)
 {
+	if (objfs_deadline_passed())
+		return -ETIMEDOUT;	/* the call's time is up */
 	return p->ops->puts_add ?
 	    p->ops->puts_add(p, name, buf, len, shift, tab, look) : -ENOTSUP;
 }
@@ -589,8 +682,10 @@ static inline int
 objfs_remote_fetch_start(struct objfs_remote *r, const char *name,
 		uint32_t len, struct objfs_remote_fetch **out)
 {
-	return r->ops->fetch_start ?
-	    r->ops->fetch_start(r, name, len, out) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->fetch_start ?
+	    r->ops->fetch_start(r, name, len, out) : -ENOTSUP);
 }
 
 static inline int
@@ -627,8 +722,10 @@ static inline int
 objfs_remote_log_put(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
 		const void *buf, size_t len)
 {
-	return r->ops->log_put ?
-	    r->ops->log_put(r, epoch, seq, buf, len) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->log_put ?
+	    r->ops->log_put(r, epoch, seq, buf, len) : -ENOTSUP);
 }
 
 /* Record @seq into @buf (room for @cap bytes), its length in *@len;
@@ -637,8 +734,10 @@ static inline int
 objfs_remote_log_get(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
 		void *buf, size_t cap, size_t *len)
 {
-	return r->ops->log_get ?
-	    r->ops->log_get(r, epoch, seq, buf, cap, len) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->log_get ?
+	    r->ops->log_get(r, epoch, seq, buf, cap, len) : -ENOTSUP);
 }
 
 /* The head's bytes and version (-ENOENT: none yet). */
@@ -646,8 +745,10 @@ static inline int
 objfs_remote_head_get(struct objfs_remote *r, void *buf, size_t cap,
 		size_t *len, uint64_t *ver)
 {
-	return r->ops->head_get ?
-	    r->ops->head_get(r, buf, cap, len, ver) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->head_get ?
+	    r->ops->head_get(r, buf, cap, len, ver) : -ENOTSUP);
 }
 
 /* Replace the head with @buf if its version is still *@ver (0: only if
@@ -657,8 +758,10 @@ static inline int
 objfs_remote_head_put(struct objfs_remote *r, const void *buf, size_t len,
 		uint64_t *ver)
 {
-	return r->ops->head_put ?
-	    r->ops->head_put(r, buf, len, ver) : -ENOTSUP;
+	if (objfs_remote_late(r))
+		return -ETIMEDOUT;	/* the call's time is up */
+	return objfs_remote_heard(r, r->ops->head_put ?
+	    r->ops->head_put(r, buf, len, ver) : -ENOTSUP);
 }
 
 #endif

@@ -94,11 +94,13 @@
 
 #include "src/memory/arena.h"
 #include "src/base/clock.h"
+#include "src/base/deadline.h"
 #include "src/base/sync.h"
 #include "src/memory/chunk.h"
 #include "src/copy.h"
 #include "src/base/metrics.h"
 #include "src/memory/spiller.h"
+#include "src/status.h"
 #include "src/store.h"
 #include "src/tier.h"
 
@@ -266,6 +268,14 @@ struct objfs_deferred {
 	uint64_t seq;
 };
 
+/* At the top of each entry point a system call reaches (store.h): the
+ * call answers within the remote tier's timeout, whatever it waits for.
+ * objfsctl's commands on the status file (gc, catch-up, sync) run to
+ * their end instead, each request still bounded by the timeout. */
+#define OBJFS_CALL(s, ino)						\
+	OBJFS_DEADLINE_SCOPE((ino) == OBJFS_STATUS_INO ? 0 : (s)->call_ns)
+#define OBJFS_CALL_ANY(s)	OBJFS_DEADLINE_SCOPE((s)->call_ns)
+
 struct objfs_store {
 	struct objfs_meta *meta;
 	struct objfs_arena *arena;
@@ -366,6 +376,11 @@ struct objfs_store {
 	/* The spiller and restore threads (spiller.c, opaque): NULL until
 	 * started. */
 	struct objfs_spiller *spiller;
+
+	/* One call, one timeout (src/base/deadline.h): a system call on a
+	 * mount with a remote tier answers within remote_timeout; 0 when
+	 * there is none.  Set at open. */
+	uint64_t call_ns;
 
 	/* Shared mode (publish.c): one of many mounts of a namespace. */
 	int shared;
@@ -488,15 +503,17 @@ int objfs_store_request(struct objfs_store *s, uint64_t ino,
 /* An operation that may change the shared tree: @expr tried again while
  * the pool's log moved on under it (-ERESTART: it applies what it missed
  * first), or while a lease it met belonged to a node that is gone. */
-void objfs_share_begin(struct objfs_store *s);
+int objfs_share_begin(struct objfs_store *s);	/* 0, -ETIMEDOUT */
 void objfs_share_end(struct objfs_store *s);
 int objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries);
 #define OBJFS_SHARED(s, rc, expr) do {					\
 	unsigned tries_ = 0;						\
 	do {								\
-		objfs_share_begin(s);					\
-		(rc) = (expr);						\
-		objfs_share_end(s);					\
+		(rc) = objfs_share_begin(s);				\
+		if ((rc) == 0) {					\
+			(rc) = (expr);					\
+			objfs_share_end(s);				\
+		}							\
 	} while (objfs_share_retry((s), &(rc), tries_++));		\
 } while (0)
 /* Another mount's commit (a payload of the pool's log), applied to the

@@ -73,6 +73,9 @@ struct objfs_tier_ops {
 	/* Shared mode (-o shared: many mounts of one namespace; doc/design.md,
 	 * "Many nodes on one namespace").  1 when this mount is one. */
 	int (*shared)(struct objfs_tier *t);
+	/* remote_timeout, seconds: what one system call may wait for the
+	 * pool or bucket in all (src/base/deadline.h). */
+	unsigned (*timeout_s)(struct objfs_tier *t);
 	/* The store's index and inode table are up, nothing else yet (no
 	 * orphan removed, no arena block adopted): a shared mount follows
 	 * the pool's log from here on, and takes over what this data

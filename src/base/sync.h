@@ -18,6 +18,16 @@ int objfs_cond_init(pthread_cond_t *cv);
  * (or spuriously), ETIMEDOUT when the time ran out. */
 int objfs_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, unsigned ms);
 
+/* Waits that end no later than the deadline of the system call the
+ * thread serves (deadline.h), and are plain waits on a thread with
+ * none.  Lock @m (or @rw for reading): 0, or -ETIMEDOUT when the
+ * deadline came first. */
+int objfs_lock_until(pthread_mutex_t *m);
+int objfs_rdlock_until(pthread_rwlock_t *rw);
+/* Wait on @cv (from objfs_cond_init), holding @mu: 0 when woken (or
+ * spuriously), ETIMEDOUT when the deadline came. */
+int objfs_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu);
+
 /* A mutex that records its holder, so that a function that needs it held
  * can assert so (objfs_mutex_assert_held). */
 struct objfs_mutex {

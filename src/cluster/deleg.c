@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "src/base/clock.h"
+#include "src/base/deadline.h"
 #include "src/base/log.h"
 #include "meta/meta_keys.h"
 #include "src/store_int.h"
@@ -370,7 +371,9 @@ commit_retry(struct objfs_tier *t, int (*fn)(struct objfs_tier *,
 		struct objfs_meta_txn *tx;
 		int rc;
 
-		objfs_share_begin(t->s);
+		rc = objfs_share_begin(t->s);
+		if (rc < 0)
+			return rc;
 		rc = objfs_meta_begin(t->m, OBJFS_META_ESSENTIAL, &tx);
 		if (rc == 0) {
 			rc = fn(t, tx, arg);
@@ -382,6 +385,9 @@ commit_retry(struct objfs_tier *t, int (*fn)(struct objfs_tier *,
 			}
 		}
 		objfs_share_end(t->s);
+		if ((rc == -ETIME || rc == -ERESTART) &&
+		    objfs_deadline_passed())
+			return -ETIMEDOUT;
 		if (rc == -ETIME)
 			rc = tier_share_fresh(t);
 		else if (rc == -ERESTART)
@@ -729,7 +735,7 @@ tier_deleg_recall(struct objfs_tier *t, uint64_t dir, uint64_t node)
 		pthread_mutex_unlock(&t->deleg_mu);
 		if (!still)
 			return 0;
-		if (objfs_mono_ns() > until)
+		if (objfs_mono_ns() > until || objfs_deadline_passed())
 			return -ETIMEDOUT;
 		{
 			struct timespec ts = { 0, 50 * 1000000L };

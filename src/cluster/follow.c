@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "src/base/clock.h"
+#include "src/base/deadline.h"
 #include "src/base/csum.h"
 #include "src/base/log.h"
 #include "meta/meta_keys.h"
@@ -281,7 +282,12 @@ catch_up(struct objfs_tier *t, uint64_t since, uint64_t *applied)
 	buf = malloc(first_cap);
 	if (!buf)
 		return -ENOMEM;
-	pthread_mutex_lock(&t->catch_mu);
+	/* A pass under way may wait on the pool: no longer than the call's
+	 * deadline (deadline.h). */
+	if (objfs_lock_until(&t->catch_mu) < 0) {
+		free(buf);
+		return -ETIMEDOUT;
+	}
 	start = objfs_mono_ns();
 	if (since && atomic_load(&t->view_ns) > since) {
 		pthread_mutex_unlock(&t->catch_mu);
@@ -449,7 +455,8 @@ tier_share_renew(struct objfs_tier *t)
 	/* A renewal that finds the lock held because another thread took
 	 * it back after a lapse must not return before that thread applied
 	 * the log (the breaks of this node's leases): one at a time. */
-	pthread_mutex_lock(&t->renew_mu);
+	if (objfs_lock_until(&t->renew_mu) < 0)
+		return -ETIMEDOUT;	/* another's renewal outlasts this call */
 	rc = objfs_remote_hold_renew(t->r, TIER_HOLD, t->holder, t->hold_s, 1);
 
 	/* The shared hold keeps exclusive mounts out.  It lapsed: one may

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "src/base/clock.h"
+#include "src/base/deadline.h"
 #include "src/base/log.h"
 #include "src/store_int.h"
 #include "src/cluster/tier_int.h"
@@ -59,6 +60,12 @@ objfs_tier_note(struct objfs_tier *t, int rc, const char *what)
 		objfs_log(OBJFS_LOG_INFO, "remote: %s: %s: the pool takes "
 			"writes again", t->spec, what);
 		t->full_err = 0;
+	}
+	/* A call whose own time ran out says nothing of the cluster
+	 * (deadline.h: its request may not even have been sent). */
+	if (unreachable_err(rc) && objfs_deadline_passed()) {
+		pthread_mutex_unlock(&t->lock);
+		return;
 	}
 	if (!unreachable_err(rc)) {
 		if (!t->reachable)

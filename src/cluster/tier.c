@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "src/base/clock.h"
+#include "src/base/deadline.h"
 #include "src/base/csum.h"
 #include "src/base/log.h"
 #include "src/base/sync.h"
@@ -613,8 +614,9 @@ renewed:
 static int
 tier_sync(struct objfs_tier *t, uint64_t seq)
 {
-	uint64_t deadline = objfs_mono_ns() +
-		(uint64_t)t->timeout_s * 1000000000u;
+	/* The timeout, or what the system call has left of it. */
+	uint64_t deadline = objfs_mono_ns() + objfs_deadline_cap_ns(
+		(uint64_t)t->timeout_s * 1000000000u, 0);
 	uint64_t tries;
 	int rc = 0;
 
@@ -782,6 +784,12 @@ tier_shared(struct objfs_tier *t)
 	return t->shared;
 }
 
+static unsigned
+tier_timeout_s(struct objfs_tier *t)
+{
+	return t->timeout_s;
+}
+
 static void
 tier_quiesce(struct objfs_tier *t)
 {
@@ -807,6 +815,7 @@ const struct objfs_tier_ops objfs_tier_rados = {
 	.gc = tier_gc,
 	.status = tier_status,
 	.shared = tier_shared,
+	.timeout_s = tier_timeout_s,
 	.dir_use = tier_deleg_use,
 	.dir_read = tier_deleg_read,
 	.recall_all = tier_deleg_recall_all,

@@ -322,6 +322,22 @@ make_group(struct objfs_store *s, struct mk_req **w, size_t n)
 	return rc;
 }
 
+/* @r taken out of the queue of creates not yet in a group (mk_mu held):
+ * 1, or 0 when a group took it already. */
+static int
+unqueue(struct objfs_store *s, struct mk_req *r)
+{
+	for (struct mk_req **pp = &s->mk_head; *pp; pp = &(*pp)->next) {
+		if (*pp != r)
+			continue;
+		*pp = r->next;
+		if (s->mk_tail == &r->next)
+			s->mk_tail = pp;
+		return 1;
+	}
+	return 0;
+}
+
 /* @r made with the creates other threads of this node make at the same
  * moment (publish.c's group commit, for creates). */
 static int
@@ -337,7 +353,14 @@ make_grouped(struct objfs_store *s, struct mk_req *r)
 		size_t n = 0;
 
 		if (s->mk_busy) {
-			pthread_cond_wait(&s->mk_cv, &s->mk_mu);
+			/* Another thread's group under way; this request, if
+			 * not yet taken into one, leaves at the call's
+			 * deadline (one taken is answered by its group). */
+			if (objfs_cond_wait_until(&s->mk_cv, &s->mk_mu) ==
+			    ETIMEDOUT && unqueue(s, r)) {
+				pthread_mutex_unlock(&s->mk_mu);
+				return -ETIMEDOUT;
+			}
 			continue;
 		}
 		while (s->mk_head && n < MK_GROUP_MAX) {
@@ -404,6 +427,7 @@ objfs_store_mknod(struct objfs_store *s, uint64_t parent, const char *name,
 		uint32_t mode, uint64_t rdev, const struct objfs_cred *cr,
 		struct objfs_attr *out)
 {
+	OBJFS_CALL_ANY(s);
 	switch (mode & S_IFMT) {
 	case 0:
 		mode |= S_IFREG;
@@ -429,6 +453,7 @@ objfs_store_mkdir(struct objfs_store *s, uint64_t parent, const char *name,
 		uint32_t mode, const struct objfs_cred *cr,
 		struct objfs_attr *out)
 {
+	OBJFS_CALL_ANY(s);
 	int rc;
 
 	OBJFS_SHARED(s, rc, make_node(s, parent, name, S_IFDIR | (mode &
@@ -441,6 +466,7 @@ objfs_store_symlink(struct objfs_store *s, uint64_t parent, const char *name,
 		const char *target, const struct objfs_cred *cr,
 		struct objfs_attr *out)
 {
+	OBJFS_CALL_ANY(s);
 	size_t len = strlen(target);
 
 	if (len == 0)
@@ -459,6 +485,7 @@ objfs_store_create(struct objfs_store *s, uint64_t parent, const char *name,
 		uint32_t mode, int flags, int bypass,
 		const struct objfs_cred *cr, struct objfs_attr *out)
 {
+	OBJFS_CALL_ANY(s);
 	struct create_open op = { flags, bypass };
 	int rc;
 

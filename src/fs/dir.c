@@ -22,6 +22,7 @@ int
 objfs_store_readlink(struct objfs_store *s, uint64_t ino, char *buf,
 		size_t size, size_t *len_out)
 {
+	OBJFS_CALL(s, ino);
 	struct objfs_meta_txn *t;
 	struct objfs_attr a;
 	int rc;
@@ -63,6 +64,7 @@ objfs_store_readdir(struct objfs_store *s, uint64_t ino, uint64_t off,
 			const struct objfs_attr *a, uint64_t next_off),
 		void *arg)
 {
+	OBJFS_CALL(s, ino);
 	struct objfs_meta_txn *t;
 	struct objfs_inode *dp, *ip;
 	struct dir_batch b;

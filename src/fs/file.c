@@ -37,6 +37,7 @@ int
 objfs_store_getattr(struct objfs_store *s, uint64_t ino,
 		struct objfs_attr *out)
 {
+	OBJFS_CALL(s, ino);
 	struct objfs_inode *ip;
 	int rc;
 
@@ -155,6 +156,7 @@ int
 objfs_store_setattr(struct objfs_store *s, uint64_t ino,
 		const struct objfs_setattr *sa, struct objfs_attr *out)
 {
+	OBJFS_CALL(s, ino);
 	int rc;
 
 	OBJFS_SHARED(s, rc, setattr_once(s, ino, sa, out));
@@ -314,6 +316,7 @@ int
 objfs_store_open_file(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass, enum objfs_cache *cache)
 {
+	OBJFS_CALL(s, ino);
 	return open_file(s, ino, flags, bypass, 0, 0, cache, NULL);
 }
 
@@ -322,6 +325,7 @@ objfs_store_open_pt(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass, int32_t tid, int32_t tgid, enum objfs_cache *cache,
 		int32_t *bid)
 {
+	OBJFS_CALL(s, ino);
 	*bid = 0;
 	return open_file(s, ino, flags, bypass, tid, tgid, cache, bid);
 }
@@ -330,6 +334,7 @@ int
 objfs_store_release(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass)
 {
+	OBJFS_CALL(s, ino);
 	return objfs_store_release_pt(s, ino, flags, bypass, 0, 0);
 }
 
@@ -337,6 +342,7 @@ int
 objfs_store_release_pt(struct objfs_store *s, uint64_t ino, int flags,
 		int bypass, int pt, int32_t tgid)
 {
+	OBJFS_CALL(s, ino);
 	struct objfs_inode *ip;
 	int rc = 0, last, writer, lease;
 
@@ -451,6 +457,7 @@ objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
 		size_t len, void (*reply)(void *arg, const struct objfs_iov *v),
 		void *arg)
 {
+	OBJFS_CALL(s, ino);
 	struct objfs_inode *ip;
 	struct objfs_iov v = { 0 };
 	int rc;
@@ -514,6 +521,7 @@ int
 objfs_store_read(struct objfs_store *s, uint64_t ino, uint64_t off, void *buf,
 		size_t len, size_t *n_out)
 {
+	OBJFS_CALL(s, ino);
 	struct copy_to c = { buf, 0 };
 	int rc = objfs_store_read_reply(s, ino, off, len, copy_pieces, &c);
 
@@ -604,6 +612,7 @@ objfs_store_write(struct objfs_store *s, uint64_t ino, uint64_t off,
 		const void *buf, size_t len, const struct objfs_writer *w,
 		int *changed, size_t *n_out)
 {
+	OBJFS_CALL(s, ino);
 	const char *p = buf;
 	struct objfs_inode *ip;
 	size_t done = 0, n;
@@ -703,6 +712,7 @@ objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 		uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len,
 		const struct objfs_writer *w, int *changed, size_t *n_out)
 {
+	OBJFS_CALL(s, ino_in);
 	size_t piece = s->chunk_size, done = 0, got = 0, put = 0;
 	uint64_t shared;
 	int rc = 0, k;
@@ -766,6 +776,7 @@ objfs_store_copy_range(struct objfs_store *s, uint64_t ino_in,
 int
 objfs_store_fsync(struct objfs_store *s, uint64_t ino, int datasync)
 {
+	OBJFS_CALL(s, ino);
 	struct objfs_inode *ip;
 	int rc;
 
@@ -837,6 +848,7 @@ int
 objfs_store_fallocate(struct objfs_store *s, uint64_t ino, int mode,
 		uint64_t off, uint64_t len)
 {
+	OBJFS_CALL(s, ino);
 	struct objfs_inode *ip;
 	int rc;
 
@@ -885,6 +897,7 @@ int
 objfs_store_lseek(struct objfs_store *s, uint64_t ino, uint64_t off,
 		int whence, uint64_t *out)
 {
+	OBJFS_CALL(s, ino);
 	struct objfs_inode *ip;
 	int rc;
 
@@ -908,6 +921,7 @@ objfs_store_lseek(struct objfs_store *s, uint64_t ino, uint64_t off,
 int
 objfs_store_statfs(struct objfs_store *s, struct objfs_statfs *st)
 {
+	OBJFS_CALL_ANY(s);
 	struct objfs_arena_stats as;
 	uint64_t total, nfree, avail;
 	int rc;
@@ -931,60 +945,4 @@ objfs_store_statfs(struct objfs_store *s, struct objfs_statfs *st)
 	st->ffree = MAX_INODES - atomic_load(&s->ninodes);
 	st->namemax = OBJFS_NAME_MAX;
 	return 0;
-}
-
-void
-objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
-{
-	struct objfs_arena_stats as;
-	struct objfs_spiller_stats ss;
-
-	memset(st, 0, sizeof(*st));
-	objfs_arena_get_stats(s->arena, &as);
-	st->arena_capacity = as.capacity;
-	st->arena_used = as.used;
-	st->chunk_size = s->chunk_size;
-	/* Every arena block belongs to a resident chunk (data.c allocates
-	 * nothing else there), so the arena's count is the resident bytes:
-	 * no walk over the inodes and their chunks. */
-	st->resident_bytes = as.used;
-	st->dirty_bytes = objfs_arena_dirty(s->arena);
-	objfs_store_lock(s);
-	st->inodes_cached = s->count;
-	objfs_store_unlock(s);
-	st->written_out_chunks = s->written_out_chunks;
-	st->written_out_bytes = s->written_out_bytes;
-	st->restored_chunks = s->restored_chunks;
-	st->restored_bytes = s->restored_bytes;
-	st->direct_reads = s->direct_reads;
-	st->part_reads = s->part_reads;
-	st->sub_writeouts = s->sub_writeouts;
-	st->shared_chunks = s->shared_chunks;
-	st->dedup_chunks = s->dedup_chunks;
-	st->made_durable_bytes = s->made_durable_bytes;
-	st->csum_failures = s->csum_failures;
-	st->evictions = s->evictions;
-	objfs_spiller_get_stats(s->spiller, &ss);
-	st->dropped_bytes = ss.dropped_bytes;
-	st->write_waits = ss.write_waits;
-	st->spill_high = ss.high_bytes;
-	st->spill_low = ss.low_bytes;
-}
-
-struct objfs_latency *
-objfs_store_latency(struct objfs_store *s)
-{
-	return s->lat;
-}
-
-int
-objfs_store_get_figures(struct objfs_store *s, struct objfs_status_figures *f)
-{
-	memset(f, 0, sizeof(*f));
-	objfs_store_get_stats(s, &f->st);
-	f->pid = (long)getpid();
-	f->data_dir = s->data_dir;
-	f->arena_note = s->arena_note;
-	/* Figures that cannot be had make the read fail, never zeros. */
-	return s->copy->figures(s, f);
 }

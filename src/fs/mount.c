@@ -358,6 +358,8 @@ store_open_once(const struct objfs_store_config *cfg,
 		}
 		s->tier_ops = cfg->tier_ops;
 		s->copy = cfg->tier_ops->copy;
+		s->call_ns = (uint64_t)cfg->tier_ops->timeout_s(s->tier) *
+			1000000000u;
 		s->shared = cfg->tier_ops->shared(s->tier);
 		/* Shared mode puts each commit in the pool's log itself. */
 		s->meta_flags = s->shared ? 0 : OBJFS_META_OUTBOX;
@@ -479,7 +481,7 @@ store_open_once(const struct objfs_store_config *cfg,
 	pthread_cond_init(&s->pub_cv, NULL);
 	s->pub_tail = &s->pub_head;
 	pthread_mutex_init(&s->mk_mu, NULL);
-	pthread_cond_init(&s->mk_cv, NULL);
+	(void)objfs_cond_init(&s->mk_cv);	/* waits end at deadlines */
 	s->mk_tail = &s->mk_head;
 	s->notify_tail = &s->notify_head;
 	s->nbuckets = 1024;

@@ -114,6 +114,7 @@ int
 objfs_store_lookup(struct objfs_store *s, uint64_t parent, const char *name,
 		struct objfs_attr *out)
 {
+	OBJFS_CALL_ANY(s);
 	return objfs_store_lookup_by(s, parent, name, 0, out);
 }
 
@@ -121,6 +122,7 @@ int
 objfs_store_lookup_by(struct objfs_store *s, uint64_t parent,
 		const char *name, int32_t tid, struct objfs_attr *out)
 {
+	OBJFS_CALL_ANY(s);
 	size_t len = strlen(name);
 	int rc;
 
@@ -406,6 +408,7 @@ int
 objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 		const char *newname, struct objfs_attr *out)
 {
+	OBJFS_CALL(s, ino);
 	int rc;
 
 	OBJFS_SHARED(s, rc, link_once(s, ino, newparent, newname, out));
@@ -415,6 +418,7 @@ objfs_store_link(struct objfs_store *s, uint64_t ino, uint64_t newparent,
 int
 objfs_store_unlink(struct objfs_store *s, uint64_t parent, const char *name)
 {
+	OBJFS_CALL_ANY(s);
 	int rc;
 
 	OBJFS_SHARED(s, rc, remove_name(s, parent, name, 0));
@@ -424,6 +428,7 @@ objfs_store_unlink(struct objfs_store *s, uint64_t parent, const char *name)
 int
 objfs_store_rmdir(struct objfs_store *s, uint64_t parent, const char *name)
 {
+	OBJFS_CALL_ANY(s);
 	int rc;
 
 	OBJFS_SHARED(s, rc, remove_name(s, parent, name, 1));
@@ -739,6 +744,7 @@ objfs_store_rename(struct objfs_store *s, uint64_t parent, const char *name,
 		uint64_t newparent, const char *newname, unsigned flags,
 		const struct objfs_cred *cr)
 {
+	OBJFS_CALL_ANY(s);
 	int rc;
 
 	OBJFS_SHARED(s, rc, rename_once(s, parent, name, newparent, newname,

@@ -10,9 +10,10 @@
  *				by getxattr but never listed, so cp -a and
  *				rsync -X do not copy them; setting one is EPERM
  *
- * Values are decimal ASCII.  The store gathers the figures
- * (objfs_store_get_figures); this file only formats them, and computes a
- * file's user.objfs.* figures from its chunk map (caller holds its lock).
+ * Values are decimal ASCII.  The store's figures are gathered here
+ * (objfs_store_get_figures, from the arena, the spiller and the chunk
+ * store's counters) and formatted, and a file's user.objfs.* figures
+ * computed from its chunk map (caller holds its lock).
  */
 #include <config.h>
 
@@ -21,10 +22,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "src/base/log.h"
 #include "src/status.h"
 #include "src/bytes/data_int.h"
+#include "src/store_int.h"
 
 int
 objfs_status_format(const struct objfs_status_figures *f, char *buf,
@@ -186,4 +189,62 @@ objfs_status_shared(struct objfs_store *s, char *buf, size_t size)
 	if (n <= 0 || size == 0)
 		return 0;
 	return (size_t)n < size ? (size_t)n : size - 1;
+}
+
+/* ---- the figures, gathered ------------------------------------------ */
+
+void
+objfs_store_get_stats(struct objfs_store *s, struct objfs_store_stats *st)
+{
+	struct objfs_arena_stats as;
+	struct objfs_spiller_stats ss;
+
+	memset(st, 0, sizeof(*st));
+	objfs_arena_get_stats(s->arena, &as);
+	st->arena_capacity = as.capacity;
+	st->arena_used = as.used;
+	st->chunk_size = s->chunk_size;
+	/* Every arena block belongs to a resident chunk (data.c allocates
+	 * nothing else there), so the arena's count is the resident bytes:
+	 * no walk over the inodes and their chunks. */
+	st->resident_bytes = as.used;
+	st->dirty_bytes = objfs_arena_dirty(s->arena);
+	objfs_store_lock(s);
+	st->inodes_cached = s->count;
+	objfs_store_unlock(s);
+	st->written_out_chunks = s->written_out_chunks;
+	st->written_out_bytes = s->written_out_bytes;
+	st->restored_chunks = s->restored_chunks;
+	st->restored_bytes = s->restored_bytes;
+	st->direct_reads = s->direct_reads;
+	st->part_reads = s->part_reads;
+	st->sub_writeouts = s->sub_writeouts;
+	st->shared_chunks = s->shared_chunks;
+	st->dedup_chunks = s->dedup_chunks;
+	st->made_durable_bytes = s->made_durable_bytes;
+	st->csum_failures = s->csum_failures;
+	st->evictions = s->evictions;
+	objfs_spiller_get_stats(s->spiller, &ss);
+	st->dropped_bytes = ss.dropped_bytes;
+	st->write_waits = ss.write_waits;
+	st->spill_high = ss.high_bytes;
+	st->spill_low = ss.low_bytes;
+}
+
+struct objfs_latency *
+objfs_store_latency(struct objfs_store *s)
+{
+	return s->lat;
+}
+
+int
+objfs_store_get_figures(struct objfs_store *s, struct objfs_status_figures *f)
+{
+	memset(f, 0, sizeof(*f));
+	objfs_store_get_stats(s, &f->st);
+	f->pid = (long)getpid();
+	f->data_dir = s->data_dir;
+	f->arena_note = s->arena_note;
+	/* Figures that cannot be had make the read fail, never zeros. */
+	return s->copy->figures(s, f);
 }

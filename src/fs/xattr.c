@@ -84,6 +84,7 @@ int
 objfs_store_getxattr(struct objfs_store *s, uint64_t ino, const char *name,
 		void *buf, size_t size, size_t *len_out)
 {
+	OBJFS_CALL(s, ino);
 	struct objfs_meta_txn *t;
 	struct objfs_inode *ip;
 	int rc;
@@ -123,6 +124,7 @@ int
 objfs_store_listxattr(struct objfs_store *s, uint64_t ino, char *buf,
 		size_t size, size_t *len_out)
 {
+	OBJFS_CALL(s, ino);
 	struct objfs_meta_txn *t;
 	int rc;
 
@@ -235,6 +237,7 @@ int
 objfs_store_setxattr(struct objfs_store *s, uint64_t ino, const char *name,
 		const void *val, size_t len, int flags)
 {
+	OBJFS_CALL(s, ino);
 	/* POSIX ACLs are not supported: storing them as plain bytes would
 	 * let them disagree with the mode bits the kernel enforces.  Saying
 	 * so makes cp -a and rsync -A fall back to the mode bits. */
@@ -251,6 +254,7 @@ objfs_store_setxattr(struct objfs_store *s, uint64_t ino, const char *name,
 int
 objfs_store_removexattr(struct objfs_store *s, uint64_t ino, const char *name)
 {
+	OBJFS_CALL(s, ino);
 	int rc;
 
 	OBJFS_SHARED(s, rc, xattr_change(s, ino, name, NULL, 0, 0, 1));

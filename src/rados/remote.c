@@ -133,6 +133,10 @@ objfs_rados_connect(const struct objfs_remote_config *cfg,
 	pthread_mutex_init(&r->head_lock, NULL);
 	pthread_mutex_init(&r->notify_mu, NULL);
 	r->base.ops = &rados_ops;
+	/* librados cannot shorten one operation to what a system call has
+	 * left of its time (src/remote.h, objfs_remote_late). */
+	r->base.whole_ns = (uint64_t)(cfg->timeout_s ? cfg->timeout_s :
+		OBJFS_REMOTE_TIMEOUT) * 1000000000u;
 	*out = &r->base;
 	return 0;
 

@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/base/clock.h"
 #include "src/base/csum.h"
+#include "src/base/deadline.h"
 #include "src/base/log.h"
 #include "src/s3/s3.h"
 
@@ -177,6 +179,11 @@ objfs_s3_puts_add(struct objfs_remote_puts *base, const char *name,
 		.body = buf, .body_len = len, .if_none_match = 1,
 		.meta = x->tag };
 	x->verify = x->look;
+	/* The steps after the first are sent from the engine's thread:
+	 * they keep the deadline of the call that added the chunk. */
+	x->look.not_after = x->write.not_after = x->verify.not_after =
+		objfs_deadline() ? objfs_mono_ns() + objfs_deadline_cap_ns(
+			(uint64_t)s->timeout_s * 1000000000u, 1000000000u) : 0;
 
 	pthread_mutex_lock(&s->mu);
 	while (p->inflight >= p->window && !p->err)

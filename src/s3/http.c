@@ -27,6 +27,7 @@
 #include <strings.h>
 
 #include "src/base/clock.h"
+#include "src/base/deadline.h"
 #include "src/base/log.h"
 #include "src/base/sync.h"
 #include "src/s3/s3_int.h"
@@ -538,7 +539,13 @@ s3_submit(struct s3 *s, struct s3_req *q)
 	q->easy = NULL;
 	q->hdrs = NULL;
 	q->not_before = 0;
-	q->deadline = objfs_mono_ns() + (uint64_t)s->timeout_s * 1000000000u;
+	/* The connection's timeout, or what is left of the system call's
+	 * (deadline.h: on the caller's thread, here), at least a second
+	 * for a request sent just before it. */
+	q->deadline = objfs_mono_ns() + objfs_deadline_cap_ns(
+		(uint64_t)s->timeout_s * 1000000000u, 1000000000u);
+	if (q->not_after && q->not_after < q->deadline)
+		q->deadline = q->not_after;
 	if (q->grow) {
 		q->out = NULL;
 		q->cap = 0;

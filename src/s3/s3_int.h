@@ -71,6 +71,10 @@ struct s3_req {
 	const void *body;
 	size_t body_len;
 	const char *meta;		/* x-amz-meta-objfs-sums, or NULL */
+	/* Answered by then at the latest (monotonic ns, 0: the timeout):
+	 * a request a callback sends on for a system call (aio.c) keeps
+	 * that call's deadline, which the engine's thread does not know. */
+	uint64_t not_after;
 	/* Where the answer's body goes: @out, @cap bytes (more is counted
 	 * in @over, not kept), or with @grow a buffer of its own (@out,
 	 * malloc'd: the caller frees it). */

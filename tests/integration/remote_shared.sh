@@ -677,6 +677,77 @@ reads_all() {
 mkdir -p "$T/c"
 ok "after it, every file reads on A, on B and on a third node from empty" reads_all
 
+# ---- one call, one timeout: the OSD stopped under both nodes ----
+# Each system call answers within remote_timeout (8 s) and 2 s, whatever
+# it waits for (on 67f5056 one open(O_CREAT) took 109 s with 30 s: a
+# lookup's wait, then the create's, then more).
+echo tail >"$A/ot-have"
+dd if=/dev/urandom of="$A/ot-big" bs=1M count=2 status=none
+cu "$A" "$B"
+ok "the OSD stops" bash "$CL" osd-stop "$C"
+bounded_calls() {	# bounded_calls MOUNT: each call below, timed
+	python3 - "$1" "$2" <<'PY'
+import errno, os, sys, time
+m, other = sys.argv[1], sys.argv[2]
+calls = [
+    ("open(O_CREAT) of a new name", lambda: os.close(os.open(m + "/ot-new", os.O_CREAT | os.O_WRONLY, 0o644))),
+    ("mkdir", lambda: os.mkdir(m + "/ot-dir")),
+    ("stat of a name another node made", lambda: os.stat(m + "/ot-have")),
+    ("open for writing of another node's file", lambda: os.close(os.open(m + "/ot-have", os.O_WRONLY))),
+    ("rename", lambda: os.rename(m + "/ot-have", m + "/ot-moved")),
+    ("unlink", lambda: os.unlink(m + "/ot-big")),
+]
+worst = 0.0
+for what, fn in calls:
+    t0 = time.monotonic()
+    try:
+        fn()
+        how = "ok"
+    except OSError as e:
+        how = errno.errorcode.get(e.errno, str(e.errno))
+    took = time.monotonic() - t0
+    worst = max(worst, took)
+    print("# %s on %s: %s in %.1f s" % (what, m.rsplit("/", 1)[1], how, took))
+    if took > 10.0:
+        print("# ... past remote_timeout (8 s) and 2 s")
+        sys.exit(1)
+print("# the longest: %.1f s" % worst)
+PY
+}
+calls_to() { bounded_calls "$1" "$2" >"$3"; }	# the times kept
+ok "with the OSD stopped, each call on A answers within remote_timeout + 2 s" \
+	calls_to "$A" "$B" "$T/calls.a"
+cat "$T/calls.a"
+ok "... and on B" calls_to "$B" "$A" "$T/calls.b"
+cat "$T/calls.b"
+ok "the OSD starts again" bash "$CL" osd-start "$C"
+back() {	# back MOUNT: a create goes through again, within 90 s
+	python3 - "$1" <<'PY'
+import os, sys, time
+deadline = time.time() + 90
+while True:
+    try:
+        os.close(os.open(sys.argv[1] + "/ot-after", os.O_CREAT | os.O_WRONLY, 0o644))
+        os.unlink(sys.argv[1] + "/ot-after")
+        break
+    except OSError:
+        if time.time() > deadline:
+            raise
+        time.sleep(1)
+PY
+}
+ok "then a create goes through on A" back "$A"
+ok "... and on B" back "$B"
+cu "$A" "$B"
+agree() {	# both nodes list the same names, and read the same bytes
+	[ "$(ls "$A" | sort)" = "$(ls "$B" | sort)" ] || return 1
+	for f in "$A"/ot-*; do
+		[ -f "$f" ] || continue
+		cmp -s "$f" "$B/${f##*/}" || return 1
+	done
+}
+ok "... and the nodes agree on what the calls left" agree
+
 ok "B unmounts" stop_objfs "$B" "$PB"
 ok "A unmounts" stop_objfs "$A" "$PA"
 ok "an exclusive mount takes the namespace once no shared one holds it" start_objfs "$A" "$T/dE" "arena=128M,$R"

@@ -876,6 +876,9 @@ rpc_until(struct sconn *c, struct req *r, uint64_t deadline, int *kept)
 static int
 rpc(struct sconn *c, struct req *r, int *kept)
 {
+	/* librados's op timeout, whole: librados cannot shorten one op to
+	 * what the system call has left (deadline.h); src/remote.h only
+	 * refuses to send one once the call's deadline has passed. */
 	return rpc_until(c, r, sim_now() + (uint64_t)c->timeout_s * SIM_NS,
 			kept);
 }
@@ -1908,6 +1911,9 @@ simpool_connect(struct sim_pool *p, int node, unsigned timeout_s)
 	if (!c)
 		abort();
 	c->base.ops = &sim_ops;
+	/* As librados: a request takes its whole timeout (src/remote.h). */
+	c->base.whole_ns = (uint64_t)(timeout_s ? timeout_s :
+		OBJFS_REMOTE_TIMEOUT) * SIM_NS;
 	c->p = p;
 	c->node = node;
 	c->timeout_s = timeout_s ? timeout_s : OBJFS_REMOTE_TIMEOUT;

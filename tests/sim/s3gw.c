@@ -43,6 +43,8 @@
 #include <string.h>
 
 #ifdef HAVE_S3
+#include "src/base/clock.h"
+#include "src/base/deadline.h"
 #include "src/s3/s3_int.h"
 #include "tests/sim/pool.h"
 #include "tests/sim/sched.h"
@@ -541,7 +543,7 @@ static void
 run_req(struct eng *e, struct s3_req *q)
 {
 	struct s3 *s = e->s;
-	uint64_t deadline = sim_now() + (uint64_t)s->timeout_s * SIM_NS;
+	uint64_t deadline = q->deadline;	/* set by the caller's submit */
 	char what[S3_NAME_MAX + 16];
 
 	snprintf(what, sizeof(what), "%s %s", q->method, q->name ? q->name :
@@ -678,6 +680,18 @@ __wrap_s3_submit(struct s3 *s, struct s3_req *q)
 {
 	s3_req_reset(q);
 	q->tries = 0;
+	/* As http.c: the timeout, or what the caller's system call has
+	 * left of it (on the caller's thread), at least a second. */
+	q->deadline = sim_now() + objfs_deadline_cap_ns((uint64_t)s->timeout_s *
+		SIM_NS, SIM_NS);
+	if (q->not_after) {
+		/* On the engine's clock (the node's monotonic one). */
+		uint64_t mono = objfs_mono_ns();
+		uint64_t left = q->not_after > mono ? q->not_after - mono : 0;
+
+		if (sim_now() + left < q->deadline)
+			q->deadline = sim_now() + left;
+	}
 	if (q->grow) {
 		q->out = NULL;
 		q->cap = 0;

@@ -56,6 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "src/base/deadline.h"
 #include "tests/sim/sched.h"
 #include "tests/sim/wraps.h"
 
@@ -273,12 +274,51 @@ hand_over(struct sth *me, struct sth *next)
 		__real_pthread_cond_wait(&me->go, &G);
 }
 
+static int deadline_waits;
+static uint64_t clock_of(int node, clockid_t clk);
+
+/* Where a wait past a call's deadline begins, once per place. */
+static void
+where_report(int kind, uint64_t over)
+{
+	static char seen[64][512];
+	static int nseen;
+	void *bt[8];
+	char **sym, key[512] = "";
+	int n = backtrace(bt, 8);
+
+	sym = backtrace_symbols(bt, n);
+	for (int k = 2; sym && k < n && k < 6; k++)
+		snprintf(key + strlen(key), sizeof(key) - strlen(key), "%s%s",
+			k > 2 ? " < " : "", sym[k]);
+	free(sym);
+	for (int i = 0; i < nseen; i++)
+		if (!strcmp(seen[i], key))
+			return;
+	if (nseen < 64)
+		snprintf(seen[nseen++], sizeof(seen[0]), "%s", key);
+	fprintf(stderr, "sim: a wait (%s) ended %.1f s past a call's "
+		"deadline: %s\n", bnames[kind], (double)over / 1e9, key);
+}
+
 /* @me blocks on @kind/@obj until woken or @wake_at (G held). */
 static void
 block(struct sth *me, int kind, const void *obj, uint64_t wake_at)
 {
 	if (me->atomic)
 		fatal("a thread blocked inside an atomic section");
+	uint64_t end = 0;
+
+	if (deadline_waits && objfs_deadline() && !me->atomic) {
+		/* OBJFS_SIM_DEADLINE_WAITS: a wait of a thread serving a
+		 * system call that ends past the call's deadline. */
+		uint64_t have = clock_of(me->node, CLOCK_MONOTONIC);
+		uint64_t d = objfs_deadline();
+
+		end = now_ns + (d > have ? d - have : 0);
+		if (end < now_ns + SIM_NS / 2)
+			end = 0;	/* the deadline is here anyway */
+	}
 	me->state = S_BLOCK;
 	me->kind = kind;
 	me->obj = obj;
@@ -287,6 +327,8 @@ block(struct sth *me, int kind, const void *obj, uint64_t wake_at)
 	/* Where (for a deadlock's report): costly, so on request. */
 	me->nwhere = where ? backtrace(me->where, 6) : 0;
 	hand_over(me, pick());
+	if (end && now_ns > end + SIM_NS && paused_until[me->node + 1] < end)
+		where_report(kind, now_ns - end);
 	me->kind = B_NONE;
 	me->obj = NULL;
 }
@@ -365,6 +407,7 @@ sim_sched_init(uint64_t seed, unsigned pm)
 	snprintf(host[0], sizeof(host[0]), "sim-driver");
 	pids[0] = 100;
 	where = getenv("OBJFS_SIM_WHERE") != NULL;
+	deadline_waits = getenv("OBJFS_SIM_DEADLINE_WAITS") != NULL;
 	on = 1;
 }
 
@@ -635,6 +678,39 @@ __wrap_pthread_mutex_trylock(pthread_mutex_t *m)
 	return rc;
 }
 
+static uint64_t clock_of(int node, clockid_t clk);
+
+/* Until @abs on @clk's clock: 0 when taken, ETIMEDOUT. */
+int
+__wrap_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk,
+		const struct timespec *abs)
+{
+	struct sth *me = enter();
+	uint64_t want, have, wake_at;
+	struct obj *o;
+
+	if (!me)
+		return __real_pthread_mutex_clocklock(m, clk, abs);
+	step(me);
+	want = (uint64_t)abs->tv_sec * SIM_NS + (uint64_t)abs->tv_nsec;
+	have = clock_of(me->node, clk);
+	wake_at = now_ns + (want > have ? want - have : 0) + 1;
+	o = oget(m);
+	while (o->owner) {
+		if (o->owner == me->id + 1)
+			fatal("a thread locked a mutex it holds");
+		if (now_ns >= wake_at) {
+			leave();
+			return ETIMEDOUT;
+		}
+		block(me, B_MUTEX, m, wake_at);
+		o = oget(m);
+	}
+	o->owner = me->id + 1;
+	leave();
+	return 0;
+}
+
 int
 __wrap_pthread_mutex_unlock(pthread_mutex_t *m)
 {
@@ -696,8 +772,6 @@ __wrap_pthread_cond_destroy(pthread_cond_t *c)
 	}
 	return 0;
 }
-
-static uint64_t clock_of(int node, clockid_t clk);
 
 static int
 cond_wait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abs)
@@ -810,6 +884,35 @@ __wrap_pthread_rwlock_rdlock(pthread_rwlock_t *rw)
 		if (o->owner == me->id + 1)
 			fatal("a thread read-locked a lock it holds for writing");
 		block(me, B_RD, rw, 0);
+	}
+	o->readers++;
+	leave();
+	return 0;
+}
+
+int
+__wrap_pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clk,
+		const struct timespec *abs)
+{
+	struct sth *me = enter();
+	uint64_t want, have, wake_at;
+	struct obj *o;
+
+	if (!me)
+		return __real_pthread_rwlock_clockrdlock(rw, clk, abs);
+	step(me);
+	want = (uint64_t)abs->tv_sec * SIM_NS + (uint64_t)abs->tv_nsec;
+	have = clock_of(me->node, clk);
+	wake_at = now_ns + (want > have ? want - have : 0) + 1;
+	for (o = oget(rw); o->owner || (o->prefer_writer && o->wr_waiting);
+	     o = oget(rw)) {
+		if (o->owner == me->id + 1)
+			fatal("a thread read-locked a lock it holds for writing");
+		if (now_ns >= wake_at) {
+			leave();
+			return ETIMEDOUT;
+		}
+		block(me, B_RD, rw, wake_at);
 	}
 	o->readers++;
 	leave();

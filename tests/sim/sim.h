@@ -146,6 +146,8 @@ struct node {
 	char msg[512];
 	struct client c[SIM_CLIENTS];
 	uint64_t paused_until, part_until;
+	uint64_t npauses;	/* pauses so far (a call across one is not
+				 * bound by its timeout: S10) */
 	uint64_t last_sync_ok;	/* an fsync of this incarnation ended ok */
 	/* What each inode holds on this node (its clients share it): a
 	 * handle's fsync or close publishes that, whichever client wrote
