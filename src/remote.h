@@ -181,6 +181,7 @@ objfs_remote_heard(struct objfs_remote *r, int rc)
 	if (rc != -ETIMEDOUT) {
 		if (atomic_load(&r->silent_since))
 			atomic_store(&r->silent_since, 0);
+		objfs_deadline_progress();	/* an answer */
 	} else if (!atomic_load(&r->silent_since)) {
 		uint64_t z = 0;
 
@@ -643,8 +644,11 @@ objfs_remote_puts_add(struct objfs_remote_puts *p, const char *name,
 static inline int
 objfs_remote_puts_wait(struct objfs_remote_puts *p)
 {
-	return p->ops->puts_wait ?
-	    p->ops->puts_wait(p) : -ENOTSUP;
+	int rc = p->ops->puts_wait ? p->ops->puts_wait(p) : -ENOTSUP;
+
+	if (rc == 0)
+		objfs_deadline_progress();
+	return rc;
 }
 
 static inline int

@@ -8,20 +8,19 @@
 #include "src/base/deadline.h"
 
 static _Thread_local uint64_t deadline_ns;	/* monotonic; 0: none */
-static _Thread_local uint64_t began_ns;		/* the outermost call's */
-static _Thread_local uint64_t longest_ns;	/* objfs_deadline_longest */
+static _Thread_local uint64_t call_ns;		/* the outermost call's */
+static _Thread_local uint64_t overrun_ns;	/* objfs_deadline_overrun */
 
 uint64_t
 objfs_deadline_enter(uint64_t ns)
 {
-	uint64_t outer = deadline_ns, now, d;
+	uint64_t outer = deadline_ns, d;
 
 	if (ns == 0)
 		return outer;
-	now = objfs_mono_ns();
-	d = now + ns;
+	d = objfs_mono_ns() + ns;
 	if (outer == 0) {
-		began_ns = now;
+		call_ns = ns;
 		deadline_ns = d;
 	} else if (d < outer) {
 		deadline_ns = d;
@@ -33,20 +32,32 @@ void
 objfs_deadline_leave(uint64_t outer)
 {
 	if (outer == 0 && deadline_ns != 0) {
-		uint64_t took = objfs_mono_ns() - began_ns;
+		uint64_t now = objfs_mono_ns();
 
-		if (took > longest_ns)
-			longest_ns = took;
+		if (now > deadline_ns && now - deadline_ns > overrun_ns)
+			overrun_ns = now - deadline_ns;
 	}
 	deadline_ns = outer;
 }
 
-uint64_t
-objfs_deadline_longest(void)
+void
+objfs_deadline_progress(void)
 {
-	uint64_t l = longest_ns;
+	uint64_t d;
 
-	longest_ns = 0;
+	if (deadline_ns == 0)
+		return;
+	d = objfs_mono_ns() + call_ns;
+	if (d > deadline_ns)
+		deadline_ns = d;
+}
+
+uint64_t
+objfs_deadline_overrun(void)
+{
+	uint64_t l = overrun_ns;
+
+	overrun_ns = 0;
 	return l;
 }
 

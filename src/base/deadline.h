@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * deadline.h - one call, one timeout.  A system call on a mount with a
- * remote tier answers within remote_timeout (and a little local work),
- * whatever it waits for: the store sets a deadline on the thread that
- * serves the call (OBJFS_DEADLINE_SCOPE, at each of its entry points),
- * every request to the pool or bucket is refused once it has passed and
- * is given only what is left of it, and every wait and retry inside the
- * call stops there.  Nested scopes keep the earliest deadline: a call
- * the store makes to itself does not extend its caller's.  Threads of
- * the store's own (the follower, the shipper, the renewer) have none.
+ * remote tier fails within remote_timeout of the cluster's last answer
+ * (and a little local work), whatever it waits for: the store sets a
+ * deadline on the thread that serves the call (OBJFS_DEADLINE_SCOPE, at
+ * each of its entry points), every request to the pool or bucket is
+ * refused once it has passed and is given only what is left of it, and
+ * every wait and retry inside the call stops there.  An answer moves it
+ * on (objfs_deadline_progress): a call that is getting answers (an fsync
+ * of gigabytes) goes on.  Nested scopes keep the earliest deadline: a
+ * call the store makes to itself does not extend its caller's.  Threads
+ * of the store's own (the follower, the shipper, the renewer) have
+ * none.
  */
 #ifndef OBJFS_BASE_DEADLINE_H
 #define OBJFS_BASE_DEADLINE_H
@@ -43,8 +46,12 @@ int objfs_deadline_passed(void);
  * answered, nor above @ns). */
 uint64_t objfs_deadline_cap_ns(uint64_t ns, uint64_t min_ns);
 
-/* The longest call with a deadline this thread served since the last
- * ask (then 0 again): how a test checks the bound. */
-uint64_t objfs_deadline_longest(void);
+/* The cluster answered this thread's call: its deadline is its timeout
+ * from now (never earlier than it was). */
+void objfs_deadline_progress(void);
+
+/* The most a call this thread served ended past its deadline, since the
+ * last ask (then 0 again): how a test checks the bound. */
+uint64_t objfs_deadline_overrun(void);
 
 #endif

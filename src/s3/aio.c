@@ -27,6 +27,7 @@
 #include "src/base/csum.h"
 #include "src/base/deadline.h"
 #include "src/base/log.h"
+#include "src/base/sync.h"
 #include "src/s3/s3.h"
 
 #ifdef HAVE_S3
@@ -186,9 +187,19 @@ objfs_s3_puts_add(struct objfs_remote_puts *base, const char *name,
 			(uint64_t)s->timeout_s * 1000000000u, 1000000000u) : 0;
 
 	pthread_mutex_lock(&s->mu);
-	while (p->inflight >= p->window && !p->err)
-		pthread_cond_wait(&s->done_cv, &s->mu);
-	rc = p->err;
+	rc = 0;
+	while (p->inflight >= p->window && !p->err) {
+		/* Until a chunk in flight is answered (and the system call
+		 * goes on), or the call's deadline. */
+		if (objfs_cond_wait_until(&s->done_cv, &s->mu) == ETIMEDOUT) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (p->inflight < p->window && !p->err)
+			objfs_deadline_progress();
+	}
+	if (rc == 0)
+		rc = p->err;
 	if (rc == 0) {
 		p->inflight++;
 		look = look && len >= LOOK_MIN && p->misses < LOOK_MISSES;

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "src/base/csum.h"
+#include "src/base/deadline.h"
 #include "tests/sim/pool.h"
 #include "tests/sim/sched.h"
 
@@ -1622,6 +1623,8 @@ sim_puts_wait(struct objfs_remote_puts *base)
 		p->it[i].result = err ? err : sim_chunk_put(&p->c->base,
 			p->it[i].name, p->it[i].buf, p->it[i].len,
 			p->it[i].shift, p->it[i].tab);
+		if (p->it[i].result >= 0)
+			objfs_deadline_progress();	/* as remote_aio.c */
 		if (p->it[i].result < 0 && !err)
 			err = p->it[i].result;
 	}

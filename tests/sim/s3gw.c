@@ -45,6 +45,7 @@
 #ifdef HAVE_S3
 #include "src/base/clock.h"
 #include "src/base/deadline.h"
+#include "src/base/sync.h"
 #include "src/s3/s3_int.h"
 #include "tests/sim/pool.h"
 #include "tests/sim/sched.h"
@@ -643,7 +644,7 @@ __wrap_s3_engine_start(struct s3 *s, char *err, size_t errsize)
 	e->conn = simpool_connect(W->pool, sim_self_node(), s->timeout_s);
 	e->rng = sim_sched_rand();
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->done_cv, NULL);
+	(void)objfs_cond_init(&s->done_cv);	/* monotonic, as http.c's */
 	pthread_cond_init(&e->work, NULL);
 	s->multi = (CURLM *)(void *)e;
 	for (; e->nth < ENG_THREADS; e->nth++)
