@@ -19,6 +19,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -31,7 +32,9 @@
 #include <unistd.h>
 #include <fuse_lowlevel.h>
 
+#include "src/base/deadline.h"
 #include "src/base/log.h"
+#include "src/status.h"
 #include "src/store.h"
 #include "fuse/ops.h"
 #include "fuse/ops_int.h"
@@ -57,6 +60,58 @@ req_store(fuse_req_t req)
 {
 	return ((struct objfs_fuse *)fuse_req_userdata(req))->store;
 }
+
+/* ---- one call, one timeout: the requests of one system call ------------ */
+
+/* A system call can be several requests: the kernel's lookups of its
+ * path, then its own (open(O_CREAT): LOOKUP, then CREATE).  A request of
+ * a thread whose lookup ended just before it continues that call, and
+ * keeps its deadline (src/base/deadline.h): the call waits for the
+ * cluster one remote_timeout in all, not one per request. */
+#define WALK_SLOTS	64
+#define WALK_GAP_NS	(20ull * 1000000u)
+
+static pthread_mutex_t walk_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	pid_t tid;
+	uint64_t deadline, end;
+} walk[WALK_SLOTS];
+
+static uint64_t
+walk_deadline(pid_t tid)
+{
+	uint64_t d = 0, now = objfs_mono_ns();
+	unsigned k = (unsigned)tid % WALK_SLOTS;
+
+	pthread_mutex_lock(&walk_mu);
+	if (walk[k].tid == tid && now - walk[k].end < WALK_GAP_NS)
+		d = walk[k].deadline;
+	walk[k].tid = 0;	/* taken: the call's next request notes again */
+	pthread_mutex_unlock(&walk_mu);
+	return d;
+}
+
+/* A lookup of @tid found its name, or its absence (a lookup that failed
+ * ended its system call): the deadline of its call @deadline. */
+static void
+walk_note(pid_t tid, uint64_t deadline)
+{
+	unsigned k = (unsigned)tid % WALK_SLOTS;
+
+	pthread_mutex_lock(&walk_mu);
+	walk[k].tid = tid;
+	walk[k].deadline = deadline;
+	walk[k].end = objfs_mono_ns();
+	pthread_mutex_unlock(&walk_mu);
+}
+
+/* At the top of a handler of a request a system call on a path makes;
+ * objfsctl's commands on the status file (@ino) run to their end. */
+#define OBJFS_REQ_CALL(req, ino)					\
+	OBJFS_DEADLINE_SCOPE_UNTIL((ino) == OBJFS_STATUS_INO ? 0 :	\
+		walk_deadline(fuse_req_ctx(req)->pid),			\
+		(ino) == OBJFS_STATUS_INO ? 0 :				\
+		objfs_store_call_ns(req_store(req)))
 
 static struct fuse_session *
 req_session(fuse_req_t req)
@@ -209,10 +264,13 @@ objfs_ll_init(void *userdata, struct fuse_conn_info *conn)
 static void
 objfs_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	OBJFS_REQ_CALL(req, parent);
 	struct objfs_attr a;
 	int rc = objfs_store_lookup_by(req_store(req), parent, name,
 			(int32_t)fuse_req_ctx(req)->pid, &a);
 
+	if (rc == 0 || rc == -ENOENT)
+		walk_note(fuse_req_ctx(req)->pid, objfs_deadline());
 	if (rc == -ENOENT) {
 		/* A negative entry: the kernel caches the absence. */
 		struct fuse_entry_param e;
@@ -245,6 +303,7 @@ objfs_ll_forget_multi(fuse_req_t req, size_t count,
 static void
 objfs_ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	OBJFS_REQ_CALL(req, ino);
 	struct objfs_attr a;
 	struct stat st;
 	int rc = objfs_store_getattr(req_store(req), ino, &a);
@@ -266,6 +325,7 @@ objfs_ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void
 objfs_ll_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
+	OBJFS_REQ_CALL(req, ino);
 	struct objfs_attr a;
 	int rc = objfs_store_getattr(req_store(req), ino, &a);
 
@@ -281,6 +341,7 @@ static void
 objfs_ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		int to_set, struct fuse_file_info *fi)
 {
+	OBJFS_REQ_CALL(req, ino);
 	struct objfs_setattr sa;
 	struct objfs_attr a;
 	struct stat st;
@@ -337,6 +398,7 @@ objfs_ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 static void
 objfs_ll_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+	OBJFS_REQ_CALL(req, ino);
 	char buf[4097];
 	size_t len;
 	int rc = objfs_store_readlink(req_store(req), ino, buf, sizeof(buf) - 1,
@@ -354,6 +416,7 @@ static void
 objfs_ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		mode_t mode, dev_t rdev)
 {
+	OBJFS_REQ_CALL(req, parent);
 	struct objfs_cred cr = req_cred(req);
 	struct objfs_attr a;
 	int rc = objfs_store_mknod(req_store(req), parent, name, mode, rdev,
@@ -366,6 +429,7 @@ static void
 objfs_ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		mode_t mode)
 {
+	OBJFS_REQ_CALL(req, parent);
 	struct objfs_cred cr = req_cred(req);
 	struct objfs_attr a;
 	int rc = objfs_store_mkdir(req_store(req), parent, name, mode, &cr, &a);
@@ -377,6 +441,7 @@ static void
 objfs_ll_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		const char *name)
 {
+	OBJFS_REQ_CALL(req, parent);
 	struct objfs_cred cr = req_cred(req);
 	struct objfs_attr a;
 	int rc = objfs_store_symlink(req_store(req), parent, name, link, &cr,
@@ -389,6 +454,7 @@ static void
 objfs_ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		const char *newname)
 {
+	OBJFS_REQ_CALL(req, ino);
 	struct objfs_attr a;
 	int rc = objfs_store_link(req_store(req), ino, newparent, newname, &a);
 
@@ -398,12 +464,14 @@ objfs_ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 static void
 objfs_ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	OBJFS_REQ_CALL(req, parent);
 	fuse_reply_err(req, -objfs_store_unlink(req_store(req), parent, name));
 }
 
 static void
 objfs_ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	OBJFS_REQ_CALL(req, parent);
 	fuse_reply_err(req, -objfs_store_rmdir(req_store(req), parent, name));
 }
 
@@ -411,6 +479,7 @@ static void
 objfs_ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
+	OBJFS_REQ_CALL(req, parent);
 	struct objfs_cred cr = req_cred(req);
 
 	fuse_reply_err(req, -objfs_store_rename(req_store(req), parent, name,
@@ -462,6 +531,7 @@ make_fh(fuse_req_t req, int flags, int bypass)
 static void
 objfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	OBJFS_REQ_CALL(req, ino);
 	enum objfs_cache cache;
 	int bypass = want_direct_open(req, ino, fi->flags);
 	int32_t bid = 0, tgid = objfs_req_tgid(req);
@@ -491,6 +561,7 @@ static void
 objfs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		mode_t mode, struct fuse_file_info *fi)
 {
+	OBJFS_REQ_CALL(req, parent);
 	struct objfs_cred cr = req_cred(req);
 	struct fuse_entry_param e;
 	struct objfs_attr a;
@@ -620,6 +691,7 @@ objfs_ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void
 objfs_ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	OBJFS_REQ_CALL(req, ino);
 	struct objfs_fuse *f = fuse_req_userdata(req);
 	struct objfs_attr a;
 	int rc;
@@ -758,6 +830,7 @@ static void
 objfs_ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		const char *value, size_t size, int flags)
 {
+	OBJFS_REQ_CALL(req, ino);
 	fuse_reply_err(req, -objfs_store_setxattr(req_store(req), ino, name,
 			value, size, flags));
 }
@@ -766,6 +839,7 @@ static void
 objfs_ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		size_t size)
 {
+	OBJFS_REQ_CALL(req, ino);
 	char *buf = NULL;
 	size_t len;
 	int rc;
@@ -790,6 +864,7 @@ objfs_ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 static void
 objfs_ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+	OBJFS_REQ_CALL(req, ino);
 	char *buf = NULL;
 	size_t len;
 	int rc;
@@ -814,6 +889,7 @@ objfs_ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void
 objfs_ll_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	OBJFS_REQ_CALL(req, ino);
 	fuse_reply_err(req, -objfs_store_removexattr(req_store(req), ino, name));
 }
 

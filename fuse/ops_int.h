@@ -13,6 +13,7 @@
 #include <time.h>
 #include <fuse_lowlevel.h>
 
+#include "src/base/clock.h"	/* objfs_mono_ns: request latencies */
 #include "fuse/ops.h"
 
 #define OBJFS_MAX_WRITE		(1u << 20)
@@ -49,15 +50,6 @@ struct objfs_fuse {
 	_Atomic int reader_poll;
 };
 
-/* CLOCK_MONOTONIC in nanoseconds, for the request latencies. */
-static inline uint64_t
-objfs_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* uring.c */
 int objfs_uring_prepare(struct objfs_fuse *f);

@@ -149,7 +149,14 @@ struct objfs_remote {
 	 * requests that got no answer, 0 once one answers. */
 	uint64_t whole_ns;
 	_Atomic uint64_t silent_since;
+	/* Requests under way, and when the last answer came: requests
+	 * waiting with no answer for OBJFS_REMOTE_SUSPECT_NS make the
+	 * store suspect before any has timed out. */
+	_Atomic int inflight;
+	_Atomic uint64_t heard_at;
 };
+
+#define OBJFS_REMOTE_SUSPECT_NS	(2ull * 1000000000u)
 struct objfs_remote_puts {
 	const struct objfs_remote_ops *ops;
 };
@@ -170,25 +177,66 @@ objfs_remote_late(struct objfs_remote *r)
 		return 0;
 	if (objfs_deadline_passed())
 		return 1;
-	return r->whole_ns && atomic_load(&r->silent_since) &&
-		objfs_deadline_cap_ns(r->whole_ns, 0) < r->whole_ns;
+	if (!r->whole_ns ||
+	    objfs_deadline_cap_ns(r->whole_ns, 0) >= r->whole_ns)
+		return 0;
+	if (atomic_load(&r->silent_since))
+		return 1;
+	/* Suspect: requests under way, and nothing heard for a while; a
+	 * call that has waited as long itself does not send another (the
+	 * first request of a call always goes: a slow answer is not none). */
+	return atomic_load(&r->inflight) > 0 && atomic_load(&r->heard_at) &&
+		objfs_mono_ns() - atomic_load(&r->heard_at) >
+		OBJFS_REMOTE_SUSPECT_NS &&
+		objfs_deadline_cap_ns(r->whole_ns, 0) + OBJFS_REMOTE_SUSPECT_NS <
+		r->whole_ns;
 }
 
-/* What a request's answer says of the store: @rc, passed on. */
+/* A request is sent (objfs_remote_heard when it ends). */
+static inline void
+objfs_remote_sent(struct objfs_remote *r)
+{
+	atomic_fetch_add(&r->inflight, 1);
+}
+
+/* @rc is the store's answer (a result, or an error only the store
+ * gives), not the want of one (no answer, no connection). */
+static inline int
+objfs_remote_answer(int rc)
+{
+	return rc >= 0 || rc == -ENOENT || rc == -EEXIST || rc == -ECANCELED ||
+		rc == -EBUSY || rc == -ENODATA || rc == -ERANGE ||
+		rc == -EOVERFLOW || rc == -ENOSPC || rc == -EDQUOT ||
+		rc == -EFBIG || rc == -ENOTEMPTY || rc == -EPERM ||
+		rc == -EACCES || rc == -EINVAL;
+}
+
+/* What a request's end says of the store: @rc, passed on. */
 static inline int
 objfs_remote_heard(struct objfs_remote *r, int rc)
 {
-	if (rc != -ETIMEDOUT) {
+	atomic_fetch_sub(&r->inflight, 1);
+	if (objfs_remote_answer(rc)) {
+		atomic_store(&r->heard_at, objfs_mono_ns());
 		if (atomic_load(&r->silent_since))
 			atomic_store(&r->silent_since, 0);
 		objfs_deadline_progress();	/* an answer */
-	} else if (!atomic_load(&r->silent_since)) {
+	} else if (rc == -ETIMEDOUT && !atomic_load(&r->silent_since)) {
 		uint64_t z = 0;
 
 		(void)atomic_compare_exchange_strong(&r->silent_since, &z,
 			objfs_mono_ns());
 	}
 	return rc;
+}
+
+/* A notify's end: its -ETIMEDOUT may be a watcher's silence (another
+ * node's, dead or slow), not the store's; only an answer counts. */
+static inline int
+objfs_remote_heard_notify(struct objfs_remote *r, int rc)
+{
+	return rc == -ETIMEDOUT ? (atomic_fetch_sub(&r->inflight, 1), rc) :
+		objfs_remote_heard(r, rc);
 }
 
 static inline void
@@ -243,8 +291,8 @@ objfs_remote_put(struct objfs_remote *r, const char *name, const void *buf,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->put ?
-	    r->ops->put(r, name, buf, len) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->put ?
+	    r->ops->put(r, name, buf, len) : -ENOTSUP));
 }
 
 /* The same, only if no object @name exists: -EEXIST otherwise. */
@@ -254,8 +302,8 @@ objfs_remote_create(struct objfs_remote *r, const char *name, const void *buf,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->create ?
-	    r->ops->create(r, name, buf, len) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->create ?
+	    r->ops->create(r, name, buf, len) : -ENOTSUP));
 }
 
 /* Up to @len bytes of @name from @off into @buf; *@got the bytes read.
@@ -266,8 +314,8 @@ objfs_remote_get(struct objfs_remote *r, const char *name, uint64_t off,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->get ?
-	    r->ops->get(r, name, off, buf, len, got) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->get ?
+	    r->ops->get(r, name, off, buf, len, got) : -ENOTSUP));
 }
 
 /* Its size; -ENOENT when absent. */
@@ -276,16 +324,16 @@ objfs_remote_stat(struct objfs_remote *r, const char *name, uint64_t *size)
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->stat ?
-	    r->ops->stat(r, name, size) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->stat ?
+	    r->ops->stat(r, name, size) : -ENOTSUP));
 }
 
 /* Remove @name; absent is not an error. */
 static inline int
 objfs_remote_remove(struct objfs_remote *r, const char *name)
 {
-	return objfs_remote_heard(r, r->ops->remove ?
-	    r->ops->remove(r, name) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->remove ?
+	    r->ops->remove(r, name) : -ENOTSUP));
 }
 
 /* An exclusive hold on @name (the lock "objfs"), for @seconds, naming
@@ -298,8 +346,8 @@ objfs_remote_hold(struct objfs_remote *r, const char *name, const char *holder,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->hold ?
-	    r->ops->hold(r, name, holder, seconds, who, whosize) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->hold ?
+	    r->ops->hold(r, name, holder, seconds, who, whosize) : -ENOTSUP));
 }
 
 /* The same hold taken shared (tag "objfs-shared"): any number of shared
@@ -311,8 +359,8 @@ objfs_remote_hold_shared(struct objfs_remote *r, const char *name,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->hold_shared ?
-	    r->ops->hold_shared(r, name, holder, seconds, who, whosize) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->hold_shared ?
+	    r->ops->hold_shared(r, name, holder, seconds, who, whosize) : -ENOTSUP));
 }
 
 /* Renew a hold @holder has now (exclusive, or shared with @shared), for
@@ -325,16 +373,16 @@ objfs_remote_hold_renew(struct objfs_remote *r, const char *name,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->hold_renew ?
-	    r->ops->hold_renew(r, name, holder, seconds, shared) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->hold_renew ?
+	    r->ops->hold_renew(r, name, holder, seconds, shared) : -ENOTSUP));
 }
 
 static inline int
 objfs_remote_release(struct objfs_remote *r, const char *name,
 		const char *holder)
 {
-	return objfs_remote_heard(r, r->ops->release ?
-	    r->ops->release(r, name, holder) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->release ?
+	    r->ops->release(r, name, holder) : -ENOTSUP));
 }
 
 /* Who holds @name: the client (client.N) and the holder's description;
@@ -345,8 +393,8 @@ objfs_remote_holder(struct objfs_remote *r, const char *name, char *client,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->holder ?
-	    r->ops->holder(r, name, client, clen, cookie, klen) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->holder ?
+	    r->ops->holder(r, name, client, clen, cookie, klen) : -ENOTSUP));
 }
 
 /* Take the hold away from @client's @cookie (a holder known dead). */
@@ -356,8 +404,8 @@ objfs_remote_break(struct objfs_remote *r, const char *name,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->break_ ?
-	    r->ops->break_(r, name, client, cookie) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->break_ ?
+	    r->ops->break_(r, name, client, cookie) : -ENOTSUP));
 }
 
 /* Call @cb for every object of the namespace (until it returns non-zero:
@@ -368,8 +416,8 @@ objfs_remote_list(struct objfs_remote *r,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->list ?
-	    r->ops->list(r, cb, arg) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->list ?
+	    r->ops->list(r, cb, arg) : -ENOTSUP));
 }
 
 /* The names that begin with @start, in name order, each to @cb (which
@@ -382,8 +430,8 @@ objfs_remote_list_prefix(struct objfs_remote *r, const char *start,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->list_prefix ?
-	    r->ops->list_prefix(r, start, cb, arg) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->list_prefix ?
+	    r->ops->list_prefix(r, start, cb, arg) : -ENOTSUP));
 }
 
 /* Shared mode: a put that finds its chunk in the pool writes to it (the
@@ -406,8 +454,8 @@ objfs_remote_age_ver(struct objfs_remote *r, const char *name, uint64_t *size,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->age_ver ?
-	    r->ops->age_ver(r, name, size, mtime, ver) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->age_ver ?
+	    r->ops->age_ver(r, name, size, mtime, ver) : -ENOTSUP));
 }
 
 /* Remove @name only if it is still at version @ver: 0, or -ECANCELED when
@@ -418,8 +466,8 @@ objfs_remote_remove_at(struct objfs_remote *r, const char *name, uint64_t ver)
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->remove_at ?
-	    r->ops->remove_at(r, name, ver) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->remove_at ?
+	    r->ops->remove_at(r, name, ver) : -ENOTSUP));
 }
 
 /* Watch @name: @cb runs (in a librados thread, briefly) for each notify
@@ -436,8 +484,8 @@ objfs_remote_watch(struct objfs_remote *r, const char *name,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->watch ?
-	    r->ops->watch(r, name, timeout_s, cb, arg, cookie) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->watch ?
+	    r->ops->watch(r, name, timeout_s, cb, arg, cookie) : -ENOTSUP));
 }
 
 static inline void
@@ -461,8 +509,8 @@ static inline int
 objfs_remote_notify_ack(struct objfs_remote *r, uint64_t notify_id,
 		uint64_t cookie, const void *buf, size_t len)
 {
-	return objfs_remote_heard(r, r->ops->notify_ack ?
-	    r->ops->notify_ack(r, notify_id, cookie, buf, len) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->notify_ack ?
+	    r->ops->notify_ack(r, notify_id, cookie, buf, len) : -ENOTSUP));
 }
 
 /* A key of @name's omap (the object made if absent) set to @val (@len
@@ -473,8 +521,8 @@ objfs_remote_omap_set(struct objfs_remote *r, const char *name,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->omap_set ?
-	    r->ops->omap_set(r, name, key, val, len) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->omap_set ?
+	    r->ops->omap_set(r, name, key, val, len) : -ENOTSUP));
 }
 
 /* A key of @name's omap removed if its value is still @val (@len bytes):
@@ -486,8 +534,8 @@ objfs_remote_omap_del_if(struct objfs_remote *r, const char *name,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->omap_del_if ?
-	    r->ops->omap_del_if(r, name, key, val, len) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->omap_del_if ?
+	    r->ops->omap_del_if(r, name, key, val, len) : -ENOTSUP));
 }
 
 /* Every key of @name's omap: @cb(@arg, key, value, its length) until it
@@ -499,8 +547,8 @@ objfs_remote_omap_list(struct objfs_remote *r, const char *name,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->omap_list ?
-	    r->ops->omap_list(r, name, cb, arg) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->omap_list ?
+	    r->ops->omap_list(r, name, cb, arg) : -ENOTSUP));
 }
 
 /* Notify @name's watchers, without waiting for them (the answers are
@@ -510,8 +558,8 @@ objfs_remote_notify(struct objfs_remote *r, const char *name)
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->notify ?
-	    r->ops->notify(r, name) : -ENOTSUP);
+	return objfs_remote_heard_notify(r, (objfs_remote_sent(r), r->ops->notify ?
+	    r->ops->notify(r, name) : -ENOTSUP));
 }
 
 /* Notify @name's watchers with @len bytes of @buf and wait up to
@@ -526,8 +574,8 @@ objfs_remote_ask(struct objfs_remote *r, const char *name, const void *buf,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->ask ?
-	    r->ops->ask(r, name, buf, len, timeout_ms, cb, arg) : -ENOTSUP);
+	return objfs_remote_heard_notify(r, (objfs_remote_sent(r), r->ops->ask ?
+	    r->ops->ask(r, name, buf, len, timeout_ms, cb, arg) : -ENOTSUP));
 }
 
 /* The cluster's raw space and what is free of it. */
@@ -536,8 +584,10 @@ objfs_remote_df(struct objfs_remote *r, uint64_t *total, uint64_t *avail)
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->df ?
-	    r->ops->df(r, total, avail) : -ENOTSUP);
+	/* The monitors', not the pool's: its answer says nothing of the
+	 * OSDs (it came while their answers were dropped). */
+	return r->ops->df ?
+	    r->ops->df(r, total, avail) : -ENOTSUP;
 }
 
 /* An object's size and bytes, however long: *@buf malloc'd (the caller
@@ -548,8 +598,8 @@ objfs_remote_get_all(struct objfs_remote *r, const char *name, void **buf,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->get_all ?
-	    r->ops->get_all(r, name, buf, len) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->get_all ?
+	    r->ops->get_all(r, name, buf, len) : -ENOTSUP));
 }
 
 /* Store @len bytes at @buf (sums @tab of sub-blocks of 1 << @shift,
@@ -564,8 +614,8 @@ objfs_remote_chunk_put(struct objfs_remote *r, const char *name,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->chunk_put ?
-	    r->ops->chunk_put(r, name, buf, len, shift, tab) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->chunk_put ?
+	    r->ops->chunk_put(r, name, buf, len, shift, tab) : -ENOTSUP));
 }
 
 /* Read chunk @name, @len bytes, into @buf, and check it against the
@@ -578,8 +628,8 @@ objfs_remote_chunk_get(struct objfs_remote *r, const char *name, void *buf,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->chunk_get ?
-	    r->ops->chunk_get(r, name, buf, len, shift, csum) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->chunk_get ?
+	    r->ops->chunk_get(r, name, buf, len, shift, csum) : -ENOTSUP));
 }
 
 /* Bytes [@lo, @hi) of chunk @name (@len bytes long), read from any store
@@ -626,8 +676,8 @@ static inline int
 objfs_remote_puts_new(struct objfs_remote *r, unsigned window,
 		struct objfs_remote_puts **out)
 {
-	return objfs_remote_heard(r, r->ops->puts_new ?
-	    r->ops->puts_new(r, window, out) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->puts_new ?
+	    r->ops->puts_new(r, window, out) : -ENOTSUP));
 }
 
 static inline int
@@ -688,8 +738,8 @@ objfs_remote_fetch_start(struct objfs_remote *r, const char *name,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->fetch_start ?
-	    r->ops->fetch_start(r, name, len, out) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->fetch_start ?
+	    r->ops->fetch_start(r, name, len, out) : -ENOTSUP));
 }
 
 static inline int
@@ -728,8 +778,8 @@ objfs_remote_log_put(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->log_put ?
-	    r->ops->log_put(r, epoch, seq, buf, len) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->log_put ?
+	    r->ops->log_put(r, epoch, seq, buf, len) : -ENOTSUP));
 }
 
 /* Record @seq into @buf (room for @cap bytes), its length in *@len;
@@ -740,8 +790,8 @@ objfs_remote_log_get(struct objfs_remote *r, uint64_t epoch, uint64_t seq,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->log_get ?
-	    r->ops->log_get(r, epoch, seq, buf, cap, len) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->log_get ?
+	    r->ops->log_get(r, epoch, seq, buf, cap, len) : -ENOTSUP));
 }
 
 /* The head's bytes and version (-ENOENT: none yet). */
@@ -751,8 +801,8 @@ objfs_remote_head_get(struct objfs_remote *r, void *buf, size_t cap,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->head_get ?
-	    r->ops->head_get(r, buf, cap, len, ver) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->head_get ?
+	    r->ops->head_get(r, buf, cap, len, ver) : -ENOTSUP));
 }
 
 /* Replace the head with @buf if its version is still *@ver (0: only if
@@ -764,8 +814,8 @@ objfs_remote_head_put(struct objfs_remote *r, const void *buf, size_t len,
 {
 	if (objfs_remote_late(r))
 		return -ETIMEDOUT;	/* the call's time is up */
-	return objfs_remote_heard(r, r->ops->head_put ?
-	    r->ops->head_put(r, buf, len, ver) : -ENOTSUP);
+	return objfs_remote_heard(r, (objfs_remote_sent(r), r->ops->head_put ?
+	    r->ops->head_put(r, buf, len, ver) : -ENOTSUP));
 }
 
 #endif

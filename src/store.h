@@ -158,6 +158,9 @@ void objfs_store_set_notify(struct objfs_store *s,
 		void *arg);
 /* 1 when this mount shares its namespace with others (-o shared). */
 int objfs_store_is_shared(const struct objfs_store *s);
+/* What one system call may wait for the cluster (remote_timeout, in ns;
+ * 0 without a remote tier): src/base/deadline.h. */
+uint64_t objfs_store_call_ns(const struct objfs_store *s);
 
 int objfs_store_lookup(struct objfs_store *s, uint64_t parent,
 		const char *name, struct objfs_attr *out);

@@ -44,7 +44,10 @@ t_cleanup() {
 			esac
 		done
 	fi
-	[ -n "${T:-}" ] && rm -rf "$T"
+	# T_KEEP=1: the test's directory stays, to look into.
+	if [ -n "${T:-}" ] && [ -z "${T_KEEP:-}" ]; then
+		rm -rf "$T"
+	fi
 }
 
 t_init() {

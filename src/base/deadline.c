@@ -28,6 +28,22 @@ objfs_deadline_enter(uint64_t ns)
 	return outer;
 }
 
+uint64_t
+objfs_deadline_enter_until(uint64_t when, uint64_t ns)
+{
+	uint64_t outer = deadline_ns;
+
+	if (when == 0)
+		return objfs_deadline_enter(ns);
+	if (outer == 0) {
+		call_ns = ns;
+		deadline_ns = when;
+	} else if (when < outer) {
+		deadline_ns = when;
+	}
+	return outer;
+}
+
 void
 objfs_deadline_leave(uint64_t outer)
 {

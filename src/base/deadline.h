@@ -22,6 +22,10 @@
  * deadline already set stays.  Returns what to give objfs_deadline_leave
  * (the deadline before). */
 uint64_t objfs_deadline_enter(uint64_t ns);
+/* The same, with the deadline @when (monotonic ns) of a call this one
+ * continues (0: now + @ns, as objfs_deadline_enter); @ns what an answer
+ * moves it to. */
+uint64_t objfs_deadline_enter_until(uint64_t when, uint64_t ns);
 void objfs_deadline_leave(uint64_t outer);
 static inline void
 objfs_deadline_leave_at(uint64_t *outer)
@@ -34,6 +38,12 @@ objfs_deadline_leave_at(uint64_t *outer)
 	uint64_t objfs_deadline_outer_					\
 		__attribute__((cleanup(objfs_deadline_leave_at), unused)) = \
 		objfs_deadline_enter(ns)
+
+/* The scope of a request that continues a call (@when, 0: none). */
+#define OBJFS_DEADLINE_SCOPE_UNTIL(when, ns)				\
+	uint64_t objfs_deadline_outer_					\
+		__attribute__((cleanup(objfs_deadline_leave_at), unused)) = \
+		objfs_deadline_enter_until(when, ns)
 
 /* This thread's deadline (monotonic ns), 0 when it has none. */
 uint64_t objfs_deadline(void);

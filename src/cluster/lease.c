@@ -706,6 +706,12 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	}
 	t0 = objfs_mono_ns();
 	rc = tier_past_deadline(t);
+	/* A put the call could not wait for is not sent (src/remote.h):
+	 * refused here, so that it is not taken for one in doubt (those
+	 * filled the doubt list while the OSD's answers were dropped, and
+	 * every change failed with EAGAIN until another node wrote). */
+	if (rc == 0 && objfs_remote_late(t->r))
+		rc = -ETIMEDOUT;
 	if (rc == 0)
 		rc = tier_doubt_add(t, cur + 1, rec, len, obn, count);
 	if (rc < 0) {

@@ -54,6 +54,21 @@ objfs_share_end(struct objfs_store *s)
 #define SHARE_BUSY_TRIES	12
 #define SHARE_BUSY_WAIT_MS	40
 
+/* A change given up after SHARE_TRIES tries: said in the log (at most
+ * once a second), with what it kept meeting. */
+static void
+gave_up(const char *why, unsigned tries)
+{
+	static _Atomic uint64_t last;
+	uint64_t now = objfs_mono_ns(), l = atomic_load(&last);
+
+	if (now - l < 1000000000u || !atomic_compare_exchange_strong(&last,
+			&l, now))
+		return;
+	objfs_log(OBJFS_LOG_WARNING, "a change given up after %u tries "
+		"(EAGAIN): %s", tries, why);
+}
+
 int
 objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries)
 {
@@ -78,11 +93,15 @@ objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries)
 		r = s->tier_ops->fresh(s->tier);
 		if (r == 0 && tries < SHARE_TRIES)
 			return 1;
+		if (r == 0)
+			gave_up("this node stayed past its deadline", tries);
 		*rc = r < 0 ? r : -EAGAIN;
 		return 0;
 	}
 	if (*rc == -ERESTART) {
 		if (tries >= SHARE_TRIES) {
+			gave_up("it kept losing the race for the log's next "
+				"record", tries);
 			*rc = -EAGAIN;
 			return 0;
 		}
@@ -110,6 +129,9 @@ objfs_share_retry(struct objfs_store *s, int *rc, unsigned tries)
 			if (r == 0)
 				return 1;
 		}
+		if (r == 0)
+			gave_up("a lease or directory kept being another "
+				"node's", tries);
 		if (r != -EBUSY)
 			*rc = r == 0 ? -EAGAIN : r;
 	}
@@ -987,6 +1009,12 @@ objfs_share_catch_up(struct objfs_store *s)
 		rc = s->tier_ops->view(s->tier);
 	objfs_store_notify_send(s, 1);
 	return rc;
+}
+
+uint64_t
+objfs_store_call_ns(const struct objfs_store *s)
+{
+	return s->call_ns;
 }
 
 int
