@@ -80,6 +80,7 @@
 #include "src/base/csum.h"
 #include "src/base/deadline.h"
 #include "src/base/log.h"
+#include "src/base/sync.h"
 #include "meta/meta.h"
 #include "meta/meta_int.h"
 #include "meta/meta_keys.h"
@@ -163,16 +164,11 @@ meta_lock(struct objfs_meta *m)
 static int
 meta_lock_until(struct objfs_meta *m)
 {
-	uint64_t d = objfs_deadline();
-	struct timespec abs;
-
-	if (meta_held == m || d == 0) {
+	if (meta_held == m || objfs_deadline() == 0) {
 		meta_lock(m);
 		return 0;
 	}
-	abs.tv_sec = (time_t)(d / 1000000000u);
-	abs.tv_nsec = (long)(d % 1000000000u);
-	if (pthread_mutex_clocklock(&m->lock, CLOCK_MONOTONIC, &abs) != 0)
+	if (objfs_lock_until(&m->lock) < 0)
 		return -ETIMEDOUT;
 	meta_held = m;
 	meta_held_depth = 1;

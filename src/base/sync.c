@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include "src/base/clock.h"
 #include "src/base/deadline.h"
 #include "src/base/sync.h"
 
@@ -41,17 +42,28 @@ objfs_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, unsigned ms)
 	return pthread_cond_timedwait(cv, mu, &ts);
 }
 
-/* The deadline of the call this thread serves, as a monotonic time; 0
+/* The deadline of the call this thread serves on @clk's clock (what is
+ * left of it from now, for the wall clock: the locks' timed waits run on
+ * it, and ThreadSanitizer knows those, not pthread_mutex_clocklock); 0
  * when it has none. */
 static int
-deadline_ts(struct timespec *ts)
+deadline_ts(clockid_t clk, struct timespec *ts)
 {
-	uint64_t d = objfs_deadline();
+	uint64_t d = objfs_deadline(), now, at;
 
 	if (d == 0)
 		return 0;
-	ts->tv_sec = (time_t)(d / 1000000000u);
-	ts->tv_nsec = (long)(d % 1000000000u);
+	now = objfs_mono_ns();
+	at = d;
+	if (clk != CLOCK_MONOTONIC) {
+		struct timespec r;
+
+		clock_gettime(clk, &r);
+		at = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec +
+			(d > now ? d - now : 0);
+	}
+	ts->tv_sec = (time_t)(at / 1000000000u);
+	ts->tv_nsec = (long)(at % 1000000000u);
 	return 1;
 }
 
@@ -60,12 +72,11 @@ objfs_lock_until(pthread_mutex_t *m)
 {
 	struct timespec ts;
 
-	if (!deadline_ts(&ts)) {
+	if (!deadline_ts(CLOCK_REALTIME, &ts)) {
 		pthread_mutex_lock(m);
 		return 0;
 	}
-	return pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts) == 0 ? 0 :
-		-ETIMEDOUT;
+	return pthread_mutex_timedlock(m, &ts) == 0 ? 0 : -ETIMEDOUT;
 }
 
 int
@@ -73,12 +84,11 @@ objfs_rdlock_until(pthread_rwlock_t *rw)
 {
 	struct timespec ts;
 
-	if (!deadline_ts(&ts)) {
+	if (!deadline_ts(CLOCK_REALTIME, &ts)) {
 		pthread_rwlock_rdlock(rw);
 		return 0;
 	}
-	return pthread_rwlock_clockrdlock(rw, CLOCK_MONOTONIC, &ts) == 0 ? 0 :
-		-ETIMEDOUT;
+	return pthread_rwlock_timedrdlock(rw, &ts) == 0 ? 0 : -ETIMEDOUT;
 }
 
 int
@@ -86,7 +96,7 @@ objfs_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu)
 {
 	struct timespec ts;
 
-	if (!deadline_ts(&ts))
+	if (!deadline_ts(CLOCK_MONOTONIC, &ts))
 		return pthread_cond_wait(cv, mu);
 	return pthread_cond_timedwait(cv, mu, &ts);
 }

@@ -680,17 +680,17 @@ __wrap_pthread_mutex_trylock(pthread_mutex_t *m)
 
 static uint64_t clock_of(int node, clockid_t clk);
 
-/* Until @abs on @clk's clock: 0 when taken, ETIMEDOUT. */
+/* Until @abs on the wall clock: 0 when taken, ETIMEDOUT. */
 int
-__wrap_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk,
-		const struct timespec *abs)
+__wrap_pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abs)
 {
 	struct sth *me = enter();
 	uint64_t want, have, wake_at;
+	clockid_t clk = CLOCK_REALTIME;
 	struct obj *o;
 
 	if (!me)
-		return __real_pthread_mutex_clocklock(m, clk, abs);
+		return __real_pthread_mutex_timedlock(m, abs);
 	step(me);
 	want = (uint64_t)abs->tv_sec * SIM_NS + (uint64_t)abs->tv_nsec;
 	have = clock_of(me->node, clk);
@@ -891,15 +891,16 @@ __wrap_pthread_rwlock_rdlock(pthread_rwlock_t *rw)
 }
 
 int
-__wrap_pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clk,
+__wrap_pthread_rwlock_timedrdlock(pthread_rwlock_t *rw,
 		const struct timespec *abs)
 {
 	struct sth *me = enter();
 	uint64_t want, have, wake_at;
+	clockid_t clk = CLOCK_REALTIME;
 	struct obj *o;
 
 	if (!me)
-		return __real_pthread_rwlock_clockrdlock(rw, clk, abs);
+		return __real_pthread_rwlock_timedrdlock(rw, abs);
 	step(me);
 	want = (uint64_t)abs->tv_sec * SIM_NS + (uint64_t)abs->tv_nsec;
 	have = clock_of(me->node, clk);

@@ -19,7 +19,7 @@
 SIM_WRAP(int, pthread_mutex_lock, (pthread_mutex_t *m))
 SIM_WRAP(int, pthread_mutex_trylock, (pthread_mutex_t *m))
 SIM_WRAP(int, pthread_mutex_unlock, (pthread_mutex_t *m))
-SIM_WRAP(int, pthread_mutex_clocklock, (pthread_mutex_t *m, clockid_t clk,
+SIM_WRAP(int, pthread_mutex_timedlock, (pthread_mutex_t *m,
 		const struct timespec *abs))
 SIM_WRAP(int, pthread_mutex_init, (pthread_mutex_t *m,
 		const pthread_mutexattr_t *a))
@@ -36,8 +36,8 @@ SIM_WRAP(int, pthread_rwlock_init, (pthread_rwlock_t *rw,
 		const pthread_rwlockattr_t *a))
 SIM_WRAP(int, pthread_rwlock_destroy, (pthread_rwlock_t *rw))
 SIM_WRAP(int, pthread_rwlock_rdlock, (pthread_rwlock_t *rw))
-SIM_WRAP(int, pthread_rwlock_clockrdlock, (pthread_rwlock_t *rw,
-		clockid_t clk, const struct timespec *abs))
+SIM_WRAP(int, pthread_rwlock_timedrdlock, (pthread_rwlock_t *rw,
+		const struct timespec *abs))
 SIM_WRAP(int, pthread_rwlock_wrlock, (pthread_rwlock_t *rw))
 SIM_WRAP(int, pthread_rwlock_unlock, (pthread_rwlock_t *rw))
 SIM_WRAP(int, pthread_create, (pthread_t *pt, const pthread_attr_t *a,
