@@ -659,6 +659,15 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 		free(f.p);
 		return rc;
 	}
+	/* A put the call could not wait for is not sent (src/remote.h):
+	 * refused here, before what waits is taken into it, so that it is
+	 * not taken for one in doubt (those filled the doubt list while the
+	 * OSD's answers were dropped, and every change failed with EAGAIN
+	 * until another node wrote; refused after the take, the waiting
+	 * changes went with it: the simulator's seed 149 of 300 actions). */
+	if (rc == 0 && (f.len || tier_deleg_flushing()) &&
+	    objfs_remote_late(t->r))
+		rc = -ETIMEDOUT;
 	if (rc == 0)
 		rc = objfs_meta_super_get(tx, OBJFS_SUPER_REMOTE_POS, &cur);
 	if (rc == -ENOENT)
@@ -706,12 +715,6 @@ tier_share_hook(void *arg, struct objfs_meta_txn *tx, const void *pl, size_t n,
 	}
 	t0 = objfs_mono_ns();
 	rc = tier_past_deadline(t);
-	/* A put the call could not wait for is not sent (src/remote.h):
-	 * refused here, so that it is not taken for one in doubt (those
-	 * filled the doubt list while the OSD's answers were dropped, and
-	 * every change failed with EAGAIN until another node wrote). */
-	if (rc == 0 && objfs_remote_late(t->r))
-		rc = -ETIMEDOUT;
 	if (rc == 0)
 		rc = tier_doubt_add(t, cur + 1, rec, len, obn, count);
 	if (rc < 0) {
