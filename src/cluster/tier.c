@@ -35,6 +35,7 @@
  */
 #include <config.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -59,6 +60,35 @@
 #define LEASE_MARGIN_NS	(2ull * 1000000000u)
 
 /* ---- open: connect and hold ------------------------------------------- */
+
+/* This machine's id, 12 hex digits of /etc/machine-id (or of the boot's
+ * id, or "0"): what tells apart two machines of one host name. */
+static void
+machine_id(char out[13])
+{
+	static const char *const from[] = { "/etc/machine-id",
+		"/var/lib/dbus/machine-id", "/proc/sys/kernel/random/boot_id" };
+	char buf[64];
+
+	snprintf(out, 13, "0");
+	for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+		FILE *f = fopen(from[i], "r");
+		size_t n = 0;
+
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f))
+			for (const char *p = buf; *p && n < 12; p++)
+				if (isxdigit((unsigned char)*p))
+					out[n++] = *p;
+		fclose(f);
+		if (n == 12) {
+			out[12] = '\0';
+			return;
+		}
+		snprintf(out, 13, "0");
+	}
+}
 
 static int
 take_hold(struct objfs_tier *t, char *msg, size_t msgsize)
@@ -129,7 +159,7 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 		.addressing = cfg->remote_addressing,
 		.timeout_s = cfg->remote_timeout,
 	};
-	char host[HOST_NAME_MAX + 1] = "?", dir[PATH_MAX];
+	char host[HOST_NAME_MAX + 1] = "?", dir[PATH_MAX], mid[13];
 	struct objfs_tier *t = calloc(1, sizeof(*t));
 	char err[256];
 	int rc;
@@ -156,17 +186,21 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 	t->hold_s = cfg->remote_hold ? cfg->remote_hold : OBJFS_REMOTE_HOLD;
 	snprintf(t->spec, sizeof(t->spec), "%s", cfg->remote);
 	(void)gethostname(host, sizeof(host));
+	machine_id(mid);
 	if (!realpath(cfg->data_dir, dir))
 		snprintf(dir, sizeof(dir), "%s", cfg->data_dir);
 	/* Who holds it, for whoever is refused; the part before '#' names
-	 * the data directory (take_hold). */
-	if (strlen(host) + strlen(dir) + 32 > sizeof(t->holder)) {
+	 * the data directory, on this machine (take_hold): two machines of
+	 * one host name and one data path are told apart by their machine
+	 * ids (on 67f5056 each took the other's live hold for its own
+	 * killed daemon's, and broke it). */
+	if (strlen(host) + strlen(dir) + 48 > sizeof(t->holder)) {
 		/* A long path: its hash names it as well. */
 		snprintf(dir, sizeof(dir), "dir-%016" PRIx64,
 			objfs_csum64(dir, strlen(dir)));
 	}
-	snprintf(t->holder, sizeof(t->holder), "%.64s:%.160s#pid %ld", host,
-		dir, (long)getpid());
+	snprintf(t->holder, sizeof(t->holder), "%.64s/%s:%.150s#pid %ld", host,
+		mid, dir, (long)getpid());
 	rc = objfs_tier_remote_connect(&rc_cfg, &t->r, err, sizeof(err));
 	if (rc < 0) {
 		snprintf(msg, msgsize, "%s", err);

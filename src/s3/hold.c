@@ -5,7 +5,7 @@
  * its holder and how long the hold lasts unrenewed,
  *
  *	objfs-hold 1
- *	holder HOST:DIR#pid N
+ *	holder HOST/MACHINE:DIR#pid N
  *	seconds S
  *	write W
  *

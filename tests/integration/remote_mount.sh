@@ -365,5 +365,37 @@ ok "a fresh mount" start_objfs "$MNT" "$T/dF" "$OPTS"
 ok "... has the file fsynced before the pool filled, and the one after" sh -c "cmp '$T/room' '$MNT/room' && cmp '$T/nofit' '$MNT/nofit'"
 ok "... unmounts" stop_objfs "$MNT" "$OBJFS_PID"
 
+# ---- two machines of one host name and one data path ----
+# The second runs in mount and UTS namespaces of its own: the same host
+# name, its own directory bound on the same data path, a machine id of
+# its own.  It must be refused while the first lives, and leave its hold
+# alone (on 67f5056 it took the hold for its own killed daemon's, broke
+# it, and both mounted).
+TW=$T/tw RTW="remote=rados:objfs/tw$$,remote_conf=$CONF,remote_timeout=8,remote_hold=4"
+mkdir -p "$TW/data" "$TW/other" "$TW/m1" "$TW/m2"
+echo 0123456789abcdef0123456789abcdef >"$TW/machine-id"
+ok "a mount on the first machine" start_objfs "$TW/m1" "$TW/data" "arena=64M,$RTW"
+PT=$OBJFS_PID
+twin() {
+	unshare -m -u sh -c "mount --make-rprivate / &&
+		mount --bind '$TW/other' '$TW/data' &&
+		mount --bind '$TW/machine-id' /etc/machine-id &&
+		exec timeout 30 '$OBJFS_BIN' -f -o 'data=$TW/data,arena=64M,$RTW' '$TW/m2'" \
+		>"$TW/twin.out" 2>&1
+	[ $? != 124 ] && grep -q "is mounted by another objfs" "$TW/twin.out"
+}
+ok "the second machine (same host name, same data path) is refused" twin
+held_on() {	# the first still holds it: fsyncs past its hold's time
+	local i
+	for i in 1 2 3; do
+		echo "$i" >"$TW/m1/f" && python3 -c "
+import os; fd = os.open('$TW/m1/f', os.O_RDONLY); os.fsync(fd)" || return 1
+		sleep 3
+	done
+	! grep -q "hold was taken\|another mount took" "$T/objfs.m1.log"
+}
+ok "... and the first keeps its hold (fsyncs for 9 s, past remote_hold)" held_on
+ok "... and unmounts" stop_objfs "$TW/m1" "$PT"
+
 ok "the cluster stops, nothing left" sh -c "bash '$CL' stop '$C' && ! pgrep -f 'ceph-(mon|osd) -c $C/ceph.conf'"
 t_done
