@@ -130,7 +130,6 @@ objfs_rados_connect(const struct objfs_remote_config *cfg,
 	 * room or the timeout; deletes (the collector's) go through, so
 	 * that room can be made. */
 	rados_set_pool_full_try(r->io);
-	pthread_mutex_init(&r->head_lock, NULL);
 	pthread_mutex_init(&r->notify_mu, NULL);
 	r->base.ops = &rados_ops;
 	/* librados cannot shorten one operation to what a system call has
@@ -158,7 +157,6 @@ pool_close(struct objfs_remote *base)
 	pthread_mutex_unlock(&r->notify_mu);
 	rados_ioctx_destroy(r->io);
 	rados_shutdown(r->cluster);
-	pthread_mutex_destroy(&r->head_lock);
 	pthread_mutex_destroy(&r->notify_mu);
 	free(r);
 }
@@ -642,20 +640,44 @@ pool_log_get(struct objfs_remote *base, uint64_t epoch, uint64_t seq,
 	return rc;
 }
 
+/* The head's version is that of the operation itself (its completion):
+ * the ioctx's "last version" is any thread's last operation's, read
+ * racily when another thread's lands between (issue 47). */
 static int
 pool_head_get(struct objfs_remote *base, void *buf, size_t cap,
 		size_t *len, uint64_t *ver)
 {
 	struct rados_remote *r = (struct rados_remote *)base;
+	rados_read_op_t op = rados_create_read_op();
+	rados_completion_t c;
 	size_t got = 0;
-	int rc;
+	int rc, rv = 0;
 
-	pthread_mutex_lock(&r->head_lock);
-	rc = objfs_remote_get(&r->base, HEAD, 0, buf, cap, &got);
-	*ver = rc == 0 ? rados_get_last_version(r->io) : 0;
-	pthread_mutex_unlock(&r->head_lock);
+	*len = 0;
+	*ver = 0;
+	if (!op)
+		return -ENOMEM;
+	rc = rados_aio_create_completion2(NULL, NULL, &c);
+	if (rc < 0) {
+		rados_release_read_op(op);
+		return rc;
+	}
+	rados_read_op_read(op, 0, cap, buf, &got, &rv);
+	rc = rados_aio_read_op_operate(op, r->io, c, HEAD, 0);
+	if (rc == 0) {
+		rados_aio_wait_for_complete(c);
+		rc = rados_aio_get_return_value(c);
+		if (rc >= 0)
+			*ver = rados_aio_get_version(c);
+	}
+	rados_aio_release(c);
+	rados_release_read_op(op);
+	if (rc >= 0 && rv < 0)
+		rc = rv;
+	if (rc < 0)
+		return rc;
 	*len = got;
-	return rc;
+	return 0;
 }
 
 static int
@@ -664,20 +686,29 @@ pool_head_put(struct objfs_remote *base, const void *buf, size_t len,
 {
 	struct rados_remote *r = (struct rados_remote *)base;
 	rados_write_op_t op = rados_create_write_op();
+	rados_completion_t c;
 	int rc;
 
 	if (!op)
 		return -ENOMEM;
+	rc = rados_aio_create_completion2(NULL, NULL, &c);
+	if (rc < 0) {
+		rados_release_write_op(op);
+		return rc;
+	}
 	if (*ver == 0)
 		rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
 	else
 		rados_write_op_assert_version(op, *ver);
 	rados_write_op_write_full(op, buf, len);
-	pthread_mutex_lock(&r->head_lock);
-	rc = rados_write_op_operate(op, r->io, HEAD, NULL, 0);
-	if (rc == 0)
-		*ver = rados_get_last_version(r->io);
-	pthread_mutex_unlock(&r->head_lock);
+	rc = rados_aio_write_op_operate(op, r->io, c, HEAD, NULL, 0);
+	if (rc == 0) {
+		rados_aio_wait_for_complete(c);
+		rc = rados_aio_get_return_value(c);
+		if (rc == 0)
+			*ver = rados_aio_get_version(c);
+	}
+	rados_aio_release(c);
 	rados_release_write_op(op);
 	/* Another writer's version (newer: -ERANGE; the object made anew
 	 * with a lower one: -EOVERFLOW), or a head where none was. */

@@ -23,8 +23,6 @@ struct rados_remote {
 	struct objfs_remote base;	/* its table: remote.c's rados_ops */
 	rados_t cluster;
 	rados_ioctx_t io;
-	/* The head's calls read the ioctx's last version: one at a time. */
-	pthread_mutex_t head_lock;
 	int touch;			/* objfs_remote_set_touch */
 	/* Notifies sent and not yet answered (objfs_remote_notify), under
 	 * notify_mu, a leaf.  A slot stays where it is until its notify is
