@@ -321,7 +321,12 @@ pool_read_part(struct objfs_store *s, struct objfs_inode *ip, uint64_t idx,
 		return rc;
 	rc = objfs_meta_chunk_get(t, ip->ino, idx, &r, tab);
 	objfs_meta_abort(t);
-	if ((rc == 0 || rc == -ENOENT) && (ip->detached || ip->gone) &&
+	/* Shared mode: the record may be another node's newer version's
+	 * already, before the inode is marked detached (the log's record is
+	 * applied to the index first, the inode after): on 67f5056 such a
+	 * read failed with EIO for a moment while B rewrote the file. */
+	if ((rc == 0 || rc == -ENOENT) &&
+	    (ip->detached || ip->gone || s->shared) &&
 	    (rc == -ENOENT || r.slot != c->slot || r.home != c->home ||
 	     r.len != c->disk_len || r.shift != shift))
 		return read_part_whole(s, ip, idx, c, buf, lo, hi);
