@@ -13,8 +13,10 @@
  * was under way, as two equal chunks put at once are; AWS says to send
  * it again, and the second try is answered by the condition), is sent
  * again after a pause drawn at random up to
- * 50 ms * 2^tries (at most 2 s: "full jitter"), until the connection's
- * timeout from its first try; then it fails with -ETIMEDOUT.  A request
+ * 50 ms * 2^tries (at most 2 s: "full jitter"), while a try still has
+ * 100 ms before the deadline (the connection's timeout from the first
+ * try, or what the system call has left: src/base/deadline.h); each try
+ * is given what is left; then it fails with -ETIMEDOUT.  A request
  * is never sent again after any other answer.
  */
 #include <config.h>
@@ -35,6 +37,7 @@
 #define BACKOFF_BASE_MS	50u
 #define BACKOFF_MAX_MS	2000u
 #define POLL_MS		100
+#define TRY_MIN_MS	100u		/* the least a try is given */
 
 /* ---- building a request ------------------------------------------------- */
 
@@ -258,10 +261,10 @@ req_easy(struct s3 *s, struct s3_req *q, uint64_t now)
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, q);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, q->errbuf);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(left_ms > 1000 ?
-		left_ms : 1000));
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(left_ms > 1000 ?
-		(left_ms < 10000 ? left_ms : 10000) : 1000));
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(left_ms > TRY_MIN_MS ?
+		left_ms : TRY_MIN_MS));
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(left_ms >
+		TRY_MIN_MS ? (left_ms < 10000 ? left_ms : 10000) : TRY_MIN_MS));
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	if (s->c.ca_bundle[0])
 		curl_easy_setopt(e, CURLOPT_CAINFO, s->c.ca_bundle);
@@ -370,8 +373,15 @@ req_ended(struct s3 *s, struct s3_req *q, CURLcode res)
 	if ((c = strstr(q->errxml, "<Code>")) != NULL)
 		snprintf(q->code, sizeof(q->code), "%.*s",
 			(int)strcspn(c + 6, "<"), c + 6);
-	if (retryable(q) && now < q->deadline) {
+	/* Sent again only if the try after the pause still has TRY_MIN_MS
+	 * before the deadline (its CURLOPT_TIMEOUT_MS is what is left, at
+	 * least that): no try runs past it (issue 47: retries, each given
+	 * at least a second, ran up to 3 s past). */
+	if (retryable(q) && now + TRY_MIN_MS * 1000000u <= q->deadline) {
 		uint64_t pause = jitter_ms(q->tries++) * 1000000u;
+
+		if (now + pause + TRY_MIN_MS * 1000000u > q->deadline)
+			pause = q->deadline - TRY_MIN_MS * 1000000u - now;
 
 		atomic_fetch_add(&s->retries, 1);
 		if (q->tries == 3 || q->tries % 20 == 0)

@@ -26,8 +26,9 @@
  * The engine here does what http.c's does with an answer: a 409 to a
  * conditional write, a 429, a 5xx, or no answer while time is left, is
  * sent again after a pause drawn up to 50 ms * 2^tries (at most 2 s)
- * until the connection's timeout from the first try; each try may take
- * what is left of it.  Requests run on four threads of the node per
+ * while a try still has 100 ms before the deadline (the connection's
+ * timeout from the first try, or what the call has left); each try may
+ * take what is left of it.  Requests run on four threads of the node per
  * connection, in the order they come; a request's callback runs on the
  * thread that finished it, as on http.c's engine thread.
  *
@@ -400,6 +401,7 @@ gw_apply(struct sim_pool *p, void *arg)
 /* ---- the engine ------------------------------------------------------------- */
 
 #define ENG_THREADS	4
+#define TRY_MIN		(100ull * 1000000u)	/* http.c's TRY_MIN_MS */
 
 struct eng {
 	struct s3 *s;
@@ -555,10 +557,10 @@ run_req(struct eng *e, struct s3_req *q)
 		int kept = 0, rc;
 
 		g->busy = simpool_chance(W->pool, SIM_FAULT_BUSY);
-		/* A try may take what is left of the timeout, at least 1 s
-		 * (CURLOPT_TIMEOUT_MS). */
+		/* A try may take what is left of the timeout, at least
+		 * 100 ms (CURLOPT_TIMEOUT_MS, http.c's TRY_MIN_MS). */
 		rc = simpool_ext_call(e->conn, what, gw_apply, gw_drop, g,
-			sim_now() + (left > SIM_NS ? left : SIM_NS), &kept);
+			sim_now() + (left > TRY_MIN ? left : TRY_MIN), &kept);
 		if (rc == 0)
 			answer(q, g);
 		if (!kept)
@@ -567,14 +569,19 @@ run_req(struct eng *e, struct s3_req *q)
 			S3_PUT : strcmp(q->method, "HEAD") == 0 ? S3_HEAD :
 			strcmp(q->method, "DELETE") == 0 ? S3_DELETE :
 			q->name ? S3_GET : S3_LIST], 1);
-		if (!retryable(q) || sim_now() >= deadline)
+		if (!retryable(q) || sim_now() + TRY_MIN > deadline)
 			break;
-		/* Full jitter, as http.c. */
+		/* Full jitter, as http.c, no later than a try's least time
+		 * before the deadline. */
 		{
 			uint64_t cap = 50ull << (q->tries < 6 ? q->tries : 6);
+			uint64_t pause;
 
 			if (cap > 2000)
 				cap = 2000;
+			pause = (eng_rand(e) % (cap + 1)) * 1000000ull;
+			if (sim_now() + pause + TRY_MIN > deadline)
+				pause = deadline - TRY_MIN - sim_now();
 			q->tries++;
 			atomic_fetch_add(&s->retries, 1);
 			if (q->grow) {
@@ -583,7 +590,7 @@ run_req(struct eng *e, struct s3_req *q)
 				q->cap = 0;
 			}
 			s3_req_reset(q);
-			sim_sleep((eng_rand(e) % (cap + 1)) * 1000000ull);
+			sim_sleep(pause);
 		}
 	}
 	if (retryable(q))
