@@ -13,7 +13,7 @@
  * below it):
  *	(the tier's renew_mu and catch_mu, tier_int.h, are taken with
  *	none of these held, and take apply_lock under them)
- *	notify_send_mu	shared mode (publish.c): one sender of the kernel's
+ *	notify_send_mu	shared mode (notify.c): one sender of the kernel's
  *			cache notices at a time; taken with no lock held
  *			(the kernel may wait, to drop a name, for a request
  *			that waits for any of these), notify_mu under it.
@@ -61,7 +61,7 @@
  *			be held).  walk_cv waits on it.
  *	todo_mu		shared mode (publish.c): what the follower does later
  *			(closes and destroys that failed); a leaf.
- *	notify_mu	shared mode (publish.c): the queue of the kernel's
+ *	notify_mu	shared mode (notify.c): the queue of the kernel's
  *			cache notices; a leaf.
  *	the remote tier's lock (tier_int.h): its shipping state; never
  *			held across a call into the index or the cluster.
@@ -558,6 +558,10 @@ int objfs_walk_open(struct objfs_store *s, struct objfs_inode *ip, int flags,
  * opens (open_file): dropping them bumps the kernel's attribute version,
  * and a lookup under way then brings a size the kernel throws away. */
 void objfs_store_notify_send(struct objfs_store *s, int inodes);
+/* Queue a notice for the kernel (notify.c): a name in parent, or with
+ * len 0 the inode ino's attributes. */
+void objfs_store_notify_add(struct objfs_store *s, uint64_t parent,
+		const char *name, size_t len, uint64_t ino);
 /* inode.c: @parent as a directory, referenced (-ENOTDIR, -ENOENT when
  * removed); called with ns_lock held and no inode's lock. */
 int objfs_inode_get_dir(struct objfs_store *s, uint64_t parent,

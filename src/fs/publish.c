@@ -11,8 +11,7 @@
  * commit a change to the shared tree holds it shared from before it reads
  * anything until its commit (OBJFS_SHARED); applying a record holds it
  * exclusive, so no operation reads a state that a record changes under
- * it.  notify_mu is a leaf: the kernel's caches to drop, sent by the
- * log's follower with no lock held.
+ * it.  The kernel's caches to drop are queued and sent by notify.c.
  */
 #include <config.h>
 
@@ -152,110 +151,6 @@ objfs_share_dir_read(struct objfs_store *s, uint64_t dir)
 		s->tier_ops->dir_read(s->tier, dir) : 0;
 }
 
-/* ---- the kernel's caches ---------------------------------------------- */
-
-void
-objfs_store_set_notify(struct objfs_store *s,
-		void (*fn)(void *arg, uint64_t parent, const char *name,
-			size_t len, uint64_t ino),
-		void *arg)
-{
-	pthread_mutex_lock(&s->notify_mu);
-	s->notify_fn = fn;
-	s->notify_arg = arg;
-	pthread_mutex_unlock(&s->notify_mu);
-}
-
-static void
-notify_add(struct objfs_store *s, uint64_t parent, const char *name,
-		size_t len, uint64_t ino)
-{
-	struct objfs_notify *n;
-
-	if (len > OBJFS_NAME_MAX)
-		return;
-	n = malloc(sizeof(*n) + len + 1);
-	if (!n)
-		return;		/* the caches' timeouts bound it */
-	n->parent = parent;
-	n->ino = ino;
-	n->len = len;
-	if (len)		/* an inode's notice has no name */
-		memcpy(n->name, name, len);
-	n->name[len] = '\0';
-	pthread_mutex_lock(&s->notify_mu);
-	n->next = NULL;
-	*s->notify_tail = n;
-	s->notify_tail = &n->next;
-	pthread_mutex_unlock(&s->notify_mu);
-}
-
-#define OBJFS_NOTIFY_KEEP	4096
-
-void
-objfs_store_notify_send(struct objfs_store *s, int inodes)
-{
-	struct objfs_notify *n, *next, *kept = NULL;
-	void (*fn)(void *, uint64_t, const char *, size_t, uint64_t);
-	void *arg;
-	int all = 0;
-
-	pthread_mutex_lock(&s->notify_send_mu);
-	pthread_mutex_lock(&s->notify_mu);
-	n = s->notify_head;
-	s->notify_head = NULL;
-	s->notify_tail = &s->notify_head;
-	if (inodes) {
-		kept = s->keep_head;
-		all = s->keep_all;
-		s->keep_head = NULL;
-		s->nkeep = 0;
-		s->keep_all = 0;
-	}
-	fn = s->notify_fn;
-	arg = s->notify_arg;
-	pthread_mutex_unlock(&s->notify_mu);
-	for (; n; n = next) {
-		next = n->next;
-		if (fn && (n->len || inodes))
-			fn(arg, n->parent, n->len ? n->name : NULL, n->len,
-				inodes ? n->ino : 0);
-		if (n->len || inodes || !n->ino) {
-			free(n);
-			continue;
-		}
-		/* An inode's attributes: kept for catch-up. */
-		pthread_mutex_lock(&s->notify_mu);
-		if (s->nkeep < OBJFS_NOTIFY_KEEP) {
-			n->next = s->keep_head;
-			s->keep_head = n;
-			s->nkeep++;
-			n = NULL;
-		} else {
-			s->keep_all = 1;
-		}
-		pthread_mutex_unlock(&s->notify_mu);
-		free(n);
-	}
-	for (; kept; kept = next) {
-		next = kept->next;
-		if (fn && !all)
-			fn(arg, 0, NULL, 0, kept->ino);
-		free(kept);
-	}
-	if (fn && all) {
-		struct objfs_inode **ips;
-		size_t k;
-
-		if (objfs_inode_snapshot(s, &ips, &k) == 0) {
-			for (size_t i = 0; i < k; i++)
-				fn(arg, 0, NULL, 0, ips[i]->ino);
-			objfs_inode_put_all(s, ips, k);
-		}
-	}
-	pthread_mutex_unlock(&s->notify_send_mu);
-}
-
 /* ---- another mount's commit ------------------------------------------- */
 
 #define TOUCH_MAX	4096
@@ -306,7 +201,7 @@ scan(void *arg, int op, int db, const unsigned char *k, size_t klen,
 		/* A name that came or went: the kernel's entry (or its
 		 * memory that there is none) is dropped. */
 		if (klen > 8)
-			notify_add(t->s, get_be64(k), (const char *)k + 8,
+			objfs_store_notify_add(t->s, get_be64(k), (const char *)k + 8,
 				klen - 8, 0);
 		if (klen >= 8)
 			touch(t, get_be64(k));
@@ -515,7 +410,7 @@ refresh_ino(struct objfs_store *s, uint64_t ino, uint64_t g)
 	refresh(s, ip, g);
 	objfs_inode_unlock(ip);
 	objfs_store_iput(s, ip);
-	notify_add(s, 0, NULL, 0, ino);
+	objfs_store_notify_add(s, 0, NULL, 0, ino);
 }
 
 int
@@ -565,7 +460,7 @@ objfs_store_apply_remote(struct objfs_store *s, const void *pl, size_t n)
 					objfs_inode_lock(all[i]);
 					refresh(s, all[i], g);
 					objfs_inode_unlock(all[i]);
-					notify_add(s, 0, NULL, 0, all[i]->ino);
+					objfs_store_notify_add(s, 0, NULL, 0, all[i]->ino);
 				}
 				objfs_inode_put_all(s, all, k);
 			}
