@@ -6,8 +6,10 @@
  * (src/s3/, -o remote=s3://BUCKET[/PREFIX]), each behind this table.
  * Every call is bounded by the connection's timeout and fails with
  * -ETIMEDOUT when the service does not answer within it, never hanging
- * beyond; one made on a thread whose system call's deadline has passed
- * (src/base/deadline.h) is not sent, and fails with -ETIMEDOUT at once.  Thread-safe: calls may come from any thread at once.  A call
+ * beyond; one made on a thread serving a system call ends by the call's
+ * deadline (src/base/deadline.h: the S3 engine shortens it, the RADOS
+ * client cancels it or leaves a blocking one to a thread of its own), and
+ * once the deadline has passed is not sent: -ETIMEDOUT at once.  Thread-safe: calls may come from any thread at once.  A call
  * a store cannot make (an S3 bucket has no omap, watch or notify: shared
  * mode is the pool's) answers -ENOTSUP.
  */
@@ -142,9 +144,10 @@ struct objfs_remote_ops {
 struct objfs_remote {
 	const struct objfs_remote_ops *ops;
 	/* One call, one timeout (src/base/deadline.h).  @whole_ns: set by
-	 * a store whose requests cannot be shortened to what a system call
-	 * has left (RADOS: librados's operation timeout is the client's),
-	 * 0 by one that shortens them itself (the S3 engine).
+	 * a store that fails a call at once while it does not answer
+	 * (RADOS: a request the call could not wait a whole timeout for
+	 * would only be cancelled at the deadline), 0 by one that tries
+	 * every request (the S3 engine, whose retries may be answered).
 	 * @silent_since: the monotonic time of the first of the latest
 	 * requests that got no answer, 0 once one answers. */
 	uint64_t whole_ns;
@@ -165,9 +168,10 @@ struct objfs_remote_fetch {
 };
 
 /* A request of a system call's thread is not sent (-ETIMEDOUT at once)
- * once the call's deadline has passed, nor, while the store does not
- * answer, when it could outlast the call (a request that cannot be
- * shortened, sent with less than its whole timeout left).  The store's
+ * once the call's deadline has passed, nor, on a store with @whole_ns,
+ * while it does not answer and the call has less than a whole timeout
+ * left (the request would be cut short before the store's own timeout
+ * could tell).  The store's
  * own threads (no deadline) always send: their requests find out when
  * it answers again. */
 static inline int

@@ -10,6 +10,12 @@
 static _Thread_local uint64_t deadline_ns;	/* monotonic; 0: none */
 static _Thread_local uint64_t call_ns;		/* the outermost call's */
 static _Thread_local uint64_t overrun_ns;	/* objfs_deadline_overrun */
+/* The deadline the cluster's latest answer in this call gave it
+ * (objfs_deadline_progress): kept when a nested scope ends, which
+ * otherwise puts back the deadline from before it (a lookup inside a
+ * lookup answered for seconds, then failed at the older deadline and was
+ * counted as past it: the simulator's seed 77, issue 47). */
+static _Thread_local uint64_t moved_ns;
 
 uint64_t
 objfs_deadline_enter(uint64_t ns)
@@ -22,6 +28,7 @@ objfs_deadline_enter(uint64_t ns)
 	if (outer == 0) {
 		call_ns = ns;
 		deadline_ns = d;
+		moved_ns = 0;
 	} else if (d < outer) {
 		deadline_ns = d;
 	}
@@ -38,6 +45,7 @@ objfs_deadline_enter_until(uint64_t when, uint64_t ns)
 	if (outer == 0) {
 		call_ns = ns;
 		deadline_ns = when;
+		moved_ns = 0;
 	} else if (when < outer) {
 		deadline_ns = when;
 	}
@@ -52,8 +60,10 @@ objfs_deadline_leave(uint64_t outer)
 
 		if (now > deadline_ns && now - deadline_ns > overrun_ns)
 			overrun_ns = now - deadline_ns;
+		moved_ns = 0;
 	}
-	deadline_ns = outer;
+	/* An answer inside the nested scope moved the call's deadline too. */
+	deadline_ns = outer && moved_ns > outer ? moved_ns : outer;
 }
 
 void
@@ -66,6 +76,8 @@ objfs_deadline_progress(void)
 	d = objfs_mono_ns() + call_ns;
 	if (d > deadline_ns)
 		deadline_ns = d;
+	if (d > moved_ns)
+		moved_ns = d;
 }
 
 uint64_t

@@ -19,6 +19,8 @@
 #include <time.h>
 
 #include "src/base/csum.h"
+#include "src/base/deadline.h"
+#include "src/base/sync.h"
 #include "src/base/log.h"
 #include "src/rados/remote.h"
 
@@ -64,6 +66,91 @@ objfs_rados_parse(const char *spec, char pool[OBJFS_REMOTE_NAME_MAX],
 #include "src/rados/remote_int.h"
 
 static const struct objfs_remote_ops rados_ops;
+
+/* ---- one request, waited for until the call's deadline ---------------- */
+
+static void
+call_done(rados_completion_t c, void *arg)
+{
+	struct rados_remote *r = arg;
+
+	(void)c;
+	pthread_mutex_lock(&r->done_mu);
+	pthread_cond_broadcast(&r->done_cv);
+	pthread_mutex_unlock(&r->done_mu);
+}
+
+int
+objfs_rados_completion(struct rados_remote *r, rados_completion_t *c)
+{
+	return rados_aio_create_completion2(r, call_done, c);
+}
+
+int
+objfs_rados_wait(struct rados_remote *r, rados_completion_t c)
+{
+	int late = 0;
+
+	if (objfs_deadline()) {
+		/* The callback wakes us under done_mu after the completion
+		 * says complete: no wake-up is missed between. */
+		pthread_mutex_lock(&r->done_mu);
+		while (!rados_aio_is_complete(c)) {
+			if (objfs_cond_wait_until(&r->done_cv, &r->done_mu) ==
+			    ETIMEDOUT) {
+				late = !rados_aio_is_complete(c);
+				break;
+			}
+		}
+		pthread_mutex_unlock(&r->done_mu);
+	}
+	/* Cancelled: librados ends it at once with -ECANCELED and drops
+	 * its answer if one comes (it writes nothing into the request's
+	 * buffers after); -ENOENT when it answered in between. */
+	if (late && rados_aio_cancel(r->io, c) == 0) {
+		rados_aio_wait_for_complete_and_cb(c);
+		atomic_fetch_add(&r->cancelled, 1);
+		return -ETIMEDOUT;
+	}
+	rados_aio_wait_for_complete_and_cb(c);
+	return rados_aio_get_return_value(c);
+}
+
+int
+objfs_rados_write(struct rados_remote *r, rados_write_op_t op,
+		const char *name, uint64_t *ver)
+{
+	rados_completion_t c;
+	int rc = objfs_rados_completion(r, &c);
+
+	if (rc < 0)
+		return rc;
+	rc = rados_aio_write_op_operate(op, r->io, c, name, NULL, 0);
+	if (rc == 0)
+		rc = objfs_rados_wait(r, c);
+	if (rc == 0 && ver)
+		*ver = rados_aio_get_version(c);
+	rados_aio_release(c);
+	return rc;
+}
+
+int
+objfs_rados_read(struct rados_remote *r, rados_read_op_t op,
+		const char *name, uint64_t *ver)
+{
+	rados_completion_t c;
+	int rc = objfs_rados_completion(r, &c);
+
+	if (rc < 0)
+		return rc;
+	rc = rados_aio_read_op_operate(op, r->io, c, name, 0);
+	if (rc == 0)
+		rc = objfs_rados_wait(r, c);
+	if (rc >= 0 && ver)
+		*ver = rados_aio_get_version(c);
+	rados_aio_release(c);
+	return rc;
+}
 
 int
 objfs_rados_connect(const struct objfs_remote_config *cfg,
@@ -131,9 +218,21 @@ objfs_rados_connect(const struct objfs_remote_config *cfg,
 	 * that room can be made. */
 	rados_set_pool_full_try(r->io);
 	pthread_mutex_init(&r->notify_mu, NULL);
+	pthread_mutex_init(&r->done_mu, NULL);
+	rc = objfs_cond_init(&r->done_cv);
+	if (rc) {
+		snprintf(err, errsize, "remote: %s", strerror(rc));
+		pthread_mutex_destroy(&r->done_mu);
+		pthread_mutex_destroy(&r->notify_mu);
+		rados_ioctx_destroy(r->io);
+		rados_shutdown(r->cluster);
+		free(r);
+		return -rc;
+	}
 	r->base.ops = &rados_ops;
-	/* librados cannot shorten one operation to what a system call has
-	 * left of its time (src/remote.h, objfs_remote_late). */
+	/* While the pool does not answer, a call with less than a whole
+	 * timeout left fails at once rather than send a request it would
+	 * cancel at its deadline (src/remote.h, objfs_remote_late). */
 	r->base.whole_ns = (uint64_t)(cfg->timeout_s ? cfg->timeout_s :
 		OBJFS_REMOTE_TIMEOUT) * 1000000000u;
 	*out = &r->base;
@@ -155,9 +254,13 @@ pool_close(struct objfs_remote *base)
 	pthread_mutex_lock(&r->notify_mu);
 	objfs_rados_notifies_reap(r, 1);
 	pthread_mutex_unlock(&r->notify_mu);
+	/* Lock calls left to finish past a call's deadline (remote_lock.c). */
+	objfs_rados_jobs_wait(r);
 	rados_ioctx_destroy(r->io);
 	rados_shutdown(r->cluster);
 	pthread_mutex_destroy(&r->notify_mu);
+	pthread_cond_destroy(&r->done_cv);
+	pthread_mutex_destroy(&r->done_mu);
 	free(r);
 }
 
@@ -166,8 +269,15 @@ pool_put(struct objfs_remote *base, const char *name, const void *buf,
 		size_t len)
 {
 	struct rados_remote *r = (struct rados_remote *)base;
+	rados_write_op_t op = rados_create_write_op();
+	int rc;
 
-	return rados_write_full(r->io, name, buf, len);
+	if (!op)
+		return -ENOMEM;
+	rados_write_op_write_full(op, buf, len);
+	rc = objfs_rados_write(r, op, name, NULL);
+	rados_release_write_op(op);
+	return rc;
 }
 
 static int
@@ -182,7 +292,7 @@ pool_create(struct objfs_remote *base, const char *name, const void *buf,
 		return -ENOMEM;
 	rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
 	rados_write_op_write_full(op, buf, len);
-	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rc = objfs_rados_write(r, op, name, NULL);
 	rados_release_write_op(op);
 	return rc;
 }
@@ -192,126 +302,52 @@ pool_get(struct objfs_remote *base, const char *name, uint64_t off,
 		void *buf, size_t len, size_t *got)
 {
 	struct rados_remote *r = (struct rados_remote *)base;
-	int rc = rados_read(r->io, name, buf, len, off);
+	rados_read_op_t op = rados_create_read_op();
+	size_t n = 0;
+	int rc, rv = 0;
 
-	*got = rc > 0 ? (size_t)rc : 0;
-	return rc < 0 ? rc : 0;
+	*got = 0;
+	if (!op)
+		return -ENOMEM;
+	rados_read_op_read(op, off, len, buf, &n, &rv);
+	rc = objfs_rados_read(r, op, name, NULL);
+	rados_release_read_op(op);
+	if (rc >= 0 && rv < 0)
+		rc = rv;
+	if (rc < 0)
+		return rc;
+	*got = n;
+	return 0;
 }
 
 static int
 pool_stat(struct objfs_remote *base, const char *name, uint64_t *size)
 {
 	struct rados_remote *r = (struct rados_remote *)base;
+	rados_read_op_t op = rados_create_read_op();
 	time_t mtime;
+	int rc, rv = 0;
 
-	return rados_stat(r->io, name, size, &mtime);
+	if (!op)
+		return -ENOMEM;
+	rados_read_op_stat(op, size, &mtime, &rv);
+	rc = objfs_rados_read(r, op, name, NULL);
+	rados_release_read_op(op);
+	return rc < 0 ? rc : rv < 0 ? rv : 0;
 }
 
 static int
 pool_remove(struct objfs_remote *base, const char *name)
 {
 	struct rados_remote *r = (struct rados_remote *)base;
-	int rc = rados_remove(r->io, name);
-
-	return rc == -ENOENT ? 0 : rc;
-}
-
-#define HOLD_LOCK	"objfs"
-
-/* The lock "objfs" of @name, exclusive or shared, with @flags. */
-static int
-lock_call(struct rados_remote *r, const char *name, const char *holder,
-		struct timeval *tv, int shared, uint8_t flags)
-{
-	if (shared)
-		return rados_lock_shared(r->io, name, HOLD_LOCK, holder,
-				"objfs-shared", "objfs shared mount", tv, flags);
-	return rados_lock_exclusive(r->io, name, HOLD_LOCK, holder,
-			"objfs mount", tv, flags);
-}
-
-/* Take or renew lock @name for @seconds, exclusive or shared; -EBUSY
- * when another holds it in the other way (or exclusively), its cookie
- * (the holder's own description of itself) in @who. */
-static int
-hold(struct rados_remote *r, const char *name, const char *holder,
-		unsigned seconds, int shared, char *who, size_t whosize)
-{
-	struct timeval tv = { (time_t)seconds, 0 };
-	char tag[64], clients[512], cookies[512], addrs[512];
-	size_t tl = sizeof(tag), cl = sizeof(clients), kl = sizeof(cookies),
-	       al = sizeof(addrs);
-	int excl, rc;
-
-	/* Renewing needs the flag; taking it first does not mind it. */
-	rc = lock_call(r, name, holder, &tv, shared, LIBRADOS_LOCK_FLAG_RENEW);
-	if (rc != -EBUSY && rc != -EEXIST)
-		return rc;
-	if (who && whosize) {
-		who[0] = '\0';
-		if (rados_list_lockers(r->io, name, HOLD_LOCK, &excl, tag, &tl,
-				clients, &cl, cookies, &kl, addrs, &al) > 0)
-			snprintf(who, whosize, "%s", cookies);
-	}
-	return -EBUSY;
-}
-
-static int
-pool_hold(struct objfs_remote *base, const char *name, const char *holder,
-		unsigned seconds, char *who, size_t whosize)
-{
-	struct rados_remote *r = (struct rados_remote *)base;
-
-	return hold(r, name, holder, seconds, 0, who, whosize);
-}
-
-static int
-pool_hold_shared(struct objfs_remote *base, const char *name,
-		const char *holder, unsigned seconds, char *who, size_t whosize)
-{
-	struct rados_remote *r = (struct rados_remote *)base;
-
-	return hold(r, name, holder, seconds, 1, who, whosize);
-}
-
-static int
-pool_hold_renew(struct objfs_remote *base, const char *name,
-		const char *holder, unsigned seconds, int shared)
-{
-	struct rados_remote *r = (struct rados_remote *)base;
-	struct timeval tv = { (time_t)seconds, 0 };
+	rados_write_op_t op = rados_create_write_op();
 	int rc;
 
-	/* MUST_RENEW: the OSD drops expired lockers first, so a lock that
-	 * lapsed answers ENOENT even when nobody took it meanwhile. */
-	rc = lock_call(r, name, holder, &tv, shared,
-			LIBRADOS_LOCK_FLAG_MUST_RENEW);
-	return rc == -EBUSY || rc == -EEXIST ? -ENOENT : rc;
-}
-
-static int
-pool_holder(struct objfs_remote *base, const char *name,
-		char *client, size_t clen, char *cookie, size_t klen)
-{
-	struct rados_remote *r = (struct rados_remote *)base;
-	char tag[64], addrs[512];
-	size_t tl = sizeof(tag), cl = clen, kl = klen, al = sizeof(addrs);
-	int excl, rc;
-
-	rc = rados_list_lockers(r->io, name, HOLD_LOCK, &excl, tag, &tl,
-			client, &cl, cookie, &kl, addrs, &al);
-	if (rc < 0)
-		return rc;
-	return rc == 0 ? -ENOENT : 0;
-}
-
-static int
-pool_break(struct objfs_remote *base, const char *name,
-		const char *client, const char *cookie)
-{
-	struct rados_remote *r = (struct rados_remote *)base;
-	int rc = rados_break_lock(r->io, name, HOLD_LOCK, client, cookie);
-
+	if (!op)
+		return -ENOMEM;
+	rados_write_op_remove(op);
+	rc = objfs_rados_write(r, op, name, NULL);
+	rados_release_write_op(op);
 	return rc == -ENOENT ? 0 : rc;
 }
 
@@ -370,7 +406,7 @@ chunk_touch(struct rados_remote *r, const char *name, const unsigned char *x,
 	if (!op)
 		return -ENOMEM;
 	objfs_rados_touch_op(op, x, xlen, stamp);
-	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rc = objfs_rados_write(r, op, name, NULL);
 	rados_release_write_op(op);
 	return rc;
 }
@@ -381,27 +417,15 @@ pool_age_ver(struct objfs_remote *base, const char *name, uint64_t *size,
 {
 	struct rados_remote *r = (struct rados_remote *)base;
 	rados_read_op_t op = rados_create_read_op();
-	rados_completion_t c;
 	time_t t = 0;
 	int rc, rv = 0;
 
 	if (!op)
 		return -ENOMEM;
-	rc = rados_aio_create_completion2(NULL, NULL, &c);
-	if (rc < 0) {
-		rados_release_read_op(op);
-		return rc;
-	}
 	rados_read_op_stat(op, size, &t, &rv);
-	rc = rados_aio_read_op_operate(op, r->io, c, name, 0);
-	if (rc == 0) {
-		rados_aio_wait_for_complete(c);
-		rc = rados_aio_get_return_value(c);
-		/* The version of this operation's answer: the ioctx's "last
-		 * version" would be any thread's. */
-		*ver = rados_aio_get_version(c);
-	}
-	rados_aio_release(c);
+	/* The version of this operation's answer: the ioctx's "last
+	 * version" would be any thread's. */
+	rc = objfs_rados_read(r, op, name, ver);
 	rados_release_read_op(op);
 	if (rc == 0 && rv < 0)
 		rc = rv;
@@ -420,34 +444,10 @@ pool_remove_at(struct objfs_remote *base, const char *name, uint64_t ver)
 		return -ENOMEM;
 	rados_write_op_assert_version(op, ver);
 	rados_write_op_remove(op);
-	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rc = objfs_rados_write(r, op, name, NULL);
 	rados_release_write_op(op);
 	/* A version other than @ver: -ERANGE (older) or -EOVERFLOW (newer). */
 	return rc == -ERANGE || rc == -EOVERFLOW ? -ECANCELED : rc;
-}
-
-static int
-pool_df(struct objfs_remote *base, uint64_t *total, uint64_t *avail)
-{
-	struct rados_remote *r = (struct rados_remote *)base;
-	struct rados_cluster_stat_t st;
-	int rc = rados_cluster_stat(r->cluster, &st);
-
-	if (rc < 0)
-		return rc;
-	*total = st.kb << 10;
-	*avail = st.kb_avail << 10;
-	return 0;
-}
-
-static int
-pool_release(struct objfs_remote *base, const char *name,
-		const char *holder)
-{
-	struct rados_remote *r = (struct rados_remote *)base;
-	int rc = rados_unlock(r->io, name, HOLD_LOCK, holder);
-
-	return rc == -ENOENT ? 0 : rc;
 }
 
 static int
@@ -490,21 +490,31 @@ objfs_rados_chunk_same(struct rados_remote *r, const char *name, uint32_t len,
 		unsigned shift, const unsigned char *tab)
 {
 	size_t n = 1 + 4 * (size_t)objfs_nsums(len, shift);
-	unsigned char *have = malloc(n + 1);
-	uint64_t size;
-	int rc;
+	unsigned char *x = malloc(n);
+	rados_read_op_t op = x ? rados_create_read_op() : NULL;
+	uint64_t size = 0;
+	time_t mtime;
+	int rc, rv = 0;
 
-	if (!have)
+	if (!op) {
+		free(x);
 		return -ENOMEM;
-	rc = objfs_remote_stat(&r->base, name, &size);
-	if (rc == 0)
-		rc = rados_getxattr(r->io, name, SUMS_XATTR, (char *)have, n + 1);
+	}
+	x[0] = (unsigned char)shift;
+	memcpy(x + 1, tab, n - 1);
+	/* Its size, and its sums compared in the OSD: one round trip. */
+	rados_read_op_stat(op, &size, &mtime, &rv);
+	rados_read_op_cmpxattr(op, SUMS_XATTR, LIBRADOS_CMPXATTR_OP_EQ,
+			(const char *)x, n);
+	rc = objfs_rados_read(r, op, name, NULL);
+	rados_release_read_op(op);
+	free(x);
+	if (rc >= 0 && rv < 0)
+		rc = rv;
 	if (rc >= 0)
-		rc = size == len && (size_t)rc == n && have[0] == shift &&
-			memcmp(have + 1, tab, n - 1) == 0;
-	else if (rc == -ENODATA)
-		rc = 0;		/* no sums: not one of ours */
-	free(have);
+		rc = size == len;
+	else if (rc == -ENODATA || rc == -ECANCELED)
+		rc = 0;		/* no sums (not one of ours), or others */
 	return rc;
 }
 
@@ -531,7 +541,7 @@ again:
 	rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
 	rados_write_op_write_full(op, buf, len);
 	rados_write_op_setxattr(op, SUMS_XATTR, (const char *)x, n);
-	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rc = objfs_rados_write(r, op, name, NULL);
 	rados_release_write_op(op);
 	free(x);
 	if (rc == 0)
@@ -582,7 +592,7 @@ pool_chunk_get(struct objfs_remote *base, const char *name, void *buf,
 	 * it either. */
 	rados_read_op_stat(op, &size, &mtime, &rv1);
 	rados_read_op_read(op, 0, len, buf, &got, &rv2);
-	rc = rados_read_op_operate(op, r->io, name, 0);
+	rc = objfs_rados_read(r, op, name, NULL);
 	rados_release_read_op(op);
 	if (rc == 0)
 		rc = rv1 < 0 ? rv1 : rv2 < 0 ? rv2 : 0;
@@ -631,7 +641,7 @@ pool_log_get(struct objfs_remote *base, uint64_t epoch, uint64_t seq,
 	log_name(name, epoch, seq);
 	rados_read_op_stat(op, &size, &mtime, &rv1);
 	rados_read_op_read(op, 0, cap, buf, len, &rv2);
-	rc = rados_read_op_operate(op, r->io, name, 0);
+	rc = objfs_rados_read(r, op, name, NULL);
 	rados_release_read_op(op);
 	if (rc == 0)
 		rc = rv1 < 0 ? rv1 : rv2 < 0 ? rv2 : 0;
@@ -649,7 +659,6 @@ pool_head_get(struct objfs_remote *base, void *buf, size_t cap,
 {
 	struct rados_remote *r = (struct rados_remote *)base;
 	rados_read_op_t op = rados_create_read_op();
-	rados_completion_t c;
 	size_t got = 0;
 	int rc, rv = 0;
 
@@ -657,20 +666,8 @@ pool_head_get(struct objfs_remote *base, void *buf, size_t cap,
 	*ver = 0;
 	if (!op)
 		return -ENOMEM;
-	rc = rados_aio_create_completion2(NULL, NULL, &c);
-	if (rc < 0) {
-		rados_release_read_op(op);
-		return rc;
-	}
 	rados_read_op_read(op, 0, cap, buf, &got, &rv);
-	rc = rados_aio_read_op_operate(op, r->io, c, HEAD, 0);
-	if (rc == 0) {
-		rados_aio_wait_for_complete(c);
-		rc = rados_aio_get_return_value(c);
-		if (rc >= 0)
-			*ver = rados_aio_get_version(c);
-	}
-	rados_aio_release(c);
+	rc = objfs_rados_read(r, op, HEAD, ver);
 	rados_release_read_op(op);
 	if (rc >= 0 && rv < 0)
 		rc = rv;
@@ -686,29 +683,16 @@ pool_head_put(struct objfs_remote *base, const void *buf, size_t len,
 {
 	struct rados_remote *r = (struct rados_remote *)base;
 	rados_write_op_t op = rados_create_write_op();
-	rados_completion_t c;
 	int rc;
 
 	if (!op)
 		return -ENOMEM;
-	rc = rados_aio_create_completion2(NULL, NULL, &c);
-	if (rc < 0) {
-		rados_release_write_op(op);
-		return rc;
-	}
 	if (*ver == 0)
 		rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
 	else
 		rados_write_op_assert_version(op, *ver);
 	rados_write_op_write_full(op, buf, len);
-	rc = rados_aio_write_op_operate(op, r->io, c, HEAD, NULL, 0);
-	if (rc == 0) {
-		rados_aio_wait_for_complete(c);
-		rc = rados_aio_get_return_value(c);
-		if (rc == 0)
-			*ver = rados_aio_get_version(c);
-	}
-	rados_aio_release(c);
+	rc = objfs_rados_write(r, op, HEAD, ver);
 	rados_release_write_op(op);
 	/* Another writer's version (newer: -ERANGE; the object made anew
 	 * with a lower one: -EOVERFLOW), or a head where none was. */
@@ -726,12 +710,12 @@ static const struct objfs_remote_ops rados_ops = {
 	.get = pool_get,
 	.stat = pool_stat,
 	.remove = pool_remove,
-	.hold = pool_hold,
-	.hold_shared = pool_hold_shared,
-	.hold_renew = pool_hold_renew,
-	.release = pool_release,
-	.holder = pool_holder,
-	.break_ = pool_break,
+	.hold = objfs_rados_hold,
+	.hold_shared = objfs_rados_hold_shared,
+	.hold_renew = objfs_rados_hold_renew,
+	.release = objfs_rados_release,
+	.holder = objfs_rados_holder,
+	.break_ = objfs_rados_break,
 	.list = pool_list,
 	.set_touch = pool_set_touch,
 	.age_ver = pool_age_ver,
@@ -745,7 +729,7 @@ static const struct objfs_remote_ops rados_ops = {
 	.omap_list = objfs_rados_omap_list,
 	.notify = objfs_rados_notify,
 	.ask = objfs_rados_ask,
-	.df = pool_df,
+	.df = objfs_rados_df,
 	.get_all = pool_get_all,
 	.chunk_put = pool_chunk_put,
 	.chunk_get = pool_chunk_get,

@@ -102,8 +102,8 @@ put_finish(struct rados_puts *p, struct put_item *x)
 {
 	int rc;
 
-	rados_aio_wait_for_complete(x->c);
-	rc = rados_aio_get_return_value(x->c);
+	/* Past the call's deadline, cancelled: -ETIMEDOUT. */
+	rc = objfs_rados_wait(p->r, x->c);
 	rados_aio_release(x->c);
 	x->c = NULL;
 	if (x->state == P_CHECK) {
@@ -154,8 +154,7 @@ put_finish(struct rados_puts *p, struct put_item *x)
 			rc = -ENOMEM;
 		} else {
 			objfs_rados_touch_op(op, x->x, x->xlen, x->stamp);
-			rc = rados_write_op_operate(op, p->r->io, x->name, NULL,
-					0);
+			rc = objfs_rados_write(p->r, op, x->name, NULL);
 			rados_release_write_op(op);
 			rc = rc == 0 ? 1 : rc == -ECANCELED ? 0 : rc;
 		}
@@ -180,7 +179,7 @@ put_finish(struct rados_puts *p, struct put_item *x)
 static int
 put_issue(struct rados_puts *p, struct put_item *x, int state)
 {
-	int rc = rados_aio_create_completion2(NULL, NULL, &x->c);
+	int rc = objfs_rados_completion(p->r, &x->c);
 
 	if (rc < 0)
 		return rc;
@@ -380,6 +379,7 @@ objfs_rados_puts_free(struct objfs_remote_puts *base)
 
 struct rados_fetch {
 	struct objfs_remote_fetch base;
+	struct rados_remote *r;
 	char name[OBJFS_REMOTE_CHUNK_NAME];
 	rados_completion_t c;
 	rados_read_op_t op;
@@ -409,7 +409,8 @@ objfs_rados_fetch_start(struct objfs_remote *base, const char *name,
 	}
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	f->len = len;
-	rc = rados_aio_create_completion2(NULL, NULL, &f->c);
+	f->r = r;
+	rc = objfs_rados_completion(r, &f->c);
 	if (rc < 0)
 		goto fail;
 	rados_read_op_read(f->op, 0, (size_t)len + 1, f->buf, &f->got,
@@ -446,8 +447,7 @@ objfs_rados_fetch_take(struct objfs_remote_fetch *base, void *buf,
 	unsigned char tab[4 * OBJFS_SUMS_MAX];
 	int rc;
 
-	rados_aio_wait_for_complete(f->c);
-	rc = rados_aio_get_return_value(f->c);
+	rc = objfs_rados_wait(f->r, f->c);
 	if (rc == 0)
 		rc = f->rv < 0 ? f->rv : 0;
 	if (rc < 0)
@@ -469,7 +469,7 @@ objfs_rados_fetch_free(struct objfs_remote_fetch *base)
 
 	if (!f)
 		return;
-	rados_aio_wait_for_complete(f->c);
+	(void)objfs_rados_wait(f->r, f->c);	/* cancelled past the deadline */
 	rados_aio_release(f->c);
 	rados_release_read_op(f->op);
 	free(f->buf);

@@ -42,7 +42,50 @@ struct rados_remote {
 	void *watch_arg;
 	char watch_name[64];
 	_Atomic int watch_lost;		/* its error callback ran */
+	/* Requests waited for until a system call's deadline
+	 * (objfs_rados_wait): every completion's callback wakes done_cv.
+	 * done_mu is a leaf. */
+	pthread_mutex_t done_mu;
+	pthread_cond_t done_cv;
+	_Atomic uint64_t cancelled;	/* requests given up at a deadline */
+	unsigned jobs;			/* remote_lock.c's threads, under
+					 * done_mu */
 };
+
+/* remote_lock.c: the locks and the cluster's figures of the table
+ * (src/remote.h), each bounded by a system call's deadline; and the wait
+ * for those left running past one (pool_close). */
+int objfs_rados_hold(struct objfs_remote *base, const char *name,
+		const char *holder, unsigned seconds, char *who, size_t whosize);
+int objfs_rados_hold_shared(struct objfs_remote *base, const char *name,
+		const char *holder, unsigned seconds, char *who, size_t whosize);
+int objfs_rados_hold_renew(struct objfs_remote *base, const char *name,
+		const char *holder, unsigned seconds, int shared);
+int objfs_rados_holder(struct objfs_remote *base, const char *name,
+		char *client, size_t clen, char *cookie, size_t klen);
+int objfs_rados_break(struct objfs_remote *base, const char *name,
+		const char *client, const char *cookie);
+int objfs_rados_release(struct objfs_remote *base, const char *name,
+		const char *holder);
+int objfs_rados_df(struct objfs_remote *base, uint64_t *total,
+		uint64_t *avail);
+void objfs_rados_jobs_wait(struct rados_remote *r);
+
+/* A completion whose end wakes objfs_rados_wait's waiters. */
+int objfs_rados_completion(struct rados_remote *r, rados_completion_t *c);
+/* Wait for request @c (made by objfs_rados_completion, sent): its result.
+ * On a thread serving a system call (src/base/deadline.h), not past the
+ * call's deadline: then the request is cancelled (librados forgets it;
+ * the OSD may still apply it, as after a timeout) and -ETIMEDOUT.  A
+ * thread with no deadline waits for librados's own operation timeout.
+ * @c is complete when this returns, its callback run. */
+int objfs_rados_wait(struct rados_remote *r, rados_completion_t c);
+/* @op on object @name, sent and waited for so: its result, and with @ver
+ * the version the OSD answered with. */
+int objfs_rados_write(struct rados_remote *r, rados_write_op_t op,
+		const char *name, uint64_t *ver);
+int objfs_rados_read(struct rados_remote *r, rados_read_op_t op,
+		const char *name, uint64_t *ver);
 
 /* A find of chunk @name (its sums @x, @xlen bytes) made a write: the
  * sums compared and SEEN_XATTR set in one operation on @op. */

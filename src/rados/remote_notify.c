@@ -104,7 +104,7 @@ objfs_rados_omap_set(struct objfs_remote *base, const char *name,
 	} else {
 		rados_write_op_omap_rm_keys(op, keys, 1);
 	}
-	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rc = objfs_rados_write(r, op, name, NULL);
 	rados_release_write_op(op);
 	return rc == -ENOENT && !val ? 0 : rc;
 }
@@ -123,7 +123,7 @@ objfs_rados_omap_del_if(struct objfs_remote *base, const char *name,
 	rados_write_op_omap_cmp(op, key, LIBRADOS_CMPXATTR_OP_EQ, val, len,
 			&cmp);
 	rados_write_op_omap_rm_keys(op, keys, 1);
-	rc = rados_write_op_operate(op, r->io, name, NULL, 0);
+	rc = objfs_rados_write(r, op, name, NULL);
 	rados_release_write_op(op);
 	if (rc == -ENOENT)
 		return 0;	/* no such object: nothing to remove */
@@ -149,7 +149,7 @@ objfs_rados_omap_list(struct objfs_remote *base, const char *name,
 			return -ENOMEM;
 		more = 0;
 		rados_read_op_omap_get_vals2(op, after, "", 512, &it, &more, &rv);
-		rc = rados_read_op_operate(op, r->io, name, 0);
+		rc = objfs_rados_read(r, op, name, NULL);
 		if (rc == 0)
 			rc = rv;
 		while (rc == 0) {

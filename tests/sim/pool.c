@@ -40,6 +40,7 @@
 
 #include "src/base/csum.h"
 #include "src/base/deadline.h"
+#include <execinfo.h>
 #include "tests/sim/pool.h"
 #include "tests/sim/sched.h"
 
@@ -804,6 +805,19 @@ rpc_until(struct sconn *c, struct req *r, uint64_t deadline, int *kept)
 
 	*kept = 0;
 	p->n.requests++;
+	if (simpool_trace && objfs_deadline())
+		fprintf(simpool_trace, "%.6f   osd: node%d %s %s sent by a "
+			"call, %.3f s before its answer is given up\n",
+			(double)t0 / 1e9, c->node, opnames[r->op], r->name,
+			(double)(deadline - t0) / 1e9);
+	if (simpool_trace && objfs_deadline() && getenv("OBJFS_SIM_BT")) {
+		void *bt[16];
+		int nb = backtrace(bt, 16);
+		char **sym = backtrace_symbols(bt, nb);
+		for (int i = 2; sym && i < nb; i++)
+			fprintf(simpool_trace, "      %s\n", sym[i]);
+		free(sym);
+	}
 	sim_yield();
 	if (part > t0) {
 		/* Sent into a partition: it gets through once it heals,
@@ -877,11 +891,20 @@ rpc_until(struct sconn *c, struct req *r, uint64_t deadline, int *kept)
 static int
 rpc(struct sconn *c, struct req *r, int *kept)
 {
-	/* librados's op timeout, whole: librados cannot shorten one op to
-	 * what the system call has left (deadline.h); src/remote.h only
-	 * refuses to send one once the call's deadline has passed. */
-	return rpc_until(c, r, sim_now() + (uint64_t)c->timeout_s * SIM_NS,
-			kept);
+	uint64_t t = (uint64_t)c->timeout_s * SIM_NS;
+
+	/* librados's op timeout; a request of a system call's thread ends
+	 * at the call's deadline (remote.c cancels it, remote_lock.c
+	 * leaves a blocking one to its thread: either may land after
+	 * all), except the listing and the watch's and notify's calls,
+	 * which no system call waits for: those take the whole timeout. */
+	switch (r->op) {
+	case R_LIST: case R_WATCH: case R_ACK: case R_NOTIFY:
+		break;
+	default:
+		t = objfs_deadline_cap_ns(t, 0);
+	}
+	return rpc_until(c, r, sim_now() + t, kept);
 }
 
 /* rpc, for a request whose results the caller reads: 0 or -errno. */
@@ -1348,9 +1371,11 @@ sim_ask(struct objfs_remote *base, const char *name, const void *buf,
 	if (!a)
 		return -ENOMEM;
 	a->id = ++p->next_id;
-	/* The watchers the OSD knows when the notify reaches it. */
+	/* The watchers the OSD knows when the notify reaches it (a notify:
+	 * rados_notify2 blocks for its own timeout, @timeout_ms). */
 	r = req_new(c, R_DF, name);
-	rc = rpc(c, r, &kept);
+	rc = rpc_until(c, r, sim_now() + (uint64_t)c->timeout_s * SIM_NS,
+			&kept);
 	req_free(r);
 	if (rc < 0) {
 		free(a);

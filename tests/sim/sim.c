@@ -71,6 +71,9 @@ config_from_seed(struct config *c, uint64_t seed)
 	unsigned r;
 
 	c->seed = seed;
+	/* S10 on (--set check_time=0 turns it off; it takes nothing from
+	 * the seed's stream, so a seed's run is what it was). */
+	c->check_time = 1;
 	c->nodes = 2 + (int)pick(&s, 2);
 	c->timeout_s = timeouts[pick(&s, 3)];
 	c->hold_s = holds[pick(&s, 3)];
@@ -580,7 +583,11 @@ run_child(const char *file, uint64_t seed, int ops, const char *sets,
 			snprintf(o->why, sizeof(o->why), "the run crashed "
 				"(status %d)", o->status);
 	}
-	remove_tree(run_dir);
+	if (getenv("OBJFS_SIM_KEEP"))	/* its log kept, to read */
+		fprintf(stderr, "sim: seed %" PRIu64 ": kept %s\n", seed,
+			run_dir);
+	else
+		remove_tree(run_dir);
 	return 0;
 }
 

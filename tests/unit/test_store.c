@@ -35,6 +35,8 @@
 #include "meta/meta.h"
 #include "meta/meta_keys.h"
 #include "src/base/csum.h"
+#include "src/base/clock.h"
+#include "src/base/deadline.h"
 #include "src/base/log.h"
 #include "src/tools/check.h"
 #include "src/status.h"
@@ -3216,11 +3218,58 @@ test_dedup_checks_the_bytes(void **state)
 	free(b);
 }
 
+
+/* One call, one timeout (src/base/deadline.h): an answer of the cluster
+ * inside a nested scope (objfs_store_lookup calls objfs_store_lookup_by,
+ * each a scope) moves the whole call's deadline, and it stays moved when
+ * the inner scope ends; the outermost scope's end measures the overrun
+ * against it. */
+static void
+test_deadline_progress_nested(void **state)
+{
+	const uint64_t ms = 1000000ull;
+	uint64_t outer, inner, d0, d1;
+	struct timespec ts = { 0, 30 * 1000000L };
+
+	(void)state;
+	assert_int_equal(objfs_deadline(), 0);
+	outer = objfs_deadline_enter(50 * ms);
+	assert_int_equal(outer, 0);
+	d0 = objfs_deadline();
+	inner = objfs_deadline_enter(50 * ms);
+	assert_int_equal(inner, d0);
+	assert_true(objfs_deadline() == d0);	/* a nested call keeps it */
+	nanosleep(&ts, NULL);
+	objfs_deadline_progress();		/* an answer, 30 ms on */
+	d1 = objfs_deadline();
+	assert_true(d1 >= d0 + 30 * ms);
+	objfs_deadline_leave(inner);
+	assert_true(objfs_deadline() == d1);	/* not put back to d0 */
+	/* A nested scope with no answer in it puts back what was. */
+	inner = objfs_deadline_enter(10 * ms);
+	assert_true(objfs_deadline() < d1);
+	objfs_deadline_leave(inner);
+	assert_true(objfs_deadline() == d1);
+	/* Past d0, not past d1: no overrun counted. */
+	nanosleep(&ts, NULL);
+	(void)objfs_deadline_overrun();
+	objfs_deadline_leave(outer);
+	assert_int_equal(objfs_deadline(), 0);
+	assert_int_equal(objfs_deadline_overrun(), 0);
+	/* The next call starts afresh: nothing carried over. */
+	outer = objfs_deadline_enter(50 * ms);
+	inner = objfs_deadline_enter(50 * ms);
+	objfs_deadline_leave(inner);
+	assert_true(objfs_deadline() <= objfs_mono_ns() + 50 * ms);
+	objfs_deadline_leave(outer);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roundtrip_reopen, setup, teardown),
+		cmocka_unit_test(test_deadline_progress_nested),
 		cmocka_unit_test_setup_teardown(test_rename_whiteout, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_copy_of_known_deleted_source,
