@@ -116,8 +116,9 @@ objfs_rados_wait(struct rados_remote *r, rados_completion_t c)
 	return rados_aio_get_return_value(c);
 }
 
-int
-objfs_rados_write(struct rados_remote *r, rados_write_op_t op,
+/* @wop or @rop on object @name, sent and waited for (objfs_rados_wait). */
+static int
+op_run(struct rados_remote *r, rados_write_op_t wop, rados_read_op_t rop,
 		const char *name, uint64_t *ver)
 {
 	rados_completion_t c;
@@ -125,31 +126,28 @@ objfs_rados_write(struct rados_remote *r, rados_write_op_t op,
 
 	if (rc < 0)
 		return rc;
-	rc = rados_aio_write_op_operate(op, r->io, c, name, NULL, 0);
-	if (rc == 0)
-		rc = objfs_rados_wait(r, c);
-	if (rc == 0 && ver)
-		*ver = rados_aio_get_version(c);
-	rados_aio_release(c);
-	return rc;
-}
-
-int
-objfs_rados_read(struct rados_remote *r, rados_read_op_t op,
-		const char *name, uint64_t *ver)
-{
-	rados_completion_t c;
-	int rc = objfs_rados_completion(r, &c);
-
-	if (rc < 0)
-		return rc;
-	rc = rados_aio_read_op_operate(op, r->io, c, name, 0);
+	rc = wop ? rados_aio_write_op_operate(wop, r->io, c, name, NULL, 0) :
+		rados_aio_read_op_operate(rop, r->io, c, name, 0);
 	if (rc == 0)
 		rc = objfs_rados_wait(r, c);
 	if (rc >= 0 && ver)
 		*ver = rados_aio_get_version(c);
 	rados_aio_release(c);
 	return rc;
+}
+
+int
+objfs_rados_write(struct rados_remote *r, rados_write_op_t op,
+		const char *name, uint64_t *ver)
+{
+	return op_run(r, op, NULL, name, ver);
+}
+
+int
+objfs_rados_read(struct rados_remote *r, rados_read_op_t op,
+		const char *name, uint64_t *ver)
+{
+	return op_run(r, NULL, op, name, ver);
 }
 
 int
