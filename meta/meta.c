@@ -114,6 +114,14 @@ rec_ok(int db, const void *k, size_t klen, const MDB_val *v)
 {
 	if (v->mv_size < TRAILER)
 		return 0;
+	/* A name that could not be one (meta.h): damaged, however it
+	 * verifies (a pool's record, or an index written by another). */
+	if (db == DB_DIRENT && (klen <= 8 ||
+	    !objfs_name_ok((const char *)k + 8, klen - 8)))
+		return 0;
+	if (db == DB_DIRCOOKIE && !objfs_name_ok(v->mv_data,
+	    v->mv_size - TRAILER))
+		return 0;
 	return objfs_csum_from_canonical((const unsigned char *)v->mv_data +
 			v->mv_size - TRAILER) ==
 		meta_rec_csum(db, k, klen, v->mv_data, v->mv_size - TRAILER);

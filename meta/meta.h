@@ -34,6 +34,21 @@
 #include "src/base/bits.h"
 
 #define OBJFS_NAME_MAX		255
+
+/* A name a directory entry may have, wherever it comes from (a user, the
+ * index on disk, a pool's log or snapshot): 1 to OBJFS_NAME_MAX bytes, no
+ * '/' and no NUL, not "." or "..".  Any other is a damaged record: never
+ * used, never a path (objfsctl recover builds paths from these). */
+static inline int
+objfs_name_ok(const char *name, size_t len)
+{
+	if (len == 0 || len > OBJFS_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (name[i] == '/' || name[i] == '\0')
+			return 0;
+	return !(name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.')));
+}
 #define OBJFS_XATTR_NAME_MAX	255
 #define OBJFS_XATTR_SIZE_MAX	65536
 

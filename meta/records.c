@@ -158,6 +158,8 @@ objfs_meta_dirent_add(struct objfs_meta_txn *t, uint64_t parent,
 
 	if (len > OBJFS_NAME_MAX)
 		return -ENAMETOOLONG;
+	if (!objfs_name_ok(name, len))
+		return -EINVAL;		/* read back, it would be damaged */
 	rc = meta_put(t, DB_DIRENT, kb, make_key(kb, parent, name, len), &dv,
 			sizeof(dv), MDB_NOOVERWRITE);
 	if (rc < 0)

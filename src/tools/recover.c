@@ -12,6 +12,15 @@
  * Chunk bytes are read with objfs_backing_read, which verifies each chunk's
  * checksum; the core's own log lines are silenced meanwhile, since every
  * finding is printed here.
+ *
+ * Everything it writes stays beneath DEST, whatever the index says (it may
+ * come from whoever could write the data directory, or the pool): DEST is
+ * opened without following a link planted at its last component and made
+ * 0700; every file is created with O_EXCL|O_NOFOLLOW; names are the index's
+ * only if they could be names (objfs_name_ok: no '/', not "." or ".."; the
+ * index reads any other as damaged), and the tree/ they rebuild is walked
+ * one directory at a time with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS),
+ * so no link it made itself (a symlink the index names) is ever followed.
  */
 #include <config.h>
 
@@ -24,7 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 
 #include "src/tools/check.h"
 #include "src/tools/check_int.h"
@@ -57,8 +68,8 @@ add_name(void *arg, uint64_t parent, const struct objfs_dirent *d)
 {
 	struct rv *r = arg;
 
-	if (!d)
-		return 0;
+	if (!d || !objfs_name_ok(d->name, d->namelen))
+		return 0;	/* damaged: the index says so (check lists it) */
 	if (r->nn == r->ncap) {
 		size_t n = r->ncap ? 2 * r->ncap : 256;
 		struct name *v = realloc(r->nv, n * sizeof(*v));
@@ -129,8 +140,8 @@ save_file(struct rv *r, const struct ino *x)
 	int rc;
 
 	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".part", x->ino);
-	k.out = openat(r->dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			0600);
+	k.out = openat(r->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			O_CLOEXEC, 0600);
 	if (k.out < 0)
 		return -errno;
 	k.buf = aligned_alloc(OBJFS_BACKING_ALIGN, r->c.chunk);
@@ -233,8 +244,8 @@ save_unverified(void *arg, uint64_t ino)
 	if (in < 0)
 		return 0;
 	snprintf(name, sizeof(name), "%" PRIu64 ".unverified", ino);
-	out = openat(r->dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			0600);
+	out = openat(r->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			O_CLOEXEC, 0600);
 	if (out < 0) {
 		close(in);
 		return -errno;
@@ -276,18 +287,50 @@ path_of(struct rv *r, size_t i, char *buf, size_t size, int depth)
 	return 0;
 }
 
-static void
-mkdirs(int dfd, const char *path)
+/* Directory @name in @dfd, made if missing, opened without following a
+ * link and without leaving what @dfd is beneath: an fd, or -errno. */
+static int
+dir_at(int dfd, const char *name)
 {
-	char p[8192];
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+	};
+	long fd;
 
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p; (s = strchr(s, '/')); s++) {
+	if (mkdirat(dfd, name, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	fd = syscall(SYS_openat2, dfd, name, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS)	/* before Linux 5.6: one component */
+		fd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+				O_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* The directory that holds the last component of @path (made, one
+ * component at a time, beneath @dfd), and that component in *@last: an
+ * fd, or -errno.  @path is modified. */
+static int
+parent_at(int dfd, char *path, const char **last)
+{
+	char *p = path, *s;
+	int cur = dup(dfd);
+
+	if (cur < 0)
+		return -errno;
+	while ((s = strchr(p, '/'))) {
+		int next;
+
 		*s = '\0';
-		(void)mkdirat(dfd, p, 0700);
-		*s = '/';
+		next = dir_at(cur, p);
+		close(cur);
+		if (next < 0)
+			return next;
+		cur = next;
+		p = s + 1;
 	}
-	(void)mkdirat(dfd, p, 0700);
+	*last = p;
+	return cur;
 }
 
 static void
@@ -295,42 +338,48 @@ rebuild_names(struct rv *r)
 {
 	FILE *names;
 	char path[8192], tree[8300], obj[64], tgt[4097];
+	const char *last = NULL;
 	size_t len;
-	int fd = openat(r->dfd, "NAMES", O_WRONLY | O_CREAT | O_TRUNC |
-			O_CLOEXEC, 0600);
+	int fd = openat(r->dfd, "NAMES", O_WRONLY | O_CREAT | O_EXCL |
+			O_NOFOLLOW | O_CLOEXEC, 0600);
 
 	names = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!names)
 		return;
-	(void)mkdirat(r->dfd, "tree", 0700);
 	for (size_t i = 0; i < r->nn; i++) {
 		struct name *n = &r->nv[i];
-		int ok = path_of(r, i, path, sizeof(path), 0);
+		int ok = path_of(r, i, path, sizeof(path), 0), pfd;
 
 		fprintf(names, "%" PRIu64 "\t%s%s\n", n->ino, ok ? "/" :
 			"?/", ok ? path : n->name);
 		if (!ok)
 			continue;
 		snprintf(tree, sizeof(tree), "tree/%s", path);
-		if (S_ISDIR(n->type)) {
-			mkdirs(r->dfd, tree);
+		pfd = parent_at(r->dfd, tree, &last);
+		if (pfd < 0) {
+			fprintf(r->report, "tree/%s: not made: %s\n", path,
+				strerror(-pfd));
 			continue;
 		}
-		*strrchr(tree, '/') = '\0';
-		mkdirs(r->dfd, tree);
-		snprintf(tree, sizeof(tree), "tree/%s", path);
-		if (S_ISREG(n->type)) {
+		if (S_ISDIR(n->type)) {
+			int d = dir_at(pfd, last);
+
+			if (d >= 0)
+				close(d);
+		} else if (S_ISREG(n->type)) {
 			snprintf(obj, sizeof(obj), "%" PRIu64, n->ino);
-			if (linkat(r->dfd, obj, r->dfd, tree, 0) < 0) {
+			if (linkat(r->dfd, obj, pfd, last, 0) < 0) {
 				snprintf(obj, sizeof(obj), "%" PRIu64 ".damaged",
 					n->ino);
-				(void)linkat(r->dfd, obj, r->dfd, tree, 0);
+				(void)linkat(r->dfd, obj, pfd, last, 0);
 			}
 		} else if (S_ISLNK(n->type) && objfs_meta_symlink_get(r->c.t,
 				n->ino, tgt, sizeof(tgt) - 1, &len) == 0) {
+			/* Made, never followed (dir_at). */
 			tgt[len < sizeof(tgt) - 1 ? len : sizeof(tgt) - 1] = '\0';
-			(void)symlinkat(tgt, r->dfd, tree);
+			(void)symlinkat(tgt, pfd, last);
 		}
+		close(pfd);
 	}
 	fclose(names);
 }
@@ -354,14 +403,24 @@ objfs_recover(const char *data_dir, const char *dest_arg, FILE *out)
 	snprintf(dest, sizeof(dest), "%s", dest_arg ? dest_arg : "");
 	if (!dest_arg)
 		snprintf(dest, sizeof(dest), "%s/lost+found", data_dir);
-	if (mkdir(dest, 0700) < 0 && errno != EEXIST) {
+	/* The default, in the data directory, made there and never a link
+	 * (whoever can write the data directory could plant one); a DEST
+	 * named by the caller is the caller's path, but not a link at its
+	 * end either.  Either is made 0700: it will hold every file's bytes. */
+	if ((dest_arg ? mkdir(dest, 0700) : mkdirat(d.dirfd, "lost+found",
+			0700)) < 0 && errno != EEXIST) {
 		rc = -errno;
 		fprintf(out, "%s: %s\n", dest, strerror(-rc));
 		goto out;
 	}
-	r.dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (r.dfd < 0) {
+	r.dfd = dest_arg ? open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			O_CLOEXEC) : openat(d.dirfd, "lost+found", O_RDONLY |
+			O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (r.dfd < 0 || fchmod(r.dfd, 0700) < 0) {
 		rc = -errno;
+		fprintf(out, "%s: %s\n", dest, rc == -ELOOP || rc == -ENOTDIR ?
+			"not a directory (a symbolic link is not followed)" :
+			strerror(-rc));
 		goto out;
 	}
 	fd = openat(r.dfd, "REPORT", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
@@ -381,9 +440,9 @@ objfs_recover(const char *data_dir, const char *dest_arg, FILE *out)
 		fprintf(out, "  the index is damaged (%s): rebuilding it from "
 			"the records that still verify\n", rep.what[0] ?
 			rep.what : strerror(-rc));
-		snprintf(idx, sizeof(idx), "%s/.index", dest);
-		rc = mkdir(idx, 0700) < 0 ? -errno : objfs_meta_rebuild(d.index,
-				idx, &sr);
+		snprintf(idx, sizeof(idx), "/proc/self/fd/%d/.index", r.dfd);
+		rc = mkdirat(r.dfd, ".index", 0700) < 0 ? -errno :
+			objfs_meta_rebuild(d.index, idx, &sr);
 		if (rc == 0) {
 			fprintf(out, "  found %" PRIu64 " records in the live "
 				"trees, %" PRIu64 " in pages they no longer reach, "

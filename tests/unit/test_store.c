@@ -34,6 +34,7 @@
 
 #include "meta/meta.h"
 #include "meta/meta_keys.h"
+#include "meta/meta_priv.h"
 #include "src/base/csum.h"
 #include "src/base/clock.h"
 #include "src/base/deadline.h"
@@ -3219,6 +3220,108 @@ test_dedup_checks_the_bytes(void **state)
 }
 
 
+/* Issue 48: objfsctl recover writes nothing outside its destination,
+ * whatever the index says.  An entry named "../../ESCAPED" (planted
+ * under its checksum, as whoever could write the data directory or the
+ * pool could) wrote a root-owned file two levels above DEST's tree/ on
+ * 67f5056; the index now reads such a name as a damaged record (check
+ * lists it), and recover walks tree/ one directory at a time without
+ * following links.  A lost+found planted as a symlink in the data
+ * directory (the default DEST) is refused, not followed. */
+static int
+count_named(const char *dir, const char *name)
+{
+	char cmd[512], buf[64];
+	FILE *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "find '%s' -name '%s' | wc -l", dir, name);
+	p = popen(cmd, "r");
+	if (p && fgets(buf, sizeof(buf), p))
+		n = atoi(buf);
+	if (p)
+		pclose(p);
+	return n;
+}
+
+static void
+test_recover_stays_beneath_dest(void **state)
+{
+	struct fx *f = *state;
+	unsigned char *a = pattern(CHUNK, 48);
+	struct objfs_meta_txn *t;
+	struct { uint64_t ino, cookie; uint32_t type, pad; } dv;
+	static const char bad[] = "../../ESCAPED";
+	unsigned char k[8 + sizeof(bad)], ck[16];
+	char dest[128], outside[128], lf[128];
+	uint64_t ino;
+	FILE *out;
+
+	ino = make_file(f, "f", a, CHUNK, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
+	/* The planted entry: a name the store itself refuses to make. */
+	assert_int_equal(objfs_meta_begin(f->s->meta, OBJFS_META_WRITE, &t), 0);
+	assert_int_equal(objfs_meta_dirent_add(t, OBJFS_ROOT_INO, bad,
+			strlen(bad), ino, S_IFREG, 777), -EINVAL);
+	put_be64(k, OBJFS_ROOT_INO);
+	memcpy(k + 8, bad, strlen(bad));
+	dv.ino = ino;
+	dv.cookie = 777;
+	dv.type = S_IFREG;
+	dv.pad = 0;
+	assert_int_equal(meta_put(t, DB_DIRENT, k, 8 + strlen(bad), &dv,
+			sizeof(dv), 0), 0);
+	put_be64(ck, OBJFS_ROOT_INO);
+	put_be64(ck + 8, 777);
+	assert_int_equal(meta_put(t, DB_DIRCOOKIE, ck, 16, bad, strlen(bad),
+			0), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	assert_int_equal(objfs_store_close(f->s), 0);
+	f->s = NULL;
+
+	snprintf(dest, sizeof(dest), "%s/out/dest", f->dir);
+	snprintf(outside, sizeof(outside), "%s/out", f->dir);
+	assert_int_equal(mkdir(outside, 0755), 0);
+	out = tmpfile();
+	assert_true(objfs_recover(f->dir, dest, out) >= 0);
+	fclose(out);
+	assert_int_equal(count_named(f->dir, "ESCAPED"), 0);
+	{
+		char p[256];
+		struct stat st;
+
+		/* What the index names rightly is there, and DEST is 0700. */
+		snprintf(p, sizeof(p), "%s/tree/f", dest);
+		assert_int_equal(stat(p, &st), 0);
+		assert_int_equal(st.st_size, CHUNK);
+		assert_int_equal(stat(dest, &st), 0);
+		assert_int_equal(st.st_mode & 0777, 0700);
+	}
+	/* check: the planted record is damaged. */
+	out = tmpfile();
+	assert_true(objfs_check(f->dir, out) > 0);
+	fclose(out);
+
+	/* The default DEST planted as a link out of the data directory. */
+	snprintf(lf, sizeof(lf), "%s/lost+found", f->dir);
+	snprintf(outside, sizeof(outside), "%s/out/elsewhere", f->dir);
+	assert_int_equal(mkdir(outside, 0755), 0);
+	assert_int_equal(symlink(outside, lf), 0);
+	out = tmpfile();
+	assert_true(objfs_recover(f->dir, NULL, out) < 0);
+	fclose(out);
+	assert_int_equal(count_named(outside, "*"), 1);	/* itself */
+	assert_int_equal(unlink(lf), 0);
+	/* The damaged entry goes, so that the fixture mounts again. */
+	reopen(f);
+	assert_int_equal(objfs_meta_begin(f->s->meta, OBJFS_META_WRITE, &t), 0);
+	assert_int_equal(meta_del(t, DB_DIRENT, k, 8 + strlen(bad)), 0);
+	assert_int_equal(meta_del(t, DB_DIRCOOKIE, ck, 16), 0);
+	assert_int_equal(objfs_meta_commit(t), 0);
+	free(a);
+}
+
 /* One call, one timeout (src/base/deadline.h): an answer of the cluster
  * inside a nested scope (objfs_store_lookup calls objfs_store_lookup_by,
  * each a scope) moves the whole call's deadline, and it stays moved when
@@ -3270,6 +3373,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roundtrip_reopen, setup, teardown),
 		cmocka_unit_test(test_deadline_progress_nested),
+		cmocka_unit_test_setup_teardown(test_recover_stays_beneath_dest,
+				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_whiteout, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_copy_of_known_deleted_source,
