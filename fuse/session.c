@@ -54,7 +54,7 @@ objfs_fuse_new(const char *mount_opts, const char *fsname,
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct objfs_fuse *f;
-	char *opts;
+	char *opts = NULL, *src;
 	size_t n;
 	int rc = -ENOMEM;
 
@@ -63,14 +63,24 @@ objfs_fuse_new(const char *mount_opts, const char *fsname,
 	if (!f)
 		return -ENOMEM;
 	f->o = *fo;
-	n = strlen(mount_opts) + strlen(fsname) + 128;
-	opts = malloc(n);
-	if (!opts)
+	/* default_permissions: the kernel checks modes and owners.  The
+	 * source is escaped (its ',' and '\\'): raw, "objfs,allow_other"
+	 * handed the kernel an option objfs had not decided on (issue 48),
+	 * and without the permission pass that decision depends on. */
+	n = strlen(fsname) + 8;
+	src = malloc(n);
+	if (!src)
 		goto err_free;
-	/* default_permissions: the kernel checks modes and owners. */
-	snprintf(opts, n, "%ssubtype=objfs,fsname=%s%s%s",
-			fo->kernel_perms ? "default_permissions," : "",
-			fsname, *mount_opts ? "," : "", mount_opts);
+	snprintf(src, n, "fsname=%s", fsname);
+	if ((fo->kernel_perms &&
+	     fuse_opt_add_opt(&opts, "default_permissions") < 0) ||
+	    fuse_opt_add_opt(&opts, "subtype=objfs") < 0 ||
+	    fuse_opt_add_opt_escaped(&opts, src) < 0 ||
+	    (*mount_opts && fuse_opt_add_opt(&opts, mount_opts) < 0)) {
+		free(src);
+		goto err_opts;
+	}
+	free(src);
 	if (fuse_opt_add_arg(&args, "objfs") < 0 ||
 	    fuse_opt_add_arg(&args, "-o") < 0 ||
 	    fuse_opt_add_arg(&args, opts) < 0 ||
@@ -88,6 +98,7 @@ objfs_fuse_new(const char *mount_opts, const char *fsname,
 
 err_args:
 	fuse_opt_free_args(&args);
+err_opts:
 	free(opts);
 err_free:
 	free(f);

@@ -289,7 +289,9 @@ wait_pid_gone() {	# wait_pid_gone PID SECONDS
 start_objfs() {
 	local mnt=${1:-$MNT} data=${2:-$DATA} opts=${3:-arena=256M} i
 	local log=$T/objfs.$(basename "$mnt").log
-	"$OBJFS_BIN" -f -o "data=$data,$opts" "$mnt" >>"$log" 2>&1 &
+	# OBJFS_SOURCE: the SOURCE argument (objfs SOURCE MOUNTPOINT).
+	"$OBJFS_BIN" -f -o "data=$data,$opts" ${OBJFS_SOURCE:+"$OBJFS_SOURCE"} \
+		"$mnt" >>"$log" 2>&1 &
 	OBJFS_PID=$!
 	T_PIDS+=("$OBJFS_PID")
 	T_MOUNTS+=("$mnt")

@@ -44,6 +44,18 @@ ok "and says so in its log" grep -q "only root can enter" "$T/objfs.$(basename "
 root_rules "root only"
 ok "unmount" stop_objfs
 
+# Issue 48: a comma in SOURCE is part of the source, not an option: raw, on
+# 67f5056, "objfs,allow_other" mounted with allow_other (and, root's
+# decision being no kernel permission pass, let anyone past every mode).
+OBJFS_SOURCE='objfs,allow_other' ok "mount with the source objfs,allow_other" \
+	start_objfs "$MNT" "$DATA" arena=64M
+ok "the kernel took no option from the source" \
+	bash -c "! grep -qw allow_other <<<'$(mount_opts)'"
+ok "the source is the whole string" \
+	bash -c "[ \"\$(awk -v m='$MNT' '\$2 == m {print \$1}' /proc/mounts)\" = 'objfs,allow_other' ]"
+fails "another user still cannot enter" $NOBODY ls "$MNT"
+ok "unmount" stop_objfs
+
 ok "mount with -o default_permissions" start_objfs "$MNT" "$DATA" arena=64M,default_permissions
 ok "the kernel checks permissions when asked to" \
 	bash -c "grep -qw default_permissions <<<'$(mount_opts)'"
