@@ -60,15 +60,28 @@ write_metrics(void)
 	char tmp[PATH_MAX + 16];
 	size_t n;
 	FILE *f;
-	int rc;
+	int rc, fd;
 
 	rc = objfs_store_status_text(metrics.store, text, sizeof(text), &n);
 	if (rc < 0)
 		return rc;
+	/* Made anew beside its target, never through a link planted there
+	 * (the directory is often the exporter's to write: issue 48); the
+	 * rename then replaces the target itself, a link there included. */
 	snprintf(tmp, sizeof(tmp), "%s.tmp", metrics.path);
-	f = fopen(tmp, "we");
-	if (!f)
+	if (unlink(tmp) < 0 && errno != ENOENT)
 		return -errno;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			0644);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		rc = -errno;
+		close(fd);
+		unlink(tmp);
+		return rc;
+	}
 	rc = objfs_prom_write(text, f);
 	if (fclose(f) != 0 && rc == 0)
 		rc = -errno;

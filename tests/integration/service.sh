@@ -152,6 +152,16 @@ ok "... with the figures of the status file" bash -c "
 	grep -q '^objfs_request_duration_seconds_count{op=\"fsync\"} [1-9]' '$T/m.txt'"
 ok "unmount" stop_objfs
 ok "the metrics file holds the figures at unmount" $PROM "$T/objfs.prom" 16
+# Issue 48: FILE.tmp planted as a link to another file (the exporter's
+# directory is often writable by others): on 67f5056 the target was
+# truncated and overwritten with the metrics.
+echo precious >"$T/victim"
+ln -s "$T/victim" "$T/objfs.prom.tmp"
+ok "mount with a link planted at the metrics file's temporary name" \
+	start_objfs "$MNT" "$DATA" "arena=64M,metrics_file=$T/objfs.prom"
+ok "unmount" stop_objfs
+ok "the link's target is untouched" bash -c "[ \"\$(cat '$T/victim')\" = precious ]"
+ok "and the metrics file is written" $PROM "$T/objfs.prom" 0
 run "$OBJFS_BIN" -f -o "data=$DATA,arena=64M,metrics_file=$T/no/such/dir/x.prom" "$MNT"
 ok "a metrics file that cannot be written is refused at mount" said \
 	"metrics_file=$T/no/such/dir/x.prom: cannot write it: No such file or directory"
