@@ -558,6 +558,28 @@ parse_options(struct opts *o, const char *list)
 	free(copy);
 }
 
+/* *@p, if relative, made absolute from the working directory (not
+ * resolved: it may not exist yet, and its links are the user's). */
+static void
+absolute(char **p)
+{
+	char cwd[PATH_MAX], *q;
+	size_t n;
+
+	if (!*p || (*p)[0] == '/')
+		return;
+	if (!getcwd(cwd, sizeof(cwd)))
+		objfs_refuse("%s: a relative path, and the working directory "
+			"cannot be read: %s", *p, strerror(errno));
+	n = strlen(cwd) + strlen(*p) + 2;
+	q = malloc(n);
+	if (!q)
+		objfs_refuse("out of memory");
+	snprintf(q, n, "%s/%s", cwd, *p);
+	free(*p);
+	*p = q;
+}
+
 void
 objfs_parse_args(struct opts *o, int argc, char **argv)
 {
@@ -599,6 +621,23 @@ objfs_parse_args(struct opts *o, int argc, char **argv)
 		objfs_refuse("no mountpoint given (usage: objfs [options] MOUNTPOINT)");
 	o->mountpoint = pos[npos - 1];
 	o->source = npos == 2 ? pos[0] : "objfs";
+	/* Paths from here on are absolute: the daemon goes to / when it
+	 * detaches, and a relative data= or log= then named a place under /
+	 * (issue 48: a root daemon's cleanup unlinking there). */
+	absolute(&o->data_dir);
+	if (o->log && strcmp(o->log, "syslog") != 0)
+		absolute(&o->log);
+	absolute(&o->arena_dir);
+	absolute(&o->metrics_file);
+	absolute(&o->remote_conf);
+	{
+		char *m = strdup(o->mountpoint);
+
+		if (!m)
+			objfs_refuse("out of memory");
+		absolute(&m);
+		o->mountpoint = m;
+	}
 }
 
 static uint64_t

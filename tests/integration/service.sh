@@ -137,6 +137,19 @@ out=$("$OBJFS_BIN" -o "data=$DATA,arena=64M,log=$T/mine.log" "$MNT" 2>&1)
 ok "-o log=FILE: the daemon logs there" bash -c "
 	grep -qx 'log: $T/mine.log' '$MNT/.objfs-status' && grep -q 'info: mounted $MNT' '$T/mine.log'"
 ok "objfsctl umount" "$CTL" umount "$MNT"
+# Issue 48: relative paths are taken from where objfs was started, not from
+# / where the detached daemon goes (on 67f5056 its status named log: rel.log,
+# and a root daemon's later work by those paths happened under /).
+here=$(dirname "$MNT")
+out=$(cd "$here" && "$OBJFS_BIN" -o "data=rel-data,arena=64M,log=rel.log" \
+	"$(basename "$MNT")" 2>&1)
+T_MOUNTS+=("$MNT")
+ok "relative data=, log= and mountpoint: mounted" mountpoint -q "$MNT"
+ok "the status file names the log by its absolute path" \
+	grep -qx "log: $here/rel.log" "$MNT/.objfs-status"
+ok "objfsctl umount" "$CTL" umount "$MNT"
+ok "the data directory is where objfs was started" test -d "$here/rel-data/index"
+ok "and the daemon logged its unmount there" grep -q "unmounted" "$here/rel.log"
 
 # Metrics: objfsctl metrics and -o metrics_file= in the Prometheus text
 # format, with request latency histograms.
