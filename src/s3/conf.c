@@ -75,6 +75,24 @@ objfs_s3_parse(const char *spec, char bucket[64], char prefix[512],
 			bucket[0] = '\0';
 			return -EINVAL;
 		}
+		/* A part "." or "..": libcurl collapses them, so the objects
+		 * would be elsewhere than the prefix says (s3://b/t/../o is
+		 * o/). */
+		for (size_t i = 0; i < n; i++) {
+			size_t e = i;
+
+			if (i && q[i - 1] != '/')
+				continue;
+			while (e < n && q[e] != '/')
+				e++;
+			if ((e - i == 1 && q[i] == '.') ||
+			    (e - i == 2 && q[i] == '.' && q[i + 1] == '.')) {
+				snprintf(err, errsize, "remote=%s: a part of "
+					"the prefix is '.' or '..'", spec);
+				bucket[0] = '\0';
+				return -EINVAL;
+			}
+		}
 		for (size_t i = 0; i < n; i++)
 			if ((unsigned char)q[i] < 0x20 || q[i] == 0x7f) {
 				snprintf(err, errsize, "remote=%s: a control "

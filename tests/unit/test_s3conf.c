@@ -111,6 +111,19 @@ test_spec(void **state)
 	assert_non_null(strstr(err, "empty part"));
 	assert_int_equal(objfs_s3_parse("s3://bkt/", b, p, err, sizeof(err)),
 		-EINVAL);
+	/* Issue 48: libcurl collapses "." and ".." parts of a URL's path, so
+	 * s3://b/t/../o would work in o/: refused, each place they may be. */
+	static const char *const dots[] = { "s3://bkt/t/../o", "s3://bkt/..",
+		"s3://bkt/../o", "s3://bkt/t/..", "s3://bkt/./t", "s3://bkt/t/.",
+		"s3://bkt/.", "s3://bkt/t/./o/" };
+	for (size_t i = 0; i < sizeof(dots) / sizeof(dots[0]); i++) {
+		assert_int_equal(objfs_s3_parse(dots[i], b, p, err,
+			sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "'.' or '..'"));
+	}
+	assert_int_equal(objfs_s3_parse("s3://bkt/t.d/..o/o..", b, p, err,
+		sizeof(err)), 0);
+	assert_string_equal(p, "t.d/..o/o..");
 	assert_int_equal(objfs_s3_parse("rados:p", b, p, err, sizeof(err)),
 		-EINVAL);
 	assert_non_null(strstr(err, "expected s3://BUCKET"));
