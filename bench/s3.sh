@@ -63,7 +63,7 @@ declare -a up obj_first obj_second local_read rc_up rc_up_t rc_read put_gib get_
 for r in $(seq "$REPS"); do
 	ns=n$r.$$
 	# objfs: upload
-	mount_at "$W/m" "$W/d$r" "remote=s3://bench/$ns,remote_timeout=60"
+	mount_at "$W/m" "$W/d$r" "remote_insecure,remote=s3://bench/$ns,remote_timeout=60"
 	read -r p0 g0 h0 <<<"$(reqs "$W/m")"
 	t0=$(now)
 	dd if="$SRC" of="$W/m/f" bs=1M conv=fsync status=none
@@ -73,7 +73,7 @@ for r in $(seq "$REPS"); do
 	umount_wait "$W/m"
 	rm -rf "$W/d$r"
 	# objfs: first and second read, from an empty data directory
-	mount_at "$W/m" "$W/e$r" "remote=s3://bench/$ns,remote_timeout=60"
+	mount_at "$W/m" "$W/e$r" "remote_insecure,remote=s3://bench/$ns,remote_timeout=60"
 	read -r q0 k0 j0 <<<"$(reqs "$W/m")"
 	t0=$(now)
 	cat "$W/m/f" >/dev/null

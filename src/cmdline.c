@@ -218,6 +218,8 @@ usage(FILE *f)
 "    -o remote_addressing=path|virtual|auto\n"
 "                           S3: bucket in the path or in the host name\n"
 "                           (auto: virtual on AWS, path elsewhere)\n"
+"    -o remote_insecure     S3: accept an http:// endpoint (requests and\n"
+"                           answers in clear; refused without it)\n"
 "    -o remote_conf=FILE    the cluster's ceph.conf (/etc/ceph/ceph.conf)\n"
 "    -o remote_id=NAME      the cephx user, client.NAME (default admin)\n"
 "    -o remote_timeout=S    an operation on the cluster fails with\n"
@@ -391,6 +393,8 @@ parse_one_option(struct opts *o, const char *opt)
 				"https://HOST[:PORT]", opt);
 		free(o->remote_endpoint);
 		o->remote_endpoint = strdup(opt + 16);
+	} else if (strcmp(opt, "remote_insecure") == 0) {
+		o->remote_insecure = 1;
 	} else if (strncmp(opt, "remote_addressing=", 18) == 0) {
 		if (strcmp(opt + 18, "path") != 0 &&
 		    strcmp(opt + 18, "virtual") != 0 &&

@@ -44,6 +44,7 @@ struct opts {
 	char *remote_id;		/* -o remote_id= */
 	char *remote_endpoint;		/* -o remote_endpoint= */
 	char *remote_addressing;	/* -o remote_addressing= */
+	int remote_insecure;		/* -o remote_insecure */
 	unsigned remote_timeout;	/* -o remote_timeout=SECONDS */
 	unsigned remote_hold;		/* -o remote_hold=SECONDS */
 	int remote_shared;		/* -o shared */

@@ -240,6 +240,7 @@ main(int argc, char **argv)
 		cfg.remote_id = o.remote_id;
 		cfg.remote_endpoint = o.remote_endpoint;
 		cfg.remote_addressing = o.remote_addressing;
+		cfg.remote_insecure = o.remote_insecure;
 		if (strncmp(o.remote, "s3://", 5) == 0 && (o.remote_conf ||
 		    o.remote_id))
 			objfs_refuse("remote_conf and remote_id are for a Ceph pool "
@@ -251,9 +252,11 @@ main(int argc, char **argv)
 				"which S3 has not; one mount per bucket prefix",
 				o.remote);
 		if (strncmp(o.remote, "rados:", 6) == 0 &&
-		    (o.remote_endpoint || o.remote_addressing))
-			objfs_refuse("remote_endpoint and remote_addressing are for an "
-				"S3 bucket (remote=s3://...)");
+		    (o.remote_endpoint || o.remote_addressing ||
+		     o.remote_insecure))
+			objfs_refuse("remote_endpoint, remote_addressing and "
+				"remote_insecure are for an S3 bucket "
+				"(remote=s3://...)");
 		cfg.remote_timeout = o.remote_timeout;
 		cfg.remote_hold = o.remote_hold;
 		cfg.remote_shared = o.remote_shared;
@@ -269,9 +272,11 @@ main(int argc, char **argv)
 	} else if (o.remote_conf || o.remote_id || o.remote_timeout ||
 		   o.remote_hold || o.remote_shared || o.remote_lease ||
 		   o.remote_compact >= 0 || o.remote_batch >= 0 ||
-		   o.remote_endpoint || o.remote_addressing) {
+		   o.remote_endpoint || o.remote_addressing ||
+		   o.remote_insecure) {
 		objfs_refuse("remote_conf, remote_id, remote_endpoint, "
-			"remote_addressing, remote_timeout, remote_hold, shared, "
+			"remote_addressing, remote_insecure, remote_timeout, "
+			"remote_hold, shared, "
 			"remote_lease, remote_batch and remote_compact need "
 			"remote=rados:POOL or remote=s3://BUCKET");
 	}

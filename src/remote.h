@@ -37,6 +37,7 @@ struct objfs_remote_config {
 				 * environment and ~/.aws/config, else
 				 * AWS's for the region) */
 	const char *addressing;	/* S3: "path", "virtual" or NULL (auto) */
+	int insecure;		/* S3: an http:// endpoint accepted */
 	unsigned timeout_s;	/* every operation; 0: the default, 30 */
 };
 

@@ -54,6 +54,7 @@ struct objfs_store_config {
 	const char *remote_id;	/* the cephx user; NULL: admin */
 	const char *remote_endpoint;	/* S3: the service's URL, or NULL */
 	const char *remote_addressing;	/* S3: path, virtual, NULL: auto */
+	int remote_insecure;		/* S3: http:// accepted */
 	unsigned remote_timeout;	/* s; 0: 30 */
 	unsigned remote_hold;	/* s; 0: 30 */
 	int remote_shared;	/* -o shared: one of many mounts */

@@ -157,6 +157,7 @@ tier_open(const struct objfs_store_config *cfg, struct objfs_tier **out,
 		.spec = cfg->remote, .conf = cfg->remote_conf,
 		.id = cfg->remote_id, .endpoint = cfg->remote_endpoint,
 		.addressing = cfg->remote_addressing,
+		.insecure = cfg->remote_insecure,
 		.timeout_s = cfg->remote_timeout,
 	};
 	char host[HOST_NAME_MAX + 1] = "?", dir[PATH_MAX], mid[13];

@@ -330,6 +330,17 @@ objfs_s3_config_load(const struct objfs_remote_config *cfg,
 			"https://s3.%s.amazonaws.com", c->region);
 	if (rc < 0)
 		return rc;
+	/* In clear, the requests (their signatures cover no body) and the
+	 * answers can be changed on the way, and the session token read:
+	 * only when asked (issue 48). */
+	if (strncmp(c->endpoint, "http://", 7) == 0 && !cfg->insecure) {
+		snprintf(err, errsize, "%s: an http:// endpoint sends every "
+			"request, its credentials' token and the tree's records "
+			"in clear, open to change on the way: use https://, or "
+			"-o remote_insecure to accept that (a test's gateway on "
+			"127.0.0.1)", c->endpoint);
+		return -EINVAL;
+	}
 
 	if ((v = env("AWS_CA_BUNDLE")))
 		set(c->ca_bundle, sizeof(c->ca_bundle), v);

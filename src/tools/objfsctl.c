@@ -73,7 +73,8 @@ usage(FILE *f)
 "       objfsctl umount MOUNTPOINT\n"
 "       objfsctl log MOUNTPOINT\n"
 "       objfsctl metrics MOUNTPOINT\n"
-"       objfsctl check DATA [--remote rados:POOL[/NS]|s3://BUCKET[/PREFIX] [--remote-conf FILE]]\n"
+"       objfsctl check DATA [--remote rados:POOL[/NS]|s3://BUCKET[/PREFIX] [--remote-conf FILE]\n"
+"                            [--remote-insecure]]\n"
 "       objfsctl recover DATA [DEST]\n"
 "\n"
 "status  the mount's arena, spill and restore figures (MOUNTPOINT/.objfs-status)\n"
@@ -714,6 +715,11 @@ cmd_check_remote(int n, char **a)
 	int rc;
 
 	for (int i = 1; i < n; i += 2) {
+		if (strcmp(a[i], "--remote-insecure") == 0) {
+			cfg.insecure = 1;	/* S3 over http:// */
+			i--;
+			continue;
+		}
 		if (i + 1 >= n)
 			goto usage;
 		if (strcmp(a[i], "--remote") == 0)
@@ -745,7 +751,7 @@ cmd_check_remote(int n, char **a)
 	return rc < 0 ? 2 : rc > 0;
 usage:
 	fprintf(stderr, "usage: objfsctl check DATA [--remote rados:POOL[/NS]|s3://BUCKET[/PREFIX]] "
-		"[--remote-conf FILE] [--remote-id NAME]\n");
+		"[--remote-conf FILE] [--remote-id NAME] [--remote-insecure]\n");
 	return 2;
 }
 

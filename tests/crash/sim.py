@@ -783,7 +783,9 @@ def img_remote(args, ns):
     """(the mount's remote= options, objfsctl check's --remote ones)"""
     if args.s3snap:
         spec = "s3://%s/%s" % (args.bucket, ns)
-        return "remote=" + spec, ["--remote", spec]
+        # The tests' gateway is http:// on 127.0.0.1.
+        return ("remote_insecure,remote=" + spec,
+                ["--remote", spec, "--remote-insecure"])
     spec = "rados:%s/%s" % (args.imgpool, ns)
     return ("remote=%s,remote_conf=%s" % (spec, args.conf),
             ["--remote", spec, "--remote-conf", args.conf])

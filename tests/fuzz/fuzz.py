@@ -1034,6 +1034,8 @@ class Run:
                 self.a.remote, self.ns, LEASE_S, TIMEOUT_S)
             if not self.a.remote.startswith("s3://"):
                 opts += ",remote_conf=%s" % self.a.remote_conf
+            else:
+                opts += ",remote_insecure"	# the tests' http:// gateway
         if self.a.shared:
             opts += ",shared,remote_lease=%d" % LEASE_S
             if self.a.batch:

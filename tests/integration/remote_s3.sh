@@ -37,7 +37,7 @@ NS=t$$
 # A mount from an empty data directory reads the log record by record
 # (about 50 ms each from the gateway on a busy machine): up to a minute.
 T_MOUNT_S=60
-R="remote=s3://objfs-test/$NS,remote_timeout=8,remote_hold=4"
+R="remote_insecure,remote=s3://objfs-test/$NS,remote_timeout=8,remote_hold=4"
 OPTS="arena=128M,$R"
 objects() {	# the namespace's object names
 	# (the query's parameters sorted and encoded: SigV4's canonical form)
@@ -53,17 +53,24 @@ says() { grep -q "$2" "$1" || { cat "$1"; return 1; }; }	# FILE PATTERN
 mounted() { mountpoint -q "$MNT" || { echo "$MNT is not mounted"; return 1; }; }
 
 # ---- settings ----
-"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://A_B" "$T/mnt" >"$T/o1" 2>&1
+"$OBJFS_BIN" -f -o "data=$T/bad,remote_insecure,remote=s3://A_B" "$T/mnt" >"$T/o1" 2>&1
 ok "a bucket name S3 refuses is refused (while parsing)" sh -c "grep -q \"bucket's name\" '$T/o1' || grep -q 'must be' '$T/o1'"
-"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://objfs-test,remote_endpoint=ftp://x" "$T/mnt" >"$T/o2" 2>&1
+"$OBJFS_BIN" -f -o "data=$T/bad,remote_insecure,remote=s3://objfs-test,remote_endpoint=ftp://x" "$T/mnt" >"$T/o2" 2>&1
 ok "an endpoint that is not http(s) is refused" says "$T/o2" "must be http://HOST"
-"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://objfs-test,remote_conf=$CONF" "$T/mnt" >"$T/o3" 2>&1
+"$OBJFS_BIN" -f -o "data=$T/bad,remote_insecure,remote=s3://objfs-test,remote_conf=$CONF" "$T/mnt" >"$T/o3" 2>&1
 ok "the pool's remote_conf on S3 is refused" says "$T/o3" "are for a Ceph pool"
-"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://objfs-test,shared" "$T/mnt" >"$T/o4" 2>&1
+"$OBJFS_BIN" -f -o "data=$T/bad,remote_insecure,remote=s3://objfs-test,shared" "$T/mnt" >"$T/o4" 2>&1
+# Issue 48: the gateway here is http://127.0.0.1; on 67f5056 any http://
+# endpoint was taken silently.
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://objfs-test/$NS" "$T/mnt" >"$T/o10" 2>&1
+ok "an http:// endpoint without remote_insecure is refused, saying why" \
+	says "$T/o10" "in clear.*remote_insecure"
+"$OBJFS_BIN" -f -o "data=$T/bad,remote=rados:objfs,remote_insecure" "$T/mnt" >"$T/o11" 2>&1
+ok "remote_insecure on a pool is refused" says "$T/o11" "are for an S3 bucket"
 ok "shared mode on S3 is refused, saying why" says "$T/o4" "shared: not on S3"
 AWS_SECRET_ACCESS_KEY=wrong "$OBJFS_BIN" -f -o "data=$T/bad,$R" "$T/mnt" >"$T/o5" 2>&1
 ok "wrong credentials: refused, the service's reason named" says "$T/o5" "SignatureDoesNotMatch\|AccessDenied\|InvalidAccessKeyId"
-"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://no-such-bucket-$$,remote_timeout=8" "$T/mnt" >"$T/o6" 2>&1
+"$OBJFS_BIN" -f -o "data=$T/bad,remote_insecure,remote=s3://no-such-bucket-$$,remote_timeout=8" "$T/mnt" >"$T/o6" 2>&1
 ok "a bucket that does not exist is named" says "$T/o6" "NoSuchBucket"
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME=$T/nohome \
 	"$OBJFS_BIN" -f -o "data=$T/bad,$R" "$T/mnt" >"$T/o7" 2>&1
@@ -74,7 +81,7 @@ ok "no credentials anywhere: refused, saying where it looked" says "$T/o7" "no c
 s3_curl -X PUT "$AWS_ENDPOINT_URL/objfs-versioned" >/dev/null &&
 s3_curl -X PUT --data-binary '<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>' \
 	"$AWS_ENDPOINT_URL/objfs-versioned?versioning=" >/dev/null
-"$OBJFS_BIN" -f -o "data=$T/bad,remote=s3://objfs-versioned/v,remote_timeout=8" "$T/mnt" >"$T/o9" 2>&1
+"$OBJFS_BIN" -f -o "data=$T/bad,remote_insecure,remote=s3://objfs-versioned/v,remote_timeout=8" "$T/mnt" >"$T/o9" 2>&1
 ok "a versioned bucket (the gateway ignores If-None-Match there) is refused, saying why" \
 	says "$T/o9" "does not refuse a second PUT with If-None-Match"
 ok "nothing was mounted by those" sh -c "! mountpoint -q '$T/mnt'"
@@ -213,7 +220,7 @@ if [ -f "$B/tests/crash/libcrashrec.so" ]; then
 	CS=$T/crashsim
 	mkdir -p "$CS/snapdir"
 	ok "mount a prefix with the recorder" crash_mount "$CS" \
-		"arena=16M,chunk=64K,spill_high=20,spill_low=10,remote=s3://objfs-test/cs$$,remote_hold=3"
+		"arena=16M,chunk=64K,spill_high=20,spill_low=10,remote_insecure,remote=s3://objfs-test/cs$$,remote_hold=3"
 	python3 "$SNAP" snaps objfs-test "cs$$/" "$CS_PID" 500 "$CS/stop" \
 		"$CS/snapdir" >"$CS/snaps" 2>"$T/s3snap.log" &
 	SNAP_PID=$!
@@ -251,11 +258,11 @@ fi
 # and resumed (past remote_hold and remote_timeout) in most rounds.
 t_sub "kill loop, remote=s3://, with pauses" env KILL_ROUNDS="${S3_KILL_ROUNDS:-8}" \
 	KILL_PAUSE=1 KILL_OSD_PID="$C/run/client.rgw.a.pid" \
-	KILL_OPTS="arena=32M,chunk=64K,remote=s3://objfs-test/kill$$,remote_hold=3,remote_timeout=6" \
+	KILL_OPTS="arena=32M,chunk=64K,remote_insecure,remote=s3://objfs-test/kill$$,remote_hold=3,remote_timeout=6" \
 	bash "$HERE/kill_loop.sh"
 t_sub "kill loop on S3, the machine lost at each kill" env \
 	KILL_ROUNDS="${S3_LOSE_ROUNDS:-4}" KILL_MODE=fsync KILL_LOSE=1 \
-	KILL_OPTS="arena=32M,chunk=64K,remote=s3://objfs-test/lose$$,remote_hold=2" \
+	KILL_OPTS="arena=32M,chunk=64K,remote_insecure,remote=s3://objfs-test/lose$$,remote_hold=2" \
 	bash "$HERE/kill_loop.sh"
 t_fuzz "remote on S3" "${S3_FUZZ_SECONDS:-30}" "${FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}" \
 	--remote s3://objfs-test --osd-pid "$C/run/client.rgw.a.pid"

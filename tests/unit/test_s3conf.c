@@ -75,12 +75,14 @@ teardown(void **state)
 	return 0;
 }
 
+static int load_insecure = 1;	/* -o remote_insecure */
+
 static int
 load(const char *spec, const char *endpoint, const char *addressing,
 		struct objfs_s3_config *c, char *err)
 {
 	struct objfs_remote_config cfg = { .spec = spec, .endpoint = endpoint,
-		.addressing = addressing };
+		.addressing = addressing, .insecure = load_insecure };
 
 	err[0] = '\0';
 	return objfs_s3_config_load(&cfg, c, err, 512);
@@ -230,6 +232,18 @@ test_refused(void **state)
 	assert_int_equal(c.path_style, 1);
 	assert_int_equal(load("s3://a.b.c", NULL, NULL, &c, err), 0);
 	assert_int_equal(c.path_style, 1);
+	/* Issue 48: http:// only with -o remote_insecure, wherever the
+	 * endpoint comes from (on 67f5056 accepted silently). */
+	load_insecure = 0;
+	assert_int_equal(load("s3://bkt", "http://127.0.0.1:1", NULL, &c, err),
+		-EINVAL);
+	assert_non_null(strstr(err, "remote_insecure"));
+	setenv("AWS_ENDPOINT_URL", "http://10.0.0.1:9000", 1);
+	assert_int_equal(load("s3://bkt", NULL, NULL, &c, err), -EINVAL);
+	unsetenv("AWS_ENDPOINT_URL");
+	assert_int_equal(load("s3://bkt", "https://127.0.0.1:1", NULL, &c, err),
+		0);
+	load_insecure = 1;
 }
 
 #ifdef HAVE_S3
