@@ -750,6 +750,7 @@ objfs_store_close(struct objfs_store *s)
 			"write out", h, h);
 		note_lock(s, what);
 	}
+	mount_close_orphans(s);
 	shared = objfs_arena_path(s->arena) != NULL;
 	if (s->keep_arena && shared) {
 		/* Left for the next mount: only the index is made durable. */

@@ -52,6 +52,9 @@ void mount_remove_arena_pointer(struct objfs_store *s);
 
 /* Remove the objects left unlinked while open (orphans). */
 int mount_reap_orphans(struct objfs_store *s);
+/* At close: the objects unlinked while open that the kernel never let go
+ * of (its references end with the session), removed now. */
+void mount_close_orphans(struct objfs_store *s);
 /* Remove the backing files whose objects the index says were deleted
  * (tombstones); never one the index knows nothing of. */
 int mount_sweep_backing(struct objfs_store *s);
