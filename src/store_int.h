@@ -26,6 +26,12 @@
  *			first read to its commit; exclusive while another
  *			mount's commit is applied.  The tier's catch_mu
  *			(tier_int.h) is taken without it, and takes it.
+ *	give_mu		the give-back of deferred space (local_space.c),
+ *			one at a time: taken with no other lock held (the
+ *			maintenance thread, reclaim on ENOSPC, close), and
+ *			takes inode locks, defer_lock and the index under
+ *			it.  Two at once gave one slot back twice, the
+ *			second after a write-out had taken it again.
  *	mk_mu		shared mode (create.c): the queue of creates that
  *			share one commit; taken with the apply lock (shared)
  *			alone, and none under it (its leader makes the group
@@ -361,6 +367,7 @@ struct objfs_store {
 	int dedup;			/* -o dedup=on: set at open */
 
 	/* Space given back when durable (local_space.c), a leaf lock. */
+	pthread_mutex_t give_mu;	/* local_give_back: one at a time */
 	pthread_mutex_t defer_lock;
 	struct objfs_deferred *defer;	/* protected by defer_lock */
 	size_t ndefer, defer_cap;	/* protected by defer_lock */
@@ -741,6 +748,9 @@ int objfs_inode_snapshot(struct objfs_store *s, struct objfs_inode ***v,
 		size_t *n);
 void objfs_inode_put_all(struct objfs_store *s, struct objfs_inode **v,
 		size_t n);
+/* Tests only: called by the give-back (local_space.c) between its copy
+ * of the deferred list and its use, when the copy is not empty. */
+extern void (*objfs_test_give_back_copied)(struct objfs_store *s);
 /* Write the attributes to the index (ip->lock held). */
 int objfs_inode_persist_attr(struct objfs_store *s, struct objfs_inode *ip);
 /* The attributes to hand out (ip->lock held): held filled in. */

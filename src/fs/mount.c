@@ -306,10 +306,12 @@ store_open_once(const struct objfs_store_config *cfg,
 	s->inode_get = objfs_inode_get;
 	s->inode_put = objfs_inode_put;
 	pthread_mutex_init(&s->defer_lock, NULL);
+	pthread_mutex_init(&s->give_mu, NULL);
 	pthread_mutex_init(&s->sealed_lock, NULL);
 	if (objfs_cond_init(&s->sealed_cv) != 0) {
 		rc = -ENOMEM;
 		pthread_mutex_destroy(&s->sealed_lock);
+		pthread_mutex_destroy(&s->give_mu);
 		pthread_mutex_destroy(&s->defer_lock);
 		free(s);
 		goto err_dirfd;
@@ -580,6 +582,7 @@ err_free:
 	free(s->data_dir);
 	free(s->defer);
 	pthread_mutex_destroy(&s->defer_lock);
+	pthread_mutex_destroy(&s->give_mu);
 	pthread_mutex_destroy(&s->sealed_lock);
 	pthread_cond_destroy(&s->sealed_cv);
 	free(s);
@@ -828,6 +831,7 @@ objfs_store_close(struct objfs_store *s)
 	free(s->data_dir);
 	free(s->defer);
 	pthread_mutex_destroy(&s->defer_lock);
+	pthread_mutex_destroy(&s->give_mu);
 	if (s->sealed_mnt >= 0)
 		close(s->sealed_mnt);
 	pthread_mutex_destroy(&s->sealed_lock);

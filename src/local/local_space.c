@@ -206,13 +206,23 @@ release_file(struct objfs_store *s, const struct objfs_deferred *d)
 		undefer(s, d, 1);
 }
 
+/* A test's wait between the list's copy and its use (NULL: none). */
+void (*objfs_test_give_back_copied)(struct objfs_store *s);
+
 void
 local_give_back(struct objfs_store *s, int all)
 {
-	uint64_t durable = objfs_meta_durable_seq(s->meta);
+	uint64_t durable;
 	struct objfs_deferred *d;
 	size_t n = 0, i, j;
 
+	/* One give-back at a time, each copying the list under give_mu:
+	 * two at once (the maintenance thread's and a reclaim on ENOSPC)
+	 * each copied an entry, the first gave its slot back, a write-out
+	 * took the slot again, and the second punched the new copy
+	 * (issue 46's review: data lost). */
+	pthread_mutex_lock(&s->give_mu);
+	durable = objfs_meta_durable_seq(s->meta);
 	pthread_mutex_lock(&s->defer_lock);
 	d = s->ndefer ? malloc(s->ndefer * sizeof(*d)) : NULL;
 	for (i = 0; d && i < s->ndefer; i++)
@@ -221,8 +231,11 @@ local_give_back(struct objfs_store *s, int all)
 	pthread_mutex_unlock(&s->defer_lock);
 	if (!n) {
 		free(d);
+		pthread_mutex_unlock(&s->give_mu);
 		return;
 	}
+	if (objfs_test_give_back_copied)
+		objfs_test_give_back_copied(s);
 	qsort(d, n, sizeof(*d), defer_cmp);
 	for (i = 0; i < n; i = j) {
 		for (j = i + 1; j < n && d[j].ino == d[i].ino; j++)
@@ -233,6 +246,7 @@ local_give_back(struct objfs_store *s, int all)
 			release_slots(s, d + i, j - i);
 	}
 	free(d);
+	pthread_mutex_unlock(&s->give_mu);
 }
 
 int

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <linux/falloc.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -663,6 +664,80 @@ test_orphans_gone_at_close(void **state)
 	assert_int_equal(objfs_store_getattr(f->s, a, &(struct objfs_attr){0}),
 			-ENOENT);
 	free(buf);
+}
+
+/* Two give-backs at once (the maintenance thread's, a reclaim on ENOSPC)
+ * each copied the deferred list: the first gave slot 0 back, a write-out
+ * took it again, and the second punched the new copy (found reviewing
+ * issue 46).  The first is held between its copy and its use; the second
+ * must wait for it, and the rewrite then finds slot 0 still taken. */
+static sem_t gb_in, gb_go;
+static atomic_int gb_armed;
+
+static void
+gb_hook(struct objfs_store *s)
+{
+	(void)s;
+	if (atomic_exchange(&gb_armed, 0)) {
+		sem_post(&gb_in);
+		sem_wait(&gb_go);
+	}
+}
+
+static void *
+gb_thread(void *arg)
+{
+	struct objfs_store *s = arg;
+
+	s->copy->give_back(s, 0);
+	return NULL;
+}
+
+static void
+test_give_back_one_at_a_time(void **state)
+{
+	struct fx *f = *state;
+	unsigned char *a = pattern(2 * CHUNK, 61), *v1 = pattern(CHUNK, 62),
+		*v2 = pattern(CHUNK, 63);
+	struct timespec ts = { 0, 300 * 1000000L };
+	pthread_t ta, tb;
+	uint64_t ino;
+	size_t n;
+
+	ino = make_file(f, "g", a, 2 * CHUNK, 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	sem_init(&gb_in, 0, 0);
+	sem_init(&gb_go, 0, 0);
+	objfs_test_give_back_copied = gb_hook;
+	atomic_store(&gb_armed, 1);
+	/* Chunk 0 rewritten: its old slot waits to be given back. */
+	assert_int_equal(objfs_store_write(f->s, ino, 0, v1, CHUNK, &wr,
+			&(int){0}, &n), 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	assert_int_equal(objfs_meta_sync(f->s->meta), 0);
+	/* One give-back holds its copy (this one's, or the maintenance
+	 * thread's, whichever came first); another starts meanwhile. */
+	assert_int_equal(pthread_create(&ta, NULL, gb_thread, f->s), 0);
+	sem_wait(&gb_in);
+	assert_int_equal(pthread_create(&tb, NULL, gb_thread, f->s), 0);
+	nanosleep(&ts, NULL);
+	/* Chunk 0 again: written out while the first still holds its copy. */
+	assert_int_equal(objfs_store_write(f->s, ino, 0, v2, CHUNK, &wr,
+			&(int){0}, &n), 0);
+	assert_int_equal(objfs_store_fsync(f->s, ino, 0), 0);
+	sem_post(&gb_go);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	objfs_test_give_back_copied = NULL;
+	assert_int_equal(objfs_store_release(f->s, ino, O_RDWR, 0), 0);
+	reopen(f);		/* read from the backing file */
+	memcpy(a, v2, CHUNK);
+	assert_content(f, ino, a, 2 * CHUNK, 0);
+	sem_destroy(&gb_in);
+	sem_destroy(&gb_go);
+	free(a);
+	free(v1);
+	free(v2);
 }
 
 /* An open that the kernel sends after the unlink of the file's last
@@ -3438,6 +3513,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_open_after_unlink_took_records,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_gone_at_close,
+				setup, teardown),
+		cmocka_unit_test_setup_teardown(test_give_back_one_at_a_time,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests_pass_index_writes,
 				setup, teardown),
