@@ -184,6 +184,18 @@ reply_entry(fuse_req_t req, int rc, const struct objfs_attr *a)
 	fuse_reply_entry(req, &e);
 }
 
+/* Does the request come from the mount's owner (the daemon's user) or
+ * root?  The control actions (syncing everything through the status
+ * file, gc, catch-up, pin, unpin, evict, seal and unseal) are theirs; on
+ * an allow_other mount any user could take them (issue 48). */
+int
+objfs_req_controls(fuse_req_t req)
+{
+	uid_t u = fuse_req_ctx(req)->uid;
+
+	return u == 0 || u == getuid();
+}
+
 static struct objfs_cred
 req_cred(fuse_req_t req)
 {
@@ -600,7 +612,10 @@ objfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi)
 {
 	/* Sent straight from the arena: one copy, the kernel's. */
-	int rc = objfs_store_read_reply(req_store(req), ino, (uint64_t)off,
+	int rc = ino == OBJFS_STATUS_INO ?
+		objfs_store_read_status(req_store(req), (uint64_t)off, size,
+			objfs_req_controls(req), reply_pieces, req) :
+		objfs_store_read_reply(req_store(req), ino, (uint64_t)off,
 			size, reply_pieces, req);
 
 	if (rc < 0)
@@ -685,6 +700,11 @@ static void
 objfs_ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		struct fuse_file_info *fi)
 {
+	/* fsync of the status file writes everything out: the owner's. */
+	if (ino == OBJFS_STATUS_INO && !objfs_req_controls(req)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	fuse_reply_err(req, -objfs_store_fsync(req_store(req), ino, datasync));
 }
 
@@ -831,6 +851,14 @@ objfs_ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		const char *value, size_t size, int flags)
 {
 	OBJFS_REQ_CALL(req, ino);
+	/* The requests (gc and catch-up on the status file; pin, unpin and
+	 * evict on any file) are the owner's. */
+	if ((ino == OBJFS_STATUS_INO ||
+	     strcmp(name, OBJFS_XATTR_REQUEST) == 0) &&
+	    !objfs_req_controls(req)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	fuse_reply_err(req, -objfs_store_setxattr(req_store(req), ino, name,
 			value, size, flags));
 }

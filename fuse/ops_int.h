@@ -67,6 +67,8 @@ void objfs_reply_open_pt(fuse_req_t req, fuse_ino_t ino,
 		int32_t tgid);
 /* The process (thread group) that made @req. */
 int32_t objfs_req_tgid(fuse_req_t req);
+/* ops.c: the request is the mount's owner's or root's (control actions). */
+int objfs_req_controls(fuse_req_t req);
 /* FS_IOC_GETFLAGS/SETFLAGS, FS_IOC_FSGETXATTR/FSSETXATTR: the seal. */
 void objfs_ll_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		void *arg, struct fuse_file_info *fi, unsigned flags,

@@ -146,6 +146,14 @@ int objfs_store_sync_all(struct objfs_store *s);
 #define OBJFS_STATUS_MAX	(16384 + 4096)
 int objfs_store_status_text(struct objfs_store *s, char *text, size_t size,
 		size_t *len);
+struct objfs_iov;
+/* The status file's text as a reader sees it: with @owner 0 (a reader
+ * who is neither the mount's owner nor root), without the lines that name
+ * places and processes (pid, data, log, arena, remote, the S3 endpoint).
+ * Otherwise as objfs_store_read_reply. */
+int objfs_store_read_status(struct objfs_store *s, uint64_t off, size_t len,
+		int owner, void (*reply)(void *arg, const struct objfs_iov *v),
+		void *arg);
 /* The request latency histograms (metrics.h), OBJFS_OP_NCLASS of them,
  * for the adapter to add to; they last as long as the store. */
 struct objfs_latency *objfs_store_latency(struct objfs_store *s);

@@ -433,9 +433,38 @@ objfs_store_status_text(struct objfs_store *s, char *text, size_t size,
 	return 0;
 }
 
+/* The status file's lines a reader who is neither the mount's owner nor
+ * root does not see: where its data, log and arena are, its pid, its
+ * remote and endpoint (issue 48: every user read them). */
+static size_t
+redact_status(char *text, size_t n)
+{
+	static const char *const keys[] = { "pid: ", "data: ", "log: ",
+		"arena: ", "remote: ", "remote_s3_endpoint: " };
+	size_t in = 0, out = 0;
+
+	while (in < n) {
+		char *nl = memchr(text + in, '\n', n - in);
+		size_t len = nl ? (size_t)(nl - (text + in)) + 1 : n - in;
+		int drop = 0;
+
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			if (len >= strlen(keys[k]) &&
+			    memcmp(text + in, keys[k], strlen(keys[k])) == 0)
+				drop = 1;
+		if (!drop) {
+			memmove(text + out, text + in, len);
+			out += len;
+		}
+		in += len;
+	}
+	text[out] = '\0';
+	return out;
+}
+
 static int
 read_status(struct objfs_store *s, uint64_t off, void *buf, size_t len,
-		size_t *n_out)
+		size_t *n_out, int owner)
 {
 	char text[OBJFS_STATUS_MAX];
 	size_t n;
@@ -443,6 +472,8 @@ read_status(struct objfs_store *s, uint64_t off, void *buf, size_t len,
 
 	if (rc < 0)
 		return rc;
+	if (!owner)
+		n = redact_status(text, n);
 	if (off >= n) {
 		*n_out = 0;
 		return 0;
@@ -450,6 +481,28 @@ read_status(struct objfs_store *s, uint64_t off, void *buf, size_t len,
 	*n_out = n - off < len ? n - off : len;
 	memcpy(buf, text + off, *n_out);
 	return 0;
+}
+
+int
+objfs_store_read_status(struct objfs_store *s, uint64_t off, size_t len,
+		int owner, void (*reply)(void *arg, const struct objfs_iov *v),
+		void *arg)
+{
+	struct objfs_iov v = { 0 };
+	int rc;
+
+	v.iov = &(struct iovec){ .iov_base = malloc(len ? len : 1) };
+	if (!v.iov->iov_base)
+		return -ENOMEM;
+	rc = read_status(s, off, v.iov->iov_base, len, &v.iov->iov_len,
+			owner);
+	if (rc == 0) {
+		v.n = 1;
+		v.len = v.iov->iov_len;
+		reply(arg, &v);
+	}
+	free(v.iov->iov_base);
+	return rc;
 }
 
 int
@@ -462,20 +515,8 @@ objfs_store_read_reply(struct objfs_store *s, uint64_t ino, uint64_t off,
 	struct objfs_iov v = { 0 };
 	int rc;
 
-	if (objfs_is_status_ino(ino)) {
-		v.iov = &(struct iovec){ .iov_base = malloc(len ? len : 1) };
-		if (!v.iov->iov_base)
-			return -ENOMEM;
-		rc = read_status(s, off, v.iov->iov_base, len,
-				&v.iov->iov_len);
-		if (rc == 0) {
-			v.n = 1;
-			v.len = v.iov->iov_len;
-			reply(arg, &v);
-		}
-		free(v.iov->iov_base);
-		return rc;
-	}
+	if (objfs_is_status_ino(ino))
+		return objfs_store_read_status(s, off, len, 1, reply, arg);
 	rc = objfs_inode_get(s, ino, &ip);
 	if (rc < 0)
 		return rc;

@@ -89,6 +89,27 @@ fails "sticky directory: cannot delete root's file" bash -c "
 ok "owner can chmod its own file" $NOBODY chmod 600 "$MNT/shared/u"
 fails "and then root's group cannot read it as another user" setpriv --reuid=1000 --regid=1000 --clear-groups cat "$MNT/shared/u"
 
+# Issue 48: the control actions are the mount's owner's and root's, and
+# the status file shows other users no paths.  On 67f5056 any user could
+# write out every user's data through the status file, pin the sealed
+# budget away on a file it could write, and read where the data, log and
+# arena are.
+ST="$MNT/.objfs-status"
+ok "another user cannot sync everything through the status file (EPERM)" \
+	bash -c "$NOBODY sync '$ST' 2>&1 | grep -q 'Operation not permitted'"
+ok "root (the owner) can" sync "$ST"
+fails "another user cannot pin a file it can write" \
+	$NOBODY setfattr -n user.objfs.request -v pin "$MNT/shared/u"
+ok "the owner can" setfattr -n user.objfs.request -v pin "$MNT/shared/u"
+ok "and unpin it" setfattr -n user.objfs.request -v unpin "$MNT/shared/u"
+fails "another user cannot ask for a catch-up" \
+	$NOBODY setfattr -n user.objfs.catch_up -v 1 "$ST"
+fails "another user cannot seal a file it owns (no CAP_LINUX_IMMUTABLE)" \
+	$NOBODY chattr +i "$MNT/shared/u"
+ok "another user reads the figures" bash -c "$NOBODY cat '$ST' | grep -q '^arena_capacity_bytes: '"
+ok "but no paths or pid" bash -c "! $NOBODY cat '$ST' | grep -q '^\(data\|log\|arena\|pid\|remote\): '"
+ok "the owner reads them" bash -c "grep -q '^data: $DATA' '$ST' && grep -q '^pid: ' '$ST'"
+
 # setuid/setgid bits are cleared by a write from a non-owner.
 echo x >"$MNT/shared/suid"
 chmod 6777 "$MNT/shared/suid"
