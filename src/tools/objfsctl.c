@@ -119,6 +119,18 @@ usage(FILE *f)
 "        inode number, with the names found in DEST/NAMES and DEST/tree\n");
 }
 
+/* @s as text for a terminal: its control characters (an escape sequence
+ * in a path or a log line, issue 48) shown as '?', newlines and tabs
+ * kept. */
+static char *
+safe(char *s)
+{
+	for (unsigned char *p = (unsigned char *)s; *p; p++)
+		if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f)
+			*p = '?';
+	return s;
+}
+
 static int
 cmd_status(const char *mnt)
 {
@@ -139,13 +151,14 @@ cmd_status(const char *mnt)
 		if (sscanf(line, "%127[^:]: %llu", key, &v) != 2) {
 			/* A word, not a figure (the remote tier's state). */
 			if (sscanf(line, "%127[^:]: %199[^\n]", key, text) == 2)
-				printf("%-28s %s\n", key, text);
+				printf("%-28s %s\n", safe(key), safe(text));
 			continue;
 		}
 		if (strstr(key, "_bytes"))
-			printf("%-28s %s\n", key, objfs_format_size(v, h, sizeof(h)));
+			printf("%-28s %s\n", safe(key),
+				objfs_format_size(v, h, sizeof(h)));
 		else
-			printf("%-28s %llu\n", key, v);
+			printf("%-28s %llu\n", safe(key), v);
 	}
 	fclose(f);
 	return 0;
@@ -337,7 +350,8 @@ cmd_log(const char *mnt, int n)
 	}
 	f = fopen(where, "r");
 	if (!f) {
-		fprintf(stderr, "objfsctl: %s: %s\n", where, strerror(errno));
+		fprintf(stderr, "objfsctl: %s: %s\n", safe(where),
+			strerror(errno));
 		return 1;
 	}
 	ring = calloc((size_t)n, sizeof(*ring));
@@ -345,7 +359,7 @@ cmd_log(const char *mnt, int n)
 		fclose(f);
 		return 1;
 	}
-	printf("==> %s <==\n", where);
+	printf("==> %s <==\n", safe(where));
 	while (fgets(line, sizeof(line), f)) {
 		free(ring[total % n]);
 		ring[total % n] = strdup(line);
@@ -353,7 +367,7 @@ cmd_log(const char *mnt, int n)
 	}
 	fclose(f);
 	for (long i = total > n ? total - n : 0; i < total; i++)
-		fputs(ring[i % n] ? ring[i % n] : "", stdout);
+		fputs(ring[i % n] ? safe(ring[i % n]) : "", stdout);
 	for (int i = 0; i < n; i++)
 		free(ring[i]);
 	free(ring);

@@ -150,6 +150,15 @@ ok "the status file names the log by its absolute path" \
 ok "objfsctl umount" "$CTL" umount "$MNT"
 ok "the data directory is where objfs was started" test -d "$here/rel-data/index"
 ok "and the daemon logged its unmount there" grep -q "unmounted" "$here/rel.log"
+# Issue 48: a path with a terminal escape in it is shown by objfsctl
+# with the escape made harmless (on 67f5056 printed as it was).
+esc=$(printf 'e\033[31mx')
+out=$("$OBJFS_BIN" -o "data=$DATA,arena=64M,log=$T/$esc.log" "$MNT" 2>&1)
+T_MOUNTS+=("$MNT")
+ok "mounted with a log path holding an escape" mountpoint -q "$MNT"
+ok "objfsctl status prints no escape" bash -c "'$CTL' status '$MNT' | grep -q '^log' && ! '$CTL' status '$MNT' | grep -q \$'\\033'"
+ok "objfsctl log neither" bash -c "'$CTL' log '$MNT' | grep -q '==>' && ! '$CTL' log '$MNT' | grep -q \$'\\033'"
+ok "objfsctl umount" "$CTL" umount "$MNT"
 
 # Metrics: objfsctl metrics and -o metrics_file= in the Prometheus text
 # format, with request latency histograms.
