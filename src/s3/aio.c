@@ -178,7 +178,7 @@ objfs_s3_puts_add(struct objfs_remote_puts *base, const char *name,
 	x->look = (struct s3_req){ .method = "HEAD", .name = x->name };
 	x->write = (struct s3_req){ .method = "PUT", .name = x->name,
 		.body = buf, .body_len = len, .if_none_match = 1,
-		.meta = x->tag };
+		.meta = x->tag, .chunk = 1 };
 	x->verify = x->look;
 	/* The steps after the first are sent from the engine's thread:
 	 * they keep the deadline of the call that added the chunk. */

@@ -238,7 +238,8 @@ req_easy(struct s3 *s, struct s3_req *q, uint64_t now)
 	rc = req_url(s, q, url, sizeof(url));
 	if (rc < 0)
 		return rc;
-	if ((rc = hdr(q, "x-amz-content-sha256", "UNSIGNED-PAYLOAD")) < 0 ||
+	if ((rc = hdr(q, "x-amz-content-sha256", q->sha[0] ? q->sha :
+			"UNSIGNED-PAYLOAD")) < 0 ||
 	    (s->token_hdr[0] && (rc = hdr(q, s->token_hdr, NULL)) < 0) ||
 	    (q->if_match && (rc = hdr(q, "If-Match", q->if_match)) < 0) ||
 	    (q->if_none_match && (rc = hdr(q, "If-None-Match", "*")) < 0) ||
@@ -545,6 +546,13 @@ void
 s3_submit(struct s3 *s, struct s3_req *q)
 {
 	s3_req_reset(q);
+	/* The tree's records (head, hold, log, snapshot parts) signed with
+	 * their bodies: changed on the way, the service refuses them (issue
+	 * 48: every body went UNSIGNED-PAYLOAD, and their own sums are
+	 * unkeyed). */
+	q->sha[0] = '\0';
+	if (q->body && !q->chunk)
+		s3_sha256_hex(q->body, q->body_len, q->sha);
 	q->tries = 0;
 	q->easy = NULL;
 	q->hdrs = NULL;

@@ -71,6 +71,11 @@ struct s3_req {
 	const void *body;
 	size_t body_len;
 	const char *meta;		/* x-amz-meta-objfs-sums, or NULL */
+	/* A chunk's body goes UNSIGNED-PAYLOAD (named by its content,
+	 * verified by its sums when read); any other body is signed with
+	 * its SHA-256 (@sha, made by s3_submit). */
+	int chunk;
+	char sha[65];
 	/* Answered by then at the latest (monotonic ns, 0: the timeout):
 	 * a request a callback sends on for a system call (aio.c) keeps
 	 * that call's deadline, which the engine's thread does not know. */
@@ -116,6 +121,8 @@ void s3_engine_stop(struct s3 *s);
  * 429 or 5xx with backoff and jitter until the connection's timeout;
  * @q->done (may be NULL) runs in the engine's thread when it finished. */
 void s3_submit(struct s3 *s, struct s3_req *q);
+/* sha256.c: the SHA-256 of @len bytes of @buf, in lower-case hex. */
+void s3_sha256_hex(const void *buf, size_t len, char hex[65]);
 /* Wait for @q: its errno (s3_errno). */
 int s3_wait(struct s3 *s, struct s3_req *q);
 int s3_do(struct s3 *s, struct s3_req *q);

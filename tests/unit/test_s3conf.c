@@ -205,6 +205,45 @@ test_profile(void **state)
 	assert_non_null(strstr(err, "AWS_PROFILE=nobody"));
 }
 
+
+/* The payload hash of the tree's records (sha256.c): FIPS 180-4's
+ * examples, the padding's edges (55, 56, 63, 64, 65, 119, 120 bytes) and
+ * a million 'a's, against Python's hashlib. */
+static void
+test_sha256(void **state)
+{
+	static const struct { size_t n; const char *hex; } as[] = {
+		{ 55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318" },
+		{ 56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a" },
+		{ 63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34" },
+		{ 64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb" },
+		{ 65, "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0" },
+		{ 119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb" },
+		{ 120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c" },
+		{ 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0" },
+	};
+	char hex[65], *a = malloc(1000000);
+
+	(void)state;
+	assert_non_null(a);
+	memset(a, 'a', 1000000);
+	s3_sha256_hex("", 0, hex);
+	assert_string_equal(hex,
+		"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	s3_sha256_hex("abc", 3, hex);
+	assert_string_equal(hex,
+		"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	s3_sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		56, hex);
+	assert_string_equal(hex,
+		"248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	for (size_t i = 0; i < sizeof(as) / sizeof(as[0]); i++) {
+		s3_sha256_hex(a, as[i].n, hex);
+		assert_string_equal(hex, as[i].hex);
+	}
+	free(a);
+}
+
 static void
 test_refused(void **state)
 {
@@ -320,6 +359,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sha256),
 		cmocka_unit_test(test_spec),
 		cmocka_unit_test_setup_teardown(test_environment_first, setup,
 			teardown),
