@@ -212,11 +212,12 @@ pool_create(struct objfs_remote *base, const char *name, const void *buf,
 	return rc;
 }
 
+/* @len bytes of @name from @off into @buf (*@got of them), waited for
+ * until the call's deadline; with @ver the version the OSD answered. */
 static int
-pool_get(struct objfs_remote *base, const char *name, uint64_t off,
-		void *buf, size_t len, size_t *got)
+read_bytes(struct rados_remote *r, const char *name, uint64_t off,
+		void *buf, size_t len, size_t *got, uint64_t *ver)
 {
-	struct rados_remote *r = (struct rados_remote *)base;
 	rados_read_op_t op = rados_create_read_op();
 	size_t n = 0;
 	int rc, rv = 0;
@@ -225,7 +226,7 @@ pool_get(struct objfs_remote *base, const char *name, uint64_t off,
 	if (!op)
 		return -ENOMEM;
 	rados_read_op_read(op, off, len, buf, &n, &rv);
-	rc = objfs_rados_read(r, op, name, NULL);
+	rc = objfs_rados_read(r, op, name, ver);
 	rados_release_read_op(op);
 	if (rc >= 0 && rv < 0)
 		rc = rv;
@@ -233,6 +234,14 @@ pool_get(struct objfs_remote *base, const char *name, uint64_t off,
 		return rc;
 	*got = n;
 	return 0;
+}
+
+static int
+pool_get(struct objfs_remote *base, const char *name, uint64_t off,
+		void *buf, size_t len, size_t *got)
+{
+	return read_bytes((struct rados_remote *)base, name, off, buf, len,
+			got, NULL);
 }
 
 static int
@@ -572,24 +581,9 @@ static int
 pool_head_get(struct objfs_remote *base, void *buf, size_t cap,
 		size_t *len, uint64_t *ver)
 {
-	struct rados_remote *r = (struct rados_remote *)base;
-	rados_read_op_t op = rados_create_read_op();
-	size_t got = 0;
-	int rc, rv = 0;
-
-	*len = 0;
 	*ver = 0;
-	if (!op)
-		return -ENOMEM;
-	rados_read_op_read(op, 0, cap, buf, &got, &rv);
-	rc = objfs_rados_read(r, op, HEAD, ver);
-	rados_release_read_op(op);
-	if (rc >= 0 && rv < 0)
-		rc = rv;
-	if (rc < 0)
-		return rc;
-	*len = got;
-	return 0;
+	return read_bytes((struct rados_remote *)base, HEAD, 0, buf, cap, len,
+			ver);
 }
 
 static int
