@@ -832,7 +832,7 @@ node_main(void *arg)
 		.chunk_size = w->cfg.chunk,
 		.tier_ops = &objfs_tier_rados,
 		.remote = w->cfg.s3 ? "s3://sim" : "rados:sim",
-		.remote_endpoint = w->cfg.s3 ? "http://s3.sim.invalid" : NULL,
+		.remote_endpoint = w->cfg.s3 ? "https://s3.sim.invalid" : NULL,
 		.remote_addressing = w->cfg.s3 ? "path" : NULL,
 		.remote_timeout = w->cfg.timeout_s,
 		.remote_hold = w->cfg.hold_s,
