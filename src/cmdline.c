@@ -634,14 +634,11 @@ objfs_parse_args(struct opts *o, int argc, char **argv)
 	absolute(&o->arena_dir);
 	absolute(&o->metrics_file);
 	absolute(&o->remote_conf);
-	{
-		char *m = strdup(o->mountpoint);
-
-		if (!m)
-			objfs_refuse("out of memory");
-		absolute(&m);
-		o->mountpoint = m;
-	}
+	o->mountpoint_abs = strdup(o->mountpoint);
+	if (!o->mountpoint_abs)
+		objfs_refuse("out of memory");
+	absolute(&o->mountpoint_abs);
+	o->mountpoint = o->mountpoint_abs;
 }
 
 static uint64_t

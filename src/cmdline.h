@@ -16,6 +16,7 @@
 
 struct opts {
 	const char *mountpoint;
+	char *mountpoint_abs;		/* mountpoint's own copy, absolute */
 	const char *source;
 	char *data_dir;
 	uint64_t arena;

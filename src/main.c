@@ -346,5 +346,7 @@ main(int argc, char **argv)
 	free(o.remote_id);
 	free(o.remote_endpoint);
 	free(o.remote_addressing);
+	free(o.mountpoint_abs);
+	free(o.arena_dir);
 	return status;
 }
