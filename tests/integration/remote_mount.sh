@@ -206,6 +206,19 @@ rm -f "$T/mnt2/huge" "$T/huge"
 # ---- the OSD stops for a while under a mount ----
 head -c 2M /dev/urandom >"$T/late"
 ok "a file read once (fetched into the arena)" cmp "$T/big" "$T/mnt2/big"
+# Resident before the OSD stops: a read just after the spiller made room
+# (the 400 MiB file's blocks freed) may have to fetch a chunk again.
+resident_big() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[ "$(getfattr --only-values -n user.objfs.resident "$T/mnt2/big" 2>/dev/null)" = $((8 << 20)) ] && return 0
+		cat "$T/mnt2/big" >/dev/null
+		sleep 0.2
+	done
+	getfattr -d -m 'user.objfs' "$T/mnt2/big"
+	return 1
+}
+ok "... all of it resident" resident_big
 ok "the OSD stops" bash "$CL" osd-stop "$C"
 ok "with the OSD down, a resident file still reads" cmp "$T/big" "$T/mnt2/big"
 ok "with the OSD down, a write into the arena succeeds" cp "$T/late" "$T/mnt2/late"
