@@ -113,6 +113,18 @@ model_forget_node(struct world *w, int node_inc)
 }
 
 void
+model_published_all(struct world *w, int node_inc)
+{
+	/* Unknown, not sure: a write under way when the sync ran may be
+	 * in it or not. */
+	for (int p = 0; p < w->npaths; p++)
+		for (size_t i = 0; i < w->nev[p]; i++)
+			if (w->ev[p][i].node_inc == node_inc &&
+			    w->ev[p][i].status == EV_PENDING)
+				w->ev[p][i].status = EV_UNKNOWN;
+}
+
+void
 model_inflight(struct world *w, const struct action *a, uint64_t h_value,
 		int h_path, int node_inc)
 {

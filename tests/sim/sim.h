@@ -219,6 +219,10 @@ void model_pending(struct world *w, int path, uint64_t value, uint64_t t0,
 /* Node @node_inc was killed: what it wrote may appear yet, and so may
  * what its operations under way were doing (@a, each of its clients'). */
 void model_forget_node(struct world *w, int node_inc);
+/* Node @node_inc's sync of everything (objfsctl sync) answered: it
+ * publishes every file open for writing there (objfs_share_publish_all),
+ * so what its handles wrote and had not published may be seen now. */
+void model_published_all(struct world *w, int node_inc);
 void model_inflight(struct world *w, const struct action *a,
 		uint64_t h_value, int h_path, int node_inc);
 /* Can @value be what @path holds, read between @t0 and @t1?  1 yes, 0

@@ -739,8 +739,11 @@ run_action(struct client *c, const struct action *a, struct op_result *res)
 		break;
 	case A_SYNC:
 		res->rc = objfs_store_fsync(s, OBJFS_STATUS_INO, 0);
-		if (res->rc == 0)
+		if (res->rc == 0) {
 			model_synced(W, c->n->inc, res->t0);
+			if (is_shared(c->n))
+				model_published_all(W, c->n->inc);
+		}
 		break;
 	case A_GC:
 		snprintf(num, sizeof(num), "0");
